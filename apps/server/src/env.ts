@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+/** The process environment, read and validated once (CONTRACT §7). */
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65_535).default(4000),
+  HOST: z.string().default('0.0.0.0'),
+  GATEHOUSE_BASE_URL: z.url().optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// URL')
+    .optional(),
+  GATEHOUSE_DATA_DIR: z.string().default('./.gatehouse'),
+  GATEHOUSE_OPERATOR_TOKEN: z.string().min(24, 'GATEHOUSE_OPERATOR_TOKEN must be at least 24 characters').optional(),
+  GATEHOUSE_MASTER_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'GATEHOUSE_MASTER_KEY must be 32 bytes, base64-encoded')
+    .optional(),
+  GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type Env = z.infer<typeof EnvSchema>;
+
+export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(source).filter(([, v]) => v !== '')));
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,251 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import {
+  AppError,
+  appRouter,
+  buildOpenApiDocument,
+  createContext,
+  ERROR_CODES,
+  type ErrorBody,
+  errorBody,
+  type RequestInfo,
+  type Services,
+} from '@gatehouse/api';
+import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
+import { v7 as uuidv7 } from 'uuid';
+
+const ONE_MIB = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface ServerOptions {
+  services: Omit<Services, 'log'>;
+  /** A pino level, or false for no logs (tests). */
+  logLevel: string | false;
+  /** Reports readiness for /readyz (database reachable, migrations applied). */
+  ready: () => Promise<boolean>;
+}
+
+const meta = (request: FastifyRequest) => ({ timestamp: new Date().toISOString(), request_id: request.id });
+
+function sendError(request: FastifyRequest, reply: FastifyReply, body: ErrorBody, headers: Record<string, string> = {}) {
+  reply
+    .code(ERROR_CODES[body.code].status)
+    .headers(headers)
+    .type('application/json')
+    .send({ success: false, data: null, error: body, meta: meta(request) });
+}
+
+/** Fastify's own errors (parsing, limits) in our vocabulary. */
+function fastifyErrorBody(error: { code?: string; statusCode?: number }): ErrorBody | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'payload_too_large', message: 'The body is larger than 1 MiB' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { code: 'unsupported_media_type', message: 'Send the body as application/json' };
+    default:
+      return undefined;
+  }
+}
+
+const requestInfo = (request: FastifyRequest): RequestInfo => ({
+  requestId: request.id,
+  headers: request.headers,
+  ip: request.ip,
+  log: request.log,
+});
+
+export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    bodyLimit: ONE_MIB,
+    trustProxy: false,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
+    },
+    logger: options.logLevel
+      ? {
+          level: options.logLevel,
+          // Paths only: query strings can carry one-time tokens. Headers (credentials) are never logged.
+          serializers: {
+            req: (req) => ({ method: req.method, path: req.url.split('?')[0] }),
+            res: (res) => ({ status: res.statusCode }),
+          },
+        }
+      : false,
+  });
+  const services: Services = { ...options.services, log: app.log as Services['log'] };
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  // JSON is the only body we accept; an empty body reads as no input.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: ONE_MIB }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new AppError('invalid_json', 'The body is not valid JSON'), undefined);
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    if (error instanceof AppError) return sendError(request, reply, { code: error.code, message: error.message });
+    const known = fastifyErrorBody(error as { code?: string });
+    if (known) return sendError(request, reply, known);
+    if ((error as { statusCode?: number }).statusCode === 400 && (error as { code?: string }).code?.startsWith('FST_ERR_CTP')) {
+      return sendError(request, reply, { code: 'invalid_json', message: 'The body is not valid JSON' });
+    }
+    request.log.error({ err: { type: (error as Error).name, code: (error as { code?: string }).code } }, 'unhandled error');
+    return sendError(request, reply, { code: 'internal_error', message: 'Internal error' });
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, { code: 'not_found', message: `No route ${request.method} ${request.url.split('?')[0]}` }),
+  );
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const ready = await options.ready().catch(() => false);
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready' });
+  });
+
+  const openApiDocument = buildOpenApiDocument(services.baseUrl);
+  app.get('/v1/openapi.json', async () => openApiDocument);
+  await registerDocs(app);
+
+  await app.register(fastifyTRPCPlugin, {
+    prefix: '/trpc',
+    trpcOptions: {
+      router: appRouter,
+      createContext: ({ req }: { req: FastifyRequest }) => createContext(services, requestInfo(req)),
+    },
+  });
+
+  registerRest(app, services);
+  return app;
+}
+
+/**
+ * The REST surface: trpc-to-openapi runs the procedure that matches the method and path; this wrapper puts its
+ * answer in the envelope (CONTRACT §1) and applies the success status the procedure declares.
+ */
+function registerRest(app: FastifyInstance, services: Services) {
+  const handle = createOpenApiNodeHttpHandler({
+    router: appRouter,
+    createContext: ({ req }) => createContext(services, requestInfo(req as unknown as FastifyRequest)),
+    responseMeta: ({ ctx }) => ({ status: ctx?.response.status, headers: ctx?.response.headers }),
+    maxBodySize: ONE_MIB,
+  });
+
+  app.route({
+    method: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
+    url: '/v1/*',
+    handler: async (request, reply) => {
+      // A POST without a body (an action such as merge's siblings) is an empty JSON object, not a 415.
+      if (request.body === undefined && request.method !== 'GET' && request.method !== 'DELETE') {
+        request.body = {};
+        request.headers['content-type'] ??= 'application/json';
+      }
+      let status = 200;
+      const headers: Record<string, string> = {};
+      let matched = true;
+      const res = {
+        get statusCode() {
+          return status;
+        },
+        set statusCode(value: number) {
+          status = value;
+        },
+        setHeader: (key: string, value: string) => {
+          if (key.toLowerCase() !== 'content-type') headers[key] = value;
+        },
+        end: (body: string) => {
+          const prefix = `{"success":${status < 400},`;
+          const tail = `"meta":${JSON.stringify(meta(request))}}`;
+          let payload: string;
+          if (status < 400) payload = `${prefix}"data":${body ?? 'null'},"error":null,${tail}`;
+          else {
+            const parsed = JSON.parse(body) as { data?: { code?: string; details?: unknown }; message?: string; code?: string };
+            const error: ErrorBody =
+              parsed.data?.code && parsed.data.code in ERROR_CODES
+                ? {
+                    code: parsed.data.code as ErrorBody['code'],
+                    message: parsed.message ?? '',
+                    ...(parsed.data.details ? { details: parsed.data.details as ErrorBody['details'] } : {}),
+                  }
+                : errorBody(undefined);
+            status = ERROR_CODES[error.code].status;
+            payload = `${prefix}"data":null,"error":${JSON.stringify(error)},${tail}`;
+          }
+          reply.code(status).headers(headers).type('application/json').send(payload);
+        },
+        once: reply.raw.once.bind(reply.raw),
+        on: reply.raw.on.bind(reply.raw),
+        off: reply.raw.off.bind(reply.raw),
+        removeListener: reply.raw.removeListener.bind(reply.raw),
+        emit: reply.raw.emit.bind(reply.raw),
+        socket: reply.raw.socket,
+        get headersSent() {
+          return reply.sent;
+        },
+      };
+      const req = Object.assign(request, {
+        once: request.raw.once.bind(request.raw),
+        on: request.raw.on.bind(request.raw),
+        off: request.raw.off.bind(request.raw),
+        destroy: request.raw.destroy.bind(request.raw),
+      });
+      await handle(req as never, res as never, () => {
+        matched = false;
+      });
+      if (!matched)
+        return sendError(request, reply, {
+          code: 'not_found',
+          message: `No route ${request.method} ${request.url.split('?')[0]}`,
+        });
+      return reply;
+    },
+  });
+}
+
+const require = createRequire(import.meta.url);
+
+/** `/docs`: Swagger UI served from the installed package, so the reference works offline. */
+async function registerDocs(app: FastifyInstance) {
+  const dir = (require('swagger-ui-dist') as { getAbsoluteFSPath: () => string }).getAbsoluteFSPath();
+  const assets: Record<string, string> = { 'swagger-ui.css': 'text/css', 'swagger-ui-bundle.js': 'application/javascript' };
+  const files = Object.fromEntries(
+    await Promise.all(Object.keys(assets).map(async (name) => [name, await readFile(join(dir, name))] as const)),
+  );
+  app.get('/docs', async (_request, reply) => reply.type('text/html').send(DOCS_HTML));
+  app.get<{ Params: { file: string } }>('/docs/:file', async (request, reply) => {
+    const type = assets[request.params.file];
+    if (!type) return sendError(request, reply, { code: 'not_found', message: 'No such asset' });
+    return reply.type(type).header('cache-control', 'public, max-age=86400').send(files[request.params.file]);
+  });
+}
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Gatehouse API reference</title>
+  <link rel="stylesheet" href="/docs/swagger-ui.css">
+</head>
+<body>
+  <div id="reference"></div>
+  <script src="/docs/swagger-ui-bundle.js"></script>
+  <script>
+    window.ui = SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '#reference', deepLinking: true });
+  </script>
+</body>
+</html>`;

@@ -1,0 +1,49 @@
+import type { EntityManager, Orm } from './db/orm.ts';
+import type { SecretBox } from './lib/crypto.ts';
+import type { ApiKey } from './modules/api-keys/api-key.entity.ts';
+import type { Application } from './modules/applications/application.entity.ts';
+
+/** The logging the API needs (pino's, as fastify hands it over). */
+export interface Logger {
+  error(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+}
+
+/** What the process holds for every request: built once at start. */
+export interface Services {
+  orm: Orm;
+  secretBox: SecretBox;
+  /** SHA-256 of the operator token; the token itself is not kept in memory longer than start-up. */
+  operatorTokenHash: string;
+  /** The public base URL from configuration (never from request headers). */
+  baseUrl: string;
+  log: Logger;
+}
+
+/** The per-request facts an HTTP host hands to the API. */
+export interface RequestInfo {
+  requestId: string;
+  headers: Record<string, string | string[] | undefined>;
+  ip: string;
+  log: Logger;
+}
+
+export interface Context extends RequestInfo {
+  services: Services;
+  /** A forked entity manager: its identity map belongs to this request only. */
+  em: EntityManager;
+  /** Filled by the REST host from procedure meta (e.g. 201); tRPC ignores it. */
+  response: { status?: number; headers: Record<string, string> };
+  application?: Application;
+  apiKey?: ApiKey;
+}
+
+export function createContext(services: Services, info: RequestInfo): Context {
+  return { ...info, services, em: services.orm.em.fork() as EntityManager, response: { headers: {} } };
+}
+
+export function header(ctx: Pick<Context, 'headers'>, name: string): string | undefined {
+  const value = ctx.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

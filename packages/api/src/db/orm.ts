@@ -1,0 +1,50 @@
+import type { PGlite } from '@electric-sql/pglite';
+import { MikroORM, type Options } from '@mikro-orm/core';
+import { Migrator } from '@mikro-orm/migrations';
+import { PgliteDriver } from '@mikro-orm/pglite';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import type { SqlEntityManager } from '@mikro-orm/sql';
+import { entities } from './entities.ts';
+import { migrationsList } from './migrations/index.ts';
+
+export type DatabaseConfig =
+  | { kind: 'postgres'; url: string; poolSize?: number }
+  /** Embedded PostgreSQL: a directory to persist in, or an instance the caller owns (tests restore snapshots). */
+  | { kind: 'pglite'; dataDir: string }
+  | { kind: 'pglite'; pglite: PGlite };
+
+export type Orm = MikroORM;
+export type EntityManager = SqlEntityManager;
+
+export function ormOptions(db: DatabaseConfig): Partial<Options> {
+  const common = {
+    entities,
+    extensions: [Migrator],
+    allowGlobalContext: false,
+    // Identity maps are per request (forked managers); nothing is shared between requests.
+    forceUtcTimezone: true,
+    migrations: { migrationsList, tableName: 'mikro_orm_migrations', snapshot: false, silent: true },
+    debug: false,
+  } satisfies Partial<Options>;
+  if (db.kind === 'postgres') {
+    return { ...common, driver: PostgreSqlDriver, clientUrl: db.url, pool: { max: db.poolSize ?? 20 } };
+  }
+  if ('pglite' in db) {
+    return { ...common, driver: PgliteDriver, dbName: 'gatehouse', driverOptions: { pglite: db.pglite } };
+  }
+  return { ...common, driver: PgliteDriver, dbName: db.dataDir };
+}
+
+export async function createOrm(db: DatabaseConfig): Promise<Orm> {
+  return MikroORM.init(ormOptions(db));
+}
+
+/** Applies every committed migration that has not run yet. */
+export async function migrate(orm: Orm): Promise<string[]> {
+  const done = await orm.migrator.up();
+  return done.map((m) => m.name);
+}
+
+export async function pendingMigrations(orm: Orm): Promise<number> {
+  return (await orm.migrator.getPending()).length;
+}

@@ -1,0 +1,75 @@
+import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
+
+/** Every error code of CONTRACT §1, with its HTTP status and the tRPC code that carries it. */
+export const ERROR_CODES = {
+  invalid_json: { status: 400, trpc: 'PARSE_ERROR' },
+  missing_credentials: { status: 401, trpc: 'UNAUTHORIZED' },
+  invalid_credentials: { status: 401, trpc: 'UNAUTHORIZED' },
+  application_not_resolved: { status: 401, trpc: 'UNAUTHORIZED' },
+  invalid_api_key: { status: 401, trpc: 'UNAUTHORIZED' },
+  invalid_token: { status: 401, trpc: 'UNAUTHORIZED' },
+  invalid_pending_token: { status: 401, trpc: 'UNAUTHORIZED' },
+  assertion_failed: { status: 401, trpc: 'UNAUTHORIZED' },
+  invalid_verification: { status: 401, trpc: 'UNAUTHORIZED' },
+  insufficient_scope: { status: 403, trpc: 'FORBIDDEN' },
+  origin_not_allowed: { status: 403, trpc: 'FORBIDDEN' },
+  step_up_required: { status: 403, trpc: 'FORBIDDEN' },
+  access_denied: { status: 403, trpc: 'FORBIDDEN' },
+  not_found: { status: 404, trpc: 'NOT_FOUND' },
+  method_not_allowed: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
+  conflict: { status: 409, trpc: 'CONFLICT' },
+  domain_already_configured: { status: 409, trpc: 'CONFLICT' },
+  already_member: { status: 409, trpc: 'CONFLICT' },
+  slug_taken: { status: 409, trpc: 'CONFLICT' },
+  email_taken: { status: 409, trpc: 'CONFLICT' },
+  seat_limit_reached: { status: 409, trpc: 'CONFLICT' },
+  payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
+  unsupported_media_type: { status: 415, trpc: 'UNSUPPORTED_MEDIA_TYPE' },
+  validation_failed: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  invalid_domain: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  user_not_found: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  cannot_merge_into_self: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  consent_incomplete: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  user_merged: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  unknown_scope: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  invalid_url: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  rate_limited: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
+  internal_error: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
+  service_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
+} as const satisfies Record<string, { status: number; trpc: TRPC_ERROR_CODE_KEY }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+/** The one error type services throw. The message is shown to callers: never put internals in it. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details: ErrorDetail[] | undefined;
+  /** Extra response headers (e.g. `retry-after` on 429). */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: ErrorDetail[], headers?: Record<string, string>) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.details = details;
+    this.headers = headers;
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+}
+
+export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
+
+/** The wire shape of an error, as REST (`error`) and tRPC (`error.data`) carry it. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  details?: ErrorDetail[];
+}

@@ -1,0 +1,53 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** `length` characters of base62 from the CSPRNG, without modulo bias. */
+export function randomBase62(length: number): string {
+  let out = '';
+  for (let i = 0; i < length; i++) out += BASE62[randomInt(62)];
+  return out;
+}
+
+/** A secret of 32 random bytes' strength (43 base62 characters ≥ 256 bits) behind a readable prefix. */
+export const randomSecret = (prefix: string): string => `${prefix}${randomBase62(43)}`;
+
+/** One-time and bearer secrets are stored as SHA-256: they are high-entropy, so a slow hash adds nothing. */
+export const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/**
+ * Encrypts secrets at rest (signing keys, TOTP seeds, OAuth client secrets, webhook secrets) with the master key.
+ * Format: `v1.<iv>.<tag>.<ciphertext>` in base64url; AES-256-GCM with a random 96-bit IV per value.
+ * `context` is bound as additional data, so a ciphertext copied into another row or tenant does not decrypt.
+ */
+export class SecretBox {
+  readonly #key: Buffer;
+
+  constructor(masterKey: Buffer) {
+    if (masterKey.length !== 32) throw new Error('The master key must be 32 bytes');
+    this.#key = masterKey;
+  }
+
+  encrypt(plaintext: string, context: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    cipher.setAAD(Buffer.from(context));
+    const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return ['v1', iv, cipher.getAuthTag(), data].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
+  }
+
+  decrypt(sealed: string, context: string): string {
+    const [version, iv, tag, data] = sealed.split('.');
+    if (version !== 'v1' || !iv || !tag || data === undefined) throw new Error('Malformed sealed secret');
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
+    decipher.setAAD(Buffer.from(context));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}

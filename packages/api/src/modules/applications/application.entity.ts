@@ -1,0 +1,21 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import type { ApplicationSettings } from './applications.schema.ts';
+
+export const ApplicationEntity = defineEntity({
+  name: 'Application',
+  tableName: 'applications',
+  properties: {
+    id: p.uuid().primary(),
+    name: p.string().length(200),
+    environment: p.string().length(16),
+    allowedOrigins: p.json<string[]>(),
+    settings: p.json<ApplicationSettings>(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+  indexes: [{ properties: ['createdAt', 'id'] }],
+});
+export type Application = InferEntity<typeof ApplicationEntity>;

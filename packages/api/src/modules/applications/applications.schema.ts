@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { ApiKeyWithSecretSchema } from '../api-keys/api-keys.schema.ts';
+
+/** An origin exactly as a browser sends it: scheme, host and optional port, nothing else. */
+export const OriginSchema = z
+  .string()
+  .max(255)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
+    } catch {
+      return false;
+    }
+  }, 'an origin such as https://app.example.com (scheme, host, optional port; no path or trailing slash)');
+
+const DAY = 86_400;
+
+const ConsentDocumentSchema = z.strictObject({
+  doc_type: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'a snake_case document type'),
+  url: z.url({ protocol: /^https?$/ }).max(2048),
+  version: z.string().min(1).max(64),
+});
+
+/** Each top-level key of the settings, with its default. PATCH replaces the keys it names and keeps the others. */
+const settingsShape = {
+  consent_documents: z
+    .array(ConsentDocumentSchema)
+    .max(20)
+    .refine((docs) => new Set(docs.map((d) => d.doc_type)).size === docs.length, 'doc_type must be unique')
+    .default([]),
+  sign_up: z.enum(['open', 'closed']).default('open'),
+  mfa: z.enum(['optional', 'required']).default('optional'),
+  session: z
+    .strictObject({
+      access_token_ttl_s: z.number().int().min(60).max(3600).default(600),
+      idle_timeout_s: z
+        .number()
+        .int()
+        .min(300)
+        .max(365 * DAY)
+        .default(30 * DAY),
+      absolute_timeout_s: z
+        .number()
+        .int()
+        .min(300)
+        .max(365 * DAY)
+        .default(90 * DAY),
+    })
+    .default({ access_token_ttl_s: 600, idle_timeout_s: 30 * DAY, absolute_timeout_s: 90 * DAY }),
+  magic_link: z
+    .strictObject({
+      ttl_s: z.number().int().min(60).max(600).default(600),
+      redirect_url: z
+        .url({ protocol: /^https?$/ })
+        .max(2048)
+        .nullable()
+        .default(null),
+    })
+    .default({ ttl_s: 600, redirect_url: null }),
+  passkeys: z
+    .strictObject({
+      rp_id: z.string().max(253).nullable().default(null),
+      rp_name: z.string().max(200).nullable().default(null),
+    })
+    .default({ rp_id: null, rp_name: null }),
+  rate_limits: z
+    .strictObject({
+      magic_link_per_email: z.number().int().min(1).max(10_000).default(10),
+      magic_link_per_address: z.number().int().min(1).max(100_000).default(100),
+      window_s: z.number().int().min(1).max(DAY).default(900),
+    })
+    .default({ magic_link_per_email: 10, magic_link_per_address: 100, window_s: 900 }),
+};
+
+export const ApplicationSettingsSchema = z.strictObject(settingsShape).meta({ id: 'ApplicationSettings' });
+export type ApplicationSettings = z.infer<typeof ApplicationSettingsSchema>;
+/** Input: any subset of the top-level keys; each named key is validated and filled with its defaults. */
+export const ApplicationSettingsPatchSchema = ApplicationSettingsSchema.partial();
+export type ApplicationSettingsPatch = z.infer<typeof ApplicationSettingsPatchSchema>;
+
+export const ENVIRONMENTS = ['development', 'production'] as const;
+
+export const ApplicationSchema = z
+  .object({
+    id: z.uuid().meta({ description: 'The publishable application id (x-application-id)' }),
+    name: z.string(),
+    environment: z.enum(ENVIRONMENTS),
+    allowed_origins: z.array(z.string()),
+    settings: ApplicationSettingsSchema,
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Application' });
+export type ApplicationRecord = z.infer<typeof ApplicationSchema>;
+
+export const CreateApplicationInputSchema = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  environment: z.enum(ENVIRONMENTS).default('development'),
+  allowed_origins: z.array(OriginSchema).max(50).default([]),
+  settings: ApplicationSettingsPatchSchema.default({}),
+});
+
+export const UpdateApplicationInputSchema = z.strictObject({
+  id: z.uuid(),
+  name: z.string().trim().min(1).max(200).optional(),
+  allowed_origins: z.array(OriginSchema).max(50).optional(),
+  settings: ApplicationSettingsPatchSchema.optional(),
+});
+
+export const CreatedApplicationSchema = z
+  .object({ application: ApplicationSchema, secret_key: ApiKeyWithSecretSchema })
+  .meta({ id: 'CreatedApplication' });
+
+export const ListApplicationsInputSchema = PageQuerySchema.strict();
+export const ApplicationPageSchema = pageOf('applications', ApplicationSchema).meta({ id: 'ApplicationPage' });

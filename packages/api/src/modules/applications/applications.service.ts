@@ -1,0 +1,103 @@
+import type { Context } from '../../context.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { PageQuery } from '../../lib/pagination.ts';
+import { issueApiKey, toApiKeyRecord } from '../api-keys/api-keys.service.ts';
+import { type Application, ApplicationEntity } from './application.entity.ts';
+import {
+  type ApplicationRecord,
+  type ApplicationSettings,
+  type ApplicationSettingsPatch,
+  ApplicationSettingsSchema,
+} from './applications.schema.ts';
+
+export const toApplicationRecord = (app: Application): ApplicationRecord => ({
+  id: app.id,
+  name: app.name,
+  environment: app.environment as ApplicationRecord['environment'],
+  allowed_origins: app.allowedOrigins,
+  // Stored settings are completed with today's defaults, so keys added later read as their default.
+  settings: ApplicationSettingsSchema.parse(app.settings),
+  created_at: app.createdAt.toISOString(),
+  updated_at: app.updatedAt.toISOString(),
+});
+
+/** A redirect target must sit on an allowed origin exactly (SECURITY 10). */
+function checkRedirects(settings: ApplicationSettings, allowedOrigins: string[]): void {
+  const url = settings.magic_link.redirect_url;
+  if (url && !allowedOrigins.includes(new URL(url).origin)) {
+    throw new AppError('invalid_url', 'settings.magic_link.redirect_url must be on one of the allowed_origins', [
+      { path: 'settings.magic_link.redirect_url', message: 'origin not in allowed_origins' },
+    ]);
+  }
+}
+
+const mergeSettings = (current: unknown, patch: ApplicationSettingsPatch): ApplicationSettings =>
+  ApplicationSettingsSchema.parse({ ...ApplicationSettingsSchema.parse(current ?? {}), ...patch });
+
+export async function createApplication(
+  ctx: Context,
+  input: {
+    name: string;
+    environment: 'development' | 'production';
+    allowed_origins: string[];
+    settings: ApplicationSettingsPatch;
+  },
+) {
+  const settings = mergeSettings({}, input.settings);
+  checkRedirects(settings, input.allowed_origins);
+  return ctx.em.transactional(async (em) => {
+    const app = em.create(ApplicationEntity, {
+      id: newId(),
+      name: input.name,
+      environment: input.environment,
+      allowedOrigins: input.allowed_origins,
+      settings,
+    });
+    const { key, secret } = issueApiKey(em, app, 'Default key', ['*']);
+    await em.flush();
+    return { application: toApplicationRecord(app), secret_key: { ...toApiKeyRecord(key), secret } };
+  });
+}
+
+export async function listApplications(ctx: Context, input: PageQuery) {
+  const [rows, total] = await ctx.em.findAndCount(
+    ApplicationEntity,
+    {},
+    { orderBy: { createdAt: 'desc', id: 'desc' }, limit: input.limit, offset: input.offset },
+  );
+  return { applications: rows.map(toApplicationRecord), total, limit: input.limit, offset: input.offset };
+}
+
+export async function deleteApplication(ctx: Context, id: string) {
+  // Every tenant-owned row references the application with ON DELETE CASCADE.
+  const deleted = await ctx.em.nativeDelete(ApplicationEntity, { id });
+  if (!deleted) throw notFound('Application');
+  return { id, deleted: true as const };
+}
+
+/** `/v1/applications/{id}/…` answers only for the application of `x-application-id`; any other id is 404. */
+export function ownApplication(ctx: Context, id: string): Application {
+  if (ctx.application!.id !== id) throw notFound('Application');
+  return ctx.application!;
+}
+
+export async function getApplication(ctx: Context, id: string) {
+  return toApplicationRecord(ownApplication(ctx, id));
+}
+
+export async function updateApplication(
+  ctx: Context,
+  input: { id: string; name?: string; allowed_origins?: string[]; settings?: ApplicationSettingsPatch },
+) {
+  const app = ownApplication(ctx, input.id);
+  const settings = input.settings ? mergeSettings(app.settings, input.settings) : ApplicationSettingsSchema.parse(app.settings);
+  const origins = input.allowed_origins ?? app.allowedOrigins;
+  checkRedirects(settings, origins);
+  if (input.name !== undefined) app.name = input.name;
+  app.allowedOrigins = origins;
+  app.settings = settings;
+  app.updatedAt = new Date();
+  await ctx.em.flush();
+  return toApplicationRecord(app);
+}

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+
+/** Event kinds of CONTRACT §6 that this build emits; later capabilities add theirs. */
+export const EVENT_TYPES = [
+  'user.created',
+  'user.updated',
+  'user.deleted',
+  'user.merged',
+  'organization.created',
+  'organization.updated',
+  'organization.deleted',
+  'organization_membership.created',
+  'organization_membership.updated',
+  'organization_membership.deleted',
+  'api_key.created',
+  'api_key.revoked',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const EventSchema = z
+  .object({ id: z.uuid(), type: z.string(), data: z.record(z.string(), z.unknown()), created_at: z.iso.datetime() })
+  .meta({ id: 'Event' });
+
+export const ListEventsInputSchema = PageQuerySchema.extend({ type: z.enum(EVENT_TYPES).optional() }).strict();
+export const EventPageSchema = pageOf('events', EventSchema).meta({ id: 'EventPage' });

@@ -1,0 +1,29 @@
+import type { Context } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { newId } from '../../lib/ids.ts';
+import type { PageQuery } from '../../lib/pagination.ts';
+import { EventEntity } from './event.entity.ts';
+import type { EventType } from './events.schema.ts';
+
+/**
+ * Adds an event to the unit of work: it is written by the same flush, so in the same transaction, as the change it
+ * reports (transactional outbox). Never flush here.
+ */
+export function recordEvent(em: EntityManager, applicationId: string, type: EventType, data: Record<string, unknown>): void {
+  em.create(EventEntity, { id: newId(), application: applicationId, type, data });
+}
+
+export async function listEvents(ctx: Context, input: PageQuery & { type?: EventType }) {
+  const where = { application: ctx.application!.id, ...(input.type ? { type: input.type } : {}) };
+  const [rows, total] = await ctx.em.findAndCount(EventEntity, where, {
+    orderBy: { createdAt: 'desc', id: 'desc' },
+    limit: input.limit,
+    offset: input.offset,
+  });
+  return {
+    events: rows.map((e) => ({ id: e.id, type: e.type, data: e.data, created_at: e.createdAt.toISOString() })),
+    total,
+    limit: input.limit,
+    offset: input.offset,
+  };
+}

@@ -1,0 +1,21 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { ApplicationEntity } from '../applications/application.entity.ts';
+
+export const OrganizationEntity = defineEntity({
+  name: 'Organization',
+  tableName: 'organizations',
+  properties: {
+    id: p.uuid().primary(),
+    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
+    name: p.string().length(200),
+    slug: p.string().length(100),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+  uniques: [{ name: 'organizations_application_slug_unique', properties: ['application', 'slug'] }],
+  indexes: [{ properties: ['application', 'createdAt', 'id'] }],
+});
+export type Organization = InferEntity<typeof OrganizationEntity>;

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { USER_STATUSES } from '../users/users.schema.ts';
+
+export const SlugSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'lower-case letters, digits and single hyphens');
+
+/** `owner`, `admin`, `member`, or an application-defined role key. */
+export const RoleSchema = z.string().regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'a role key: [a-z][a-z0-9_:-]{0,63}');
+
+export const OrganizationSchema = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    slug: z.string(),
+    member_count: z.number().int(),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Organization' });
+export type OrganizationRecord = z.infer<typeof OrganizationSchema>;
+
+export const CreateOrganizationInputSchema = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  slug: SlugSchema.optional().meta({ description: 'Generated from the name when absent' }),
+});
+
+export const UpdateOrganizationInputSchema = z.strictObject({
+  id: z.uuid(),
+  name: z.string().trim().min(1).max(200).optional(),
+  slug: SlugSchema.optional(),
+});
+
+export const ListOrganizationsInputSchema = PageQuerySchema.extend({
+  search: z.string().max(200).optional().meta({ description: 'Case-insensitive literal match on name or slug' }),
+}).strict();
+
+export const OrganizationPageSchema = pageOf('organizations', OrganizationSchema).meta({ id: 'OrganizationPage' });
+
+export const MemberSchema = z
+  .object({
+    user_id: z.uuid(),
+    email: z.string().nullable(),
+    role: z.string(),
+    user_status: z.enum(USER_STATUSES),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'OrganizationMember' });
+export type MemberRecord = z.infer<typeof MemberSchema>;
+
+export const AddMemberInputSchema = z.strictObject({
+  id: z.uuid().meta({ description: 'Organization id' }),
+  user_id: z.uuid(),
+  role: RoleSchema.default('member'),
+});
+
+export const ListMembersInputSchema = PageQuerySchema.extend({ id: z.uuid() }).strict();
+export const MemberPageSchema = pageOf('members', MemberSchema).meta({ id: 'OrganizationMemberPage' });
+
+export const MemberParamsSchema = z.strictObject({ id: z.uuid(), user_id: z.uuid() });
+export const UpdateMemberInputSchema = MemberParamsSchema.extend({ role: RoleSchema }).strict();

@@ -1,0 +1,212 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Context } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { randomBase62 } from '../../lib/crypto.ts';
+import { newId } from '../../lib/ids.ts';
+import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
+import { recordEvent } from '../events/events.service.ts';
+import { type User, UserEntity } from '../users/user.entity.ts';
+import { registerMergeStep } from '../users/users.merge.ts';
+import { type Membership, MembershipEntity } from './membership.entity.ts';
+import { type Organization, OrganizationEntity } from './organization.entity.ts';
+import type { MemberRecord, OrganizationRecord } from './organizations.schema.ts';
+
+/** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
+export function slugify(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 100)
+    .replace(/-+$/, '');
+  return slug || 'org';
+}
+
+const toOrganizationRecord = (org: Organization, memberCount: number): OrganizationRecord => ({
+  id: org.id,
+  name: org.name,
+  slug: org.slug,
+  member_count: memberCount,
+  created_at: org.createdAt.toISOString(),
+  updated_at: org.updatedAt.toISOString(),
+});
+
+const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
+  user_id: user.id,
+  email: user.primaryEmail ?? null,
+  role: m.role,
+  user_status: user.status as MemberRecord['user_status'],
+  created_at: m.createdAt.toISOString(),
+  updated_at: m.updatedAt.toISOString(),
+});
+
+async function findOrganization(ctx: Context, id: string): Promise<Organization> {
+  const org = await ctx.em.findOne(OrganizationEntity, { id, application: ctx.application!.id });
+  if (!org) throw notFound('Organization');
+  return org;
+}
+
+const countMembers = (em: EntityManager, organizationId: string) => em.count(MembershipEntity, { organization: organizationId });
+
+const isSlugViolation = (error: unknown) =>
+  error instanceof UniqueConstraintViolationException && error.message.includes('organizations_application_slug_unique');
+
+export async function createOrganization(ctx: Context, input: { name: string; slug?: string }) {
+  const applicationId = ctx.application!.id;
+  // A generated slug that is taken gets a short random suffix; an explicit one is the caller's choice: 409.
+  for (let attempt = 0; ; attempt++) {
+    const base = input.slug ?? slugify(input.name);
+    const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93)}-${randomBase62(6).toLowerCase()}`;
+    const em = ctx.em.fork();
+    const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
+    const record = toOrganizationRecord(org, 0);
+    recordEvent(em, applicationId, 'organization.created', record);
+    try {
+      await em.flush();
+      return record;
+    } catch (error) {
+      if (!isSlugViolation(error)) throw error;
+      if (input.slug || attempt >= 4) throw new AppError('slug_taken', 'An organization with this slug already exists');
+    }
+  }
+}
+
+/**
+ * The list of S10: one query for the page (with each organization's member count) and one for the total.
+ * `search` is a literal, case-insensitive substring of the name or the slug.
+ */
+export async function listOrganizations(ctx: Context, input: PageQuery & { search?: string }) {
+  const params: unknown[] = [ctx.application!.id];
+  let filter = '';
+  const search = input.search?.trim();
+  if (search) {
+    const pattern = `%${escapeLike(search)}%`;
+    filter = ` and (o.name ilike ? or o.slug ilike ?)`;
+    params.push(pattern, pattern);
+  }
+  const rows = await ctx.em.execute<Array<Record<string, unknown>>>(
+    `select o.*, (select count(*) from organization_members m where m.organization_id = o.id) as member_count
+       from organizations o where o.application_id = ?${filter}
+      order by o.created_at desc, o.id desc limit ? offset ?`,
+    [...params, input.limit, input.offset],
+  );
+  const [{ total }] = (await ctx.em.execute<Array<{ total: string | number }>>(
+    `select count(*) as total from organizations o where o.application_id = ?${filter}`,
+    params,
+  )) as [{ total: string | number }];
+  return {
+    organizations: rows.map((row) => toOrganizationRecord(ctx.em.map(OrganizationEntity, row), Number(row.member_count))),
+    total: Number(total),
+    limit: input.limit,
+    offset: input.offset,
+  };
+}
+
+export async function getOrganization(ctx: Context, id: string) {
+  const org = await findOrganization(ctx, id);
+  return toOrganizationRecord(org, await countMembers(ctx.em, org.id));
+}
+
+export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
+  const org = await findOrganization(ctx, input.id);
+  if (input.name !== undefined) org.name = input.name;
+  if (input.slug !== undefined) org.slug = input.slug;
+  org.updatedAt = new Date();
+  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id));
+  recordEvent(ctx.em, org.application, 'organization.updated', record);
+  try {
+    await ctx.em.flush();
+  } catch (error) {
+    if (isSlugViolation(error)) throw new AppError('slug_taken', 'An organization with this slug already exists');
+    throw error;
+  }
+  return record;
+}
+
+export async function deleteOrganization(ctx: Context, id: string) {
+  const org = await findOrganization(ctx, id);
+  recordEvent(ctx.em, org.application, 'organization.deleted', { id });
+  ctx.em.remove(org);
+  await ctx.em.flush();
+  return { id, deleted: true as const };
+}
+
+export async function addMember(ctx: Context, input: { id: string; user_id: string; role: string }) {
+  const org = await findOrganization(ctx, input.id);
+  const user = await ctx.em.findOne(UserEntity, { id: input.user_id, application: org.application });
+  if (!user) throw new AppError('user_not_found', 'No such user in this application');
+  if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
+  const membership = ctx.em.create(MembershipEntity, {
+    id: newId(),
+    application: org.application,
+    organization: org.id,
+    user: user.id,
+    role: input.role,
+  });
+  const record = toMemberRecord(membership, user);
+  recordEvent(ctx.em, org.application, 'organization_membership.created', { organization_id: org.id, ...record });
+  try {
+    await ctx.em.flush();
+  } catch (error) {
+    // The (organization, user) unique key decides concurrent adds: exactly one wins.
+    if (error instanceof UniqueConstraintViolationException) throw new AppError('already_member', 'The user is already a member');
+    throw error;
+  }
+  return record;
+}
+
+export async function listMembers(ctx: Context, input: PageQuery & { id: string }) {
+  const org = await findOrganization(ctx, input.id);
+  const [rows, total] = await ctx.em.findAndCount(
+    MembershipEntity,
+    { organization: org.id },
+    { orderBy: { createdAt: 'desc', id: 'desc' }, limit: input.limit, offset: input.offset },
+  );
+  const users = await ctx.em.find(UserEntity, { id: { $in: rows.map((m) => m.user) } });
+  const byId = new Map(users.map((u) => [u.id, u]));
+  return {
+    members: rows.map((m) => toMemberRecord(m, byId.get(m.user)!)),
+    total,
+    limit: input.limit,
+    offset: input.offset,
+  };
+}
+
+async function findMembership(ctx: Context, organizationId: string, userId: string) {
+  const org = await findOrganization(ctx, organizationId);
+  const membership = await ctx.em.findOne(MembershipEntity, { organization: org.id, user: userId });
+  if (!membership) throw notFound('Membership');
+  const user = await ctx.em.findOneOrFail(UserEntity, { id: userId });
+  return { org, membership, user };
+}
+
+export async function updateMember(ctx: Context, input: { id: string; user_id: string; role: string }) {
+  const { org, membership, user } = await findMembership(ctx, input.id, input.user_id);
+  membership.role = input.role;
+  membership.updatedAt = new Date();
+  const record = toMemberRecord(membership, user);
+  recordEvent(ctx.em, org.application, 'organization_membership.updated', { organization_id: org.id, ...record });
+  await ctx.em.flush();
+  return record;
+}
+
+export async function removeMember(ctx: Context, input: { id: string; user_id: string }) {
+  const { org, membership } = await findMembership(ctx, input.id, input.user_id);
+  recordEvent(ctx.em, org.application, 'organization_membership.deleted', { organization_id: org.id, user_id: input.user_id });
+  ctx.em.remove(membership);
+  await ctx.em.flush();
+  return { id: input.user_id, deleted: true as const };
+}
+
+/** Merge: the source's memberships move to the target, except where the target is already a member. */
+registerMergeStep('organization_memberships', async (em, { sourceUserId, targetUserId }) => {
+  await em.execute(
+    `delete from organization_members s where s.user_id = ?
+        and exists (select 1 from organization_members t where t.organization_id = s.organization_id and t.user_id = ?)`,
+    [sourceUserId, targetUserId],
+  );
+  await em.nativeUpdate(MembershipEntity, { user: sourceUserId }, { user: targetUserId, updatedAt: new Date() });
+});

@@ -1,0 +1,27 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { ApplicationEntity } from '../applications/application.entity.ts';
+
+export const UserEntity = defineEntity({
+  name: 'User',
+  tableName: 'users',
+  properties: {
+    id: p.uuid().primary(),
+    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
+    /** As the caller wrote it (trimmed). */
+    primaryEmail: p.string().length(320).nullable(),
+    /** Trimmed and lower-cased: the tenant-scoped unique key. */
+    emailNormalized: p.string().length(320).nullable(),
+    emailVerified: p.boolean().default(false),
+    status: p.string().length(16).default('active'),
+    profile: p.json<Record<string, unknown>>(),
+    mergedInto: p.uuid().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+  uniques: [{ name: 'users_application_email_unique', properties: ['application', 'emailNormalized'] }],
+  indexes: [{ properties: ['application', 'createdAt', 'id'] }],
+});
+export type User = InferEntity<typeof UserEntity>;

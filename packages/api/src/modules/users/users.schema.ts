@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+
+export const USER_STATUSES = ['active', 'banned', 'merged'] as const;
+
+const ProfileSchema = z
+  .record(z.string(), z.unknown())
+  .refine((p) => JSON.stringify(p).length <= 16_384, 'profile must serialize to at most 16 KiB')
+  .meta({ description: 'Free-form JSON object (at most 16 KiB)' });
+
+export const EmailSchema = z.string().trim().max(320).pipe(z.email());
+
+export const UserSchema = z
+  .object({
+    id: z.uuid(),
+    primary_email: z.string().nullable(),
+    email_verified: z.boolean(),
+    status: z.enum(USER_STATUSES),
+    profile: z.record(z.string(), z.unknown()),
+    merged_into: z.uuid().nullable().meta({ description: 'The target user, when status is merged' }),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'User' });
+export type UserRecord = z.infer<typeof UserSchema>;
+
+export const CreateUserInputSchema = z.strictObject({
+  primary_email: EmailSchema.optional(),
+  email_verified: z.boolean().default(false),
+  profile: ProfileSchema.default({}),
+});
+
+export const UpdateUserInputSchema = z.strictObject({
+  id: z.uuid(),
+  profile: ProfileSchema.optional(),
+  status: z.enum(['active', 'banned']).optional(),
+  email_verified: z.boolean().optional(),
+});
+
+export const ListUsersInputSchema = PageQuerySchema.extend({
+  search: z.string().max(320).optional().meta({ description: 'Case-insensitive literal match within the email' }),
+}).strict();
+
+export const UserPageSchema = pageOf('users', UserSchema).meta({ id: 'UserPage' });
+
+export const MergeUsersInputSchema = z.strictObject({ source_user_id: z.uuid(), target_user_id: z.uuid() });

@@ -1,0 +1,130 @@
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Context } from '../../context.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
+import { iso } from '../../lib/time.ts';
+import { recordEvent } from '../events/events.service.ts';
+import { type User, UserEntity } from './user.entity.ts';
+import { runMergeSteps } from './users.merge.ts';
+import type { UserRecord } from './users.schema.ts';
+
+/** The unique key of an email: trimmed and lower-cased. */
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+export const toUserRecord = (user: User): UserRecord => ({
+  id: user.id,
+  primary_email: user.primaryEmail ?? null,
+  email_verified: user.emailVerified,
+  status: user.status as UserRecord['status'],
+  profile: user.profile,
+  merged_into: user.mergedInto ?? null,
+  created_at: user.createdAt.toISOString(),
+  updated_at: iso(user.updatedAt) ?? user.createdAt.toISOString(),
+});
+
+/** A user of the caller's application, or 404 (another application's id is indistinguishable from none). */
+export async function findUser(ctx: Context, id: string): Promise<User> {
+  const user = await ctx.em.findOne(UserEntity, { id, application: ctx.application!.id });
+  if (!user) throw notFound('User');
+  return user;
+}
+
+export async function createUser(
+  ctx: Context,
+  input: { primary_email?: string; email_verified: boolean; profile: Record<string, unknown> },
+) {
+  const email = input.primary_email?.trim();
+  const user = ctx.em.create(UserEntity, {
+    id: newId(),
+    application: ctx.application!.id,
+    primaryEmail: email ?? null,
+    emailNormalized: email ? normalizeEmail(email) : null,
+    emailVerified: input.email_verified,
+    status: 'active',
+    profile: input.profile,
+    mergedInto: null,
+  });
+  const record = toUserRecord(user);
+  recordEvent(ctx.em, user.application, 'user.created', record);
+  try {
+    await ctx.em.flush();
+  } catch (error) {
+    // The unique index decides races: of 20 concurrent creates of one email, exactly one wins.
+    if (error instanceof UniqueConstraintViolationException)
+      throw new AppError('email_taken', 'A user with this email already exists');
+    throw error;
+  }
+  return record;
+}
+
+export async function listUsers(ctx: Context, input: PageQuery & { search?: string }) {
+  const search = input.search?.trim();
+  const where = {
+    application: ctx.application!.id,
+    ...(search ? { emailNormalized: { $like: `%${escapeLike(search.toLowerCase())}%` } } : {}),
+  };
+  const [rows, total] = await ctx.em.findAndCount(UserEntity, where, {
+    orderBy: { createdAt: 'desc', id: 'desc' },
+    limit: input.limit,
+    offset: input.offset,
+  });
+  return { users: rows.map(toUserRecord), total, limit: input.limit, offset: input.offset };
+}
+
+export async function getUser(ctx: Context, id: string) {
+  return toUserRecord(await findUser(ctx, id));
+}
+
+export async function updateUser(
+  ctx: Context,
+  input: { id: string; profile?: Record<string, unknown>; status?: 'active' | 'banned'; email_verified?: boolean },
+) {
+  const user = await findUser(ctx, input.id);
+  if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
+  if (input.profile !== undefined) user.profile = input.profile;
+  if (input.status !== undefined) user.status = input.status;
+  if (input.email_verified !== undefined) user.emailVerified = input.email_verified;
+  user.updatedAt = new Date();
+  const record = toUserRecord(user);
+  recordEvent(ctx.em, user.application, 'user.updated', record);
+  await ctx.em.flush();
+  return record;
+}
+
+export async function deleteUser(ctx: Context, id: string) {
+  const user = await findUser(ctx, id);
+  recordEvent(ctx.em, user.application, 'user.deleted', { id });
+  ctx.em.remove(user);
+  await ctx.em.flush();
+  return { id, deleted: true as const };
+}
+
+/**
+ * Merges the source user into the target in one transaction. Both rows are locked in id order, so A→B and B→A
+ * running at once serialize: the second finds a merged user and fails, and no cycle can form.
+ */
+export async function mergeUsers(ctx: Context, input: { source_user_id: string; target_user_id: string }) {
+  const { source_user_id: sourceId, target_user_id: targetId } = input;
+  if (sourceId === targetId) throw new AppError('cannot_merge_into_self', 'A user cannot be merged into itself');
+  const applicationId = ctx.application!.id;
+  const target = await ctx.em.transactional(async (em) => {
+    const locked = await em.find(
+      UserEntity,
+      { id: { $in: [sourceId, targetId] }, application: applicationId },
+      { orderBy: { id: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    const source = locked.find((u) => u.id === sourceId);
+    const target = locked.find((u) => u.id === targetId);
+    if (!source || !target) throw notFound('User');
+    if (source.status === 'merged' || target.status === 'merged') {
+      throw new AppError('user_merged', 'The source or target user was already merged');
+    }
+    await runMergeSteps(em, { applicationId, sourceUserId: sourceId, targetUserId: targetId });
+    source.status = 'merged';
+    source.mergedInto = targetId;
+    recordEvent(em, applicationId, 'user.merged', { source_user_id: sourceId, target_user_id: targetId });
+    return target;
+  });
+  return toUserRecord(target);
+}

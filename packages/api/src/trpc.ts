@@ -1,0 +1,107 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { initTRPC, TRPCError } from '@trpc/server';
+import type { OpenApiMeta } from 'trpc-to-openapi';
+import { ZodError } from 'zod';
+import { type Context, header } from './context.ts';
+import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
+import { authenticateOperator, authenticateSecretKey, type Scope } from './modules/api-keys/api-keys.service.ts';
+
+export type CallerKind = 'operator' | 'secret_key' | 'end_user' | 'public';
+
+export type Meta = OpenApiMeta<{
+  /** HTTP status of a successful REST call (201 for creates); tRPC always answers 200. */
+  successStatus?: number;
+  caller?: CallerKind;
+  scope?: Scope;
+}>;
+
+/** tRPC's own error codes (thrown by tRPC before our middlewares run) mapped to ours. */
+const TRPC_TO_CODE: Partial<Record<TRPCError['code'], ErrorCode>> = {
+  PARSE_ERROR: 'invalid_json',
+  NOT_FOUND: 'not_found',
+  METHOD_NOT_SUPPORTED: 'method_not_allowed',
+  PAYLOAD_TOO_LARGE: 'payload_too_large',
+  UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
+};
+
+const zodDetails = (error: ZodError) =>
+  error.issues.map((issue) => ({ path: issue.path.join('.') || '(root)', message: issue.message }));
+
+/** The error body of any thrown thing: AppErrors as they are, known framework errors mapped, the rest internal. */
+export function errorBody(error: unknown): ErrorBody {
+  const cause = error instanceof TRPCError ? (error.cause ?? error) : error;
+  if (cause instanceof AppError) return { code: cause.code, message: cause.message, details: cause.details };
+  if (cause instanceof ZodError) {
+    return { code: 'validation_failed', message: 'The request does not match the schema', details: zodDetails(cause) };
+  }
+  if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
+  if (error instanceof TRPCError && error.code === 'BAD_REQUEST' && error.message.includes('input')) {
+    return { code: 'validation_failed', message: 'The request does not match the schema', details: [] };
+  }
+  const mapped = error instanceof TRPCError ? TRPC_TO_CODE[error.code] : undefined;
+  if (mapped) return { code: mapped, message: (error as TRPCError).message };
+  return { code: 'internal_error', message: 'Internal error' };
+}
+
+/** What may be logged about an unexpected error: its kind, never a driver message (it can quote SQL and values). */
+function describe(error: unknown): Record<string, unknown> {
+  const cause = error instanceof TRPCError && error.cause ? error.cause : error;
+  if (!(cause instanceof Error)) return { type: typeof cause };
+  const sqlState = (cause as { code?: unknown }).code;
+  const isDriver = cause.constructor.name.endsWith('Exception') || typeof sqlState === 'string';
+  return { type: cause.constructor.name, ...(isDriver ? { sqlState } : { message: cause.message }) };
+}
+
+const t = initTRPC
+  .context<Context>()
+  .meta<Meta>()
+  .create({
+    isDev: false,
+    errorFormatter({ shape, error }) {
+      const body = errorBody(error);
+      return {
+        message: body.message,
+        code: shape.code,
+        data: {
+          code: body.code,
+          httpStatus: ERROR_CODES[body.code].status,
+          path: shape.data.path,
+          ...(body.details ? { details: body.details } : {}),
+        },
+      };
+    },
+  });
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+/**
+ * Every procedure starts here: errors leave with the tRPC code matching their HTTP status, unexpected ones are
+ * logged once with the request id (and nothing that could hold secrets), and REST creates answer 201.
+ */
+const base = t.procedure.use(async ({ ctx, meta, next }) => {
+  const result = await next();
+  if (result.ok) {
+    if (meta?.successStatus) ctx.response.status = meta.successStatus;
+    return result;
+  }
+  const body = errorBody(result.error);
+  if (body.code === 'internal_error') ctx.log.error({ err: describe(result.error) }, 'unhandled error');
+  const cause = result.error.cause instanceof AppError ? result.error.cause : new AppError(body.code, body.message, body.details);
+  if (cause.headers) Object.assign(ctx.response.headers, cause.headers);
+  throw new TRPCError({ code: ERROR_CODES[body.code].trpc, message: body.message, cause });
+});
+
+export const publicProcedure = base.meta({ caller: 'public' });
+
+export const operatorProcedure = base.meta({ caller: 'operator' }).use(async ({ ctx, next }) => {
+  authenticateOperator(ctx.services.operatorTokenHash, header(ctx, 'authorization'));
+  return next();
+});
+
+/** Secret-key procedures: the application from `x-application-id` first, then the key, then the scope. */
+export const secretKeyProcedure = (scope: Scope) =>
+  base.meta({ caller: 'secret_key', scope }).use(async ({ ctx, next }) => {
+    const { application, apiKey } = await authenticateSecretKey(ctx, scope);
+    return next({ ctx: { ...ctx, application, apiKey } });
+  });
