@@ -1,6 +1,6 @@
 export type { Context, RequestInfo, Services } from './context.ts';
 export { createContext } from './context.ts';
-export { createOrm, type DatabaseConfig, migrate, type Orm, pendingMigrations } from './db/orm.ts';
+export { createOrm, type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations } from './db/orm.ts';
 export { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
 export { randomBase62, SecretBox, sha256 } from './lib/crypto.ts';
 export { buildOpenApiDocument } from './openapi.ts';

@@ -1,9 +1,10 @@
-import type { PGlite } from '@electric-sql/pglite';
+import { PGlite } from '@electric-sql/pglite';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PgliteDriver } from '@mikro-orm/pglite';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
-import type { SqlEntityManager } from '@mikro-orm/sql';
+import { createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
+import array from 'postgres-array';
 import { entities } from './entities.ts';
 import { migrationsList } from './migrations/index.ts';
 
@@ -47,4 +48,12 @@ export async function migrate(orm: Orm): Promise<string[]> {
 
 export async function pendingMigrations(orm: Orm): Promise<number> {
   return (await orm.migrator.getPending()).length;
+}
+
+/**
+ * An embedded database the caller owns (tests restore a migrated snapshot with `loadDataDir`), with the same type
+ * parsers MikroORM gives the instances it creates itself.
+ */
+export async function openPglite(loadDataDir?: Blob): Promise<PGlite> {
+  return PGlite.create({ loadDataDir, parsers: createPostgreSqlTypeParsers((s) => array.parse(s)) });
 }

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { type DatabaseConfig, openPglite } from '@gatehouse/api';
+import { createGatehouse, type GatehouseClient } from '@gatehouse/sdk';
+import { inject } from 'vitest';
+import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
+
+export interface Envelope<T = any> {
+  success: boolean;
+  data: T;
+  error: { code: string; message: string; details?: Array<{ path: string; message: string }> } | null;
+  meta: { timestamp: string; request_id: string };
+}
+
+export interface RestResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: Envelope<T>;
+}
+
+export interface TestServer {
+  url: string;
+  operatorToken: string;
+  server: GatehouseServer;
+  /** Creates a fresh application through the operator API: each test gets its own tenant. */
+  createApp(input?: Record<string, unknown>): Promise<TestApp>;
+  close(): Promise<void>;
+}
+
+export interface TestApp {
+  id: string;
+  secretKey: string;
+  application: any;
+  /** A REST call with this application's secret key (override or drop headers with `headers`). */
+  rest<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string | undefined>): Promise<RestResponse<T>>;
+  /** The typed SDK bound to this application. */
+  sdk: GatehouseClient;
+}
+
+export async function rawRequest(url: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string | undefined> } = {}) {
+  const headers = Object.fromEntries(Object.entries(init.headers ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${url}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: any;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = text;
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
+
+async function database(): Promise<{ config: DatabaseConfig; dispose: () => Promise<void> }> {
+  const url = inject('databaseUrl');
+  if (url) return { config: { kind: 'postgres', url, poolSize: 10 }, dispose: async () => {} };
+  const snapshot = await readFile(inject('pgliteSnapshot'));
+  const pglite = await openPglite(new Blob([snapshot]));
+  return { config: { kind: 'pglite', pglite }, dispose: () => pglite.close() };
+}
+
+/** Boots the real server on an ephemeral port against the run's database. */
+export async function startServer(options: { baseUrl?: string } = {}): Promise<TestServer> {
+  const db = await database();
+  const operatorToken = `op_${randomBytes(24).toString('hex')}`;
+  const server = await createGatehouseServer({
+    database: db.config,
+    operatorToken,
+    masterKey: randomBytes(32),
+    baseUrl: options.baseUrl ?? 'http://gatehouse.test',
+    logLevel: false,
+  });
+  await server.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = server.app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+
+  const createApp = async (input: Record<string, unknown> = {}): Promise<TestApp> => {
+    const created = await rawRequest(url, 'POST', '/v1/applications', {
+      body: { name: 'Test app', ...input },
+      headers: { authorization: `Bearer ${operatorToken}` },
+    });
+    if (created.status !== 201) throw new Error(`creating an application failed: ${JSON.stringify(created.body)}`);
+    const { application, secret_key } = created.body.data;
+    const auth = { authorization: `Bearer ${secret_key.secret}`, 'x-application-id': application.id };
+    return {
+      id: application.id,
+      secretKey: secret_key.secret,
+      application,
+      rest: (method, path, body, headers) => rawRequest(url, method, path, { body, headers: { ...auth, ...headers } }),
+      sdk: createGatehouse({ baseUrl: url, applicationId: application.id, secretKey: secret_key.secret }),
+    };
+  };
+
+  return {
+    url,
+    operatorToken,
+    server,
+    createApp,
+    close: async () => {
+      await server.close();
+      await db.dispose();
+    },
+  };
+}

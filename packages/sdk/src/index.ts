@@ -1,0 +1,71 @@
+import type { AppRouter } from '@gatehouse/api';
+import { createTRPCUntypedClient, httpLink } from '@trpc/client';
+import type { AnyProcedure, inferProcedureInput, inferProcedureOutput, inferRouterOutputs } from '@trpc/server';
+import { GatehouseError } from './errors.ts';
+import { PROCEDURES } from './procedures.ts';
+
+export { GatehouseError, type GatehouseErrorDetail } from './errors.ts';
+
+type Call<P extends AnyProcedure> = undefined extends inferProcedureInput<P>
+  ? (input?: inferProcedureInput<P>) => Promise<inferProcedureOutput<P>>
+  : (input: inferProcedureInput<P>) => Promise<inferProcedureOutput<P>>;
+
+/** The router's procedures as plain async methods: `gatehouse.users.create({ primary_email })`. */
+export type Methods<TRecord> = {
+  [K in keyof TRecord]: TRecord[K] extends AnyProcedure ? Call<TRecord[K]> : Methods<TRecord[K]>;
+};
+export type GatehouseClient = Methods<AppRouter['_def']['record']>;
+
+type Outputs = inferRouterOutputs<AppRouter>;
+export type Application = Outputs['applications']['get'];
+export type ApiKey = Outputs['apiKeys']['list'][number];
+export type User = Outputs['users']['get'];
+export type Organization = Outputs['organizations']['get'];
+export type OrganizationMember = Outputs['organizations']['members']['add'];
+export type Event = Outputs['events']['list']['events'][number];
+
+export interface GatehouseOptions {
+  /** Where the service runs, e.g. `http://localhost:4000`. */
+  baseUrl: string;
+  /** The application every call is scoped to (sent as `x-application-id`). */
+  applicationId?: string;
+  /** A secret API key (`sk_test_…`/`sk_live_…`): for your server only, never in a browser. */
+  secretKey?: string;
+  /** The operator token, for managing applications (`applications.create|list|delete`). */
+  operatorToken?: string;
+  fetch?: typeof fetch;
+}
+
+/**
+ * The server-side client: every procedure of the API, typed from the router, over `/trpc`. Failures reject with a
+ * `GatehouseError` carrying the same `code` and `status` as the REST API.
+ */
+export function createGatehouse(options: GatehouseOptions): GatehouseClient {
+  const token = options.secretKey ?? options.operatorToken;
+  const client = createTRPCUntypedClient<AppRouter>({
+    links: [
+      httpLink({
+        url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
+        fetch: options.fetch,
+        headers: () => ({
+          ...(options.applicationId ? { 'x-application-id': options.applicationId } : {}),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        }),
+      }),
+    ],
+  });
+  const call = async (path: string, input: unknown) => {
+    const kind = PROCEDURES[path as keyof typeof PROCEDURES];
+    try {
+      return await (kind === 'query' ? client.query(path, input) : client.mutation(path, input));
+    } catch (error) {
+      throw GatehouseError.from(error);
+    }
+  };
+  const proxy = (path: string[]): unknown =>
+    new Proxy(() => undefined, {
+      get: (_target, key) => (typeof key === 'string' && key !== 'then' ? proxy([...path, key]) : undefined),
+      apply: (_target, _this, args: unknown[]) => call(path.join('.'), args[0]),
+    });
+  return proxy([]) as GatehouseClient;
+}
