@@ -6,9 +6,10 @@ import { PROCEDURES } from './procedures.ts';
 
 export { GatehouseError, type GatehouseErrorDetail } from './errors.ts';
 
-type Call<P extends AnyProcedure> = undefined extends inferProcedureInput<P>
-  ? (input?: inferProcedureInput<P>) => Promise<inferProcedureOutput<P>>
-  : (input: inferProcedureInput<P>) => Promise<inferProcedureOutput<P>>;
+type Call<P extends AnyProcedure> =
+  undefined extends inferProcedureInput<P>
+    ? (input?: inferProcedureInput<P>) => Promise<inferProcedureOutput<P>>
+    : (input: inferProcedureInput<P>) => Promise<inferProcedureOutput<P>>;
 
 /** The router's procedures as plain async methods: `gatehouse.users.create({ primary_email })`. */
 export type Methods<TRecord> = {

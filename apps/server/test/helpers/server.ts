@@ -8,7 +8,8 @@ import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts'
 export interface Envelope<T = any> {
   success: boolean;
   data: T;
-  error: { code: string; message: string; details?: Array<{ path: string; message: string }> } | null;
+  /** null on success; typed as present so that assertions on failures read simply. */
+  error: { code: string; message: string; details?: Array<{ path: string; message: string }> };
   meta: { timestamp: string; request_id: string };
 }
 
@@ -32,13 +33,26 @@ export interface TestApp {
   secretKey: string;
   application: any;
   /** A REST call with this application's secret key (override or drop headers with `headers`). */
-  rest<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string | undefined>): Promise<RestResponse<T>>;
+  rest<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string | undefined>,
+  ): Promise<RestResponse<T>>;
   /** The typed SDK bound to this application. */
   sdk: GatehouseClient;
 }
 
-export async function rawRequest(url: string, method: string, path: string, init: { body?: unknown; headers?: Record<string, string | undefined> } = {}) {
-  const headers = Object.fromEntries(Object.entries(init.headers ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
+export async function rawRequest(
+  url: string,
+  method: string,
+  path: string,
+  init: { body?: unknown; headers?: Record<string, string | undefined> } = {},
+) {
+  const headers = Object.fromEntries(Object.entries(init.headers ?? {}).filter(([, v]) => v !== undefined)) as Record<
+    string,
+    string
+  >;
   let body: string | undefined;
   if (init.body !== undefined) {
     body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);

@@ -7,6 +7,12 @@ export const PageQuerySchema = z.object({
 });
 export type PageQuery = z.infer<typeof PageQuerySchema>;
 
+/** The input of a paginated list with extra filters; it may be omitted entirely (`sdk.users.list()`). */
+export const listQuerySchema = <S extends z.ZodRawShape>(filters: S) =>
+  PageQuerySchema.extend(filters)
+    .strict()
+    .prefault({} as never);
+
 /** The paginated collection shape: `{<items>, total, limit, offset}`. */
 export const pageOf = <K extends string, T extends z.ZodType>(key: K, item: T) =>
   z.object({ [key]: z.array(item), total: z.number().int(), limit: z.number().int(), offset: z.number().int() } as {

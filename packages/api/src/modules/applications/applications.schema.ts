@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
 import { ApiKeyWithSecretSchema } from '../api-keys/api-keys.schema.ts';
 
 /** An origin exactly as a browser sends it: scheme, host and optional port, nothing else. */
@@ -76,8 +76,19 @@ const settingsShape = {
 
 export const ApplicationSettingsSchema = z.strictObject(settingsShape).meta({ id: 'ApplicationSettings' });
 export type ApplicationSettings = z.infer<typeof ApplicationSettingsSchema>;
-/** Input: any subset of the top-level keys; each named key is validated and filled with its defaults. */
-export const ApplicationSettingsPatchSchema = ApplicationSettingsSchema.partial();
+/**
+ * Input: any subset of the top-level keys; each named key is validated and filled with its own defaults. (Not
+ * `.partial()`: in zod 4 that still applies each field's default, so a PATCH would reset the keys it omits.)
+ */
+export const ApplicationSettingsPatchSchema = z.strictObject({
+  consent_documents: settingsShape.consent_documents.unwrap().optional(),
+  sign_up: settingsShape.sign_up.unwrap().optional(),
+  mfa: settingsShape.mfa.unwrap().optional(),
+  session: settingsShape.session.unwrap().optional(),
+  magic_link: settingsShape.magic_link.unwrap().optional(),
+  passkeys: settingsShape.passkeys.unwrap().optional(),
+  rate_limits: settingsShape.rate_limits.unwrap().optional(),
+});
 export type ApplicationSettingsPatch = z.infer<typeof ApplicationSettingsPatchSchema>;
 
 export const ENVIRONMENTS = ['development', 'production'] as const;
@@ -113,5 +124,5 @@ export const CreatedApplicationSchema = z
   .object({ application: ApplicationSchema, secret_key: ApiKeyWithSecretSchema })
   .meta({ id: 'CreatedApplication' });
 
-export const ListApplicationsInputSchema = PageQuerySchema.strict();
+export const ListApplicationsInputSchema = listQuerySchema({});
 export const ApplicationPageSchema = pageOf('applications', ApplicationSchema).meta({ id: 'ApplicationPage' });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
 
 /** Event kinds of CONTRACT §6 that this build emits; later capabilities add theirs. */
 export const EVENT_TYPES = [
@@ -22,5 +22,5 @@ export const EventSchema = z
   .object({ id: z.uuid(), type: z.string(), data: z.record(z.string(), z.unknown()), created_at: z.iso.datetime() })
   .meta({ id: 'Event' });
 
-export const ListEventsInputSchema = PageQuerySchema.extend({ type: z.enum(EVENT_TYPES).optional() }).strict();
+export const ListEventsInputSchema = listQuerySchema({ type: z.enum(EVENT_TYPES).optional() });
 export const EventPageSchema = pageOf('events', EventSchema).meta({ id: 'EventPage' });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { listQuerySchema, PageQuerySchema, pageOf } from '../../lib/pagination.ts';
 import { USER_STATUSES } from '../users/users.schema.ts';
 
 export const SlugSchema = z
@@ -34,9 +34,9 @@ export const UpdateOrganizationInputSchema = z.strictObject({
   slug: SlugSchema.optional(),
 });
 
-export const ListOrganizationsInputSchema = PageQuerySchema.extend({
+export const ListOrganizationsInputSchema = listQuerySchema({
   search: z.string().max(200).optional().meta({ description: 'Case-insensitive literal match on name or slug' }),
-}).strict();
+});
 
 export const OrganizationPageSchema = pageOf('organizations', OrganizationSchema).meta({ id: 'OrganizationPage' });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
 
 export const USER_STATUSES = ['active', 'banned', 'merged'] as const;
 
@@ -37,9 +37,9 @@ export const UpdateUserInputSchema = z.strictObject({
   email_verified: z.boolean().optional(),
 });
 
-export const ListUsersInputSchema = PageQuerySchema.extend({
+export const ListUsersInputSchema = listQuerySchema({
   search: z.string().max(320).optional().meta({ description: 'Case-insensitive literal match within the email' }),
-}).strict();
+});
 
 export const UserPageSchema = pageOf('users', UserSchema).meta({ id: 'UserPage' });
 

@@ -1,0 +1,103 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+
+let server: TestServer;
+let app: TestApp;
+let doc: any;
+
+beforeAll(async () => {
+  server = await startServer();
+  app = await server.createApp();
+  doc = (await rawRequest(server.url, 'GET', '/v1/openapi.json')).body;
+});
+afterAll(() => server.close());
+
+/** The seed's endpoints that exist so far (seed-api.md numbering). */
+const SEED_ROUTES = [
+  ['post', '/v1/api-keys', '201'], // S1
+  ['post', '/v1/organizations/{id}/members', '201'], // S8
+  ['get', '/v1/organizations', '200'], // S10
+  ['post', '/v1/users', '201'], // S12
+  ['post', '/v1/users/merge', '200'], // S20
+] as const;
+
+describe('/v1/openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document (not enveloped)', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it('describes every seed route of this build with its success status and envelope', () => {
+    for (const [method, path, status] of SEED_ROUTES) {
+      const operation = doc.paths[path]?.[method];
+      expect(operation, `${method} ${path}`).toBeDefined();
+      const schema = operation.responses[status].content['application/json'].schema;
+      expect(schema.required).toEqual(['success', 'data', 'error', 'meta']);
+      expect(operation.responses['422']).toBeDefined();
+    }
+    expect(doc.paths['/v1/users'].post.parameters ?? []).toEqual([]);
+    expect(doc.paths['/v1/users'].post.security).toEqual([{ secretKey: [], applicationId: [] }]);
+    expect(doc.paths['/v1/applications'].post.security).toEqual([{ operatorToken: [] }]);
+    expect(doc.paths['/v1/users'].post['x-required-scope']).toBe('users:write');
+  });
+
+  it("describes what the wire carries: live responses validate against the document's schemas", async () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addSchema({ $id: 'doc', components: doc.components }, 'doc');
+    const check = (method: string, path: string, status: number, body: unknown) => {
+      const response = doc.paths[path][method].responses[String(status)];
+      const resolved = response.$ref ? doc.components.responses[response.$ref.split('/').pop()] : response;
+      const schema = JSON.parse(
+        JSON.stringify(resolved.content['application/json'].schema).replaceAll('"#/components', '"doc#/components'),
+      );
+      const validate = ajv.compile(schema);
+      expect(validate(body), `${method} ${path} ${status}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    };
+    const user = await app.rest('POST', '/v1/users', { primary_email: 'doc@example.com' });
+    check('post', '/v1/users', 201, user.body);
+    const org = await app.rest('POST', '/v1/organizations', { name: 'Doc Org' });
+    check('post', '/v1/organizations', 201, org.body);
+    const member = await app.rest('POST', `/v1/organizations/${org.body.data.id}/members`, { user_id: user.body.data.id });
+    check('post', '/v1/organizations/{id}/members', 201, member.body);
+    check('get', '/v1/organizations', 200, (await app.rest('GET', '/v1/organizations')).body);
+    check('get', '/v1/users', 200, (await app.rest('GET', '/v1/users')).body);
+    check('get', '/v1/events', 200, (await app.rest('GET', '/v1/events')).body);
+    check('get', '/v1/api-keys', 200, (await app.rest('GET', '/v1/api-keys')).body);
+    const key = await app.rest('POST', '/v1/api-keys', { name: 'doc', scopes: ['users:read'] });
+    check('post', '/v1/api-keys', 201, key.body);
+    check('delete', '/v1/api-keys/{id}', 200, (await app.rest('DELETE', `/v1/api-keys/${key.body.data.id}`)).body);
+    const other = await app.rest('POST', '/v1/users', {});
+    check(
+      'post',
+      '/v1/users/merge',
+      200,
+      (await app.rest('POST', '/v1/users/merge', { source_user_id: other.body.data.id, target_user_id: user.body.data.id })).body,
+    );
+    const invalid = await app.rest('POST', '/v1/users', { primary_email: 1 });
+    check('post', '/v1/users', 422, invalid.body);
+    check('post', '/v1/users', 409, (await app.rest('POST', '/v1/users', { primary_email: 'doc@example.com' })).body);
+    check('get', '/v1/applications/{id}', 200, (await app.rest('GET', `/v1/applications/${app.id}`)).body);
+  });
+
+  it('names every error code the service can answer', () => {
+    const codes = doc.components.schemas.Error.properties.code.enum as string[];
+    for (const code of [
+      'invalid_json',
+      'validation_failed',
+      'not_found',
+      'email_taken',
+      'already_member',
+      'insufficient_scope',
+      'internal_error',
+    ]) {
+      expect(codes).toContain(code);
+    }
+  });
+});

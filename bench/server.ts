@@ -1,0 +1,112 @@
+/** The real server as a child process (`node apps/server/src/main.ts`), on a free loopback port. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  /** The last lines the server printed (stdout and stderr). */
+  output: () => string;
+  /** Log lines at warn or above seen so far (GATEHOUSE_LOG_LEVEL=warn prints nothing else but the banner). */
+  warnings: () => number;
+  /** SIGTERM (graceful: in-flight requests finish, the database closes), SIGKILL after `graceMs`. */
+  stop: (graceMs?: number) => Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const address = probe.address();
+  probe.close();
+  await once(probe, 'close');
+  if (!address || typeof address !== 'object') throw new Error('no port');
+  return address.port;
+}
+
+/** Our environment without anything that would point the server elsewhere (a DATABASE_URL in the shell, say). */
+function baseEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => key !== 'DATABASE_URL' && key !== 'PORT' && !key.startsWith('GATEHOUSE_')),
+  );
+}
+
+export async function startServer(label: string, env: Record<string, string>, readyTimeoutMs = 120_000): Promise<ServerProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // process.execPath is the project's Node 24: `npm run bench` puts node_modules/.bin first on PATH.
+  const child = spawn(process.execPath, ['apps/server/src/main.ts'], {
+    cwd: ROOT,
+    env: { ...baseEnv(), ...env, PORT: String(port), HOST: '127.0.0.1', GATEHOUSE_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let warnings = 0;
+  const collect = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      lines.push(line);
+      if (lines.length > 200) lines.shift();
+      // pino levels: 40 warn, 50 error, 60 fatal.
+      if (/"level":\s*(4|5|6)0\b/.test(line)) {
+        warnings++;
+        if (warnings <= 5) console.error(`  [${label} server] ${line.slice(0, 400)}`);
+      }
+    }
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = once(child, 'exit');
+  exited.catch(() => {}); // a spawn error surfaces through exitCode and the readiness loop
+
+  const output = () => lines.join('\n');
+  const stop = async (graceMs = 20_000) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`the ${label} server exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${output()}`);
+    }
+    try {
+      const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+      if (response.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop(2_000);
+      throw new Error(`the ${label} server was not ready within ${readyTimeoutMs / 1000} s:\n${output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { url, child, output, warnings: () => warnings, stop };
+}
+
+export interface BenchApplication {
+  id: string;
+  secretKey: string;
+}
+
+/** Creates the application the benchmark works in, through the operator API (as an operator would). */
+export async function createApplication(url: string, operatorToken: string): Promise<BenchApplication> {
+  const response = await fetch(`${url}/v1/applications`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${operatorToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Benchmark' }),
+  });
+  const body = (await response.json()) as { data?: { application: { id: string }; secret_key: { secret: string } } };
+  if (response.status !== 201 || !body.data) {
+    throw new Error(`POST /v1/applications answered ${response.status}: ${JSON.stringify(body)}`);
+  }
+  return { id: body.data.application.id, secretKey: body.data.secret_key.secret };
+}
