@@ -19,8 +19,8 @@ let seq = 0;
 /** A unique email per call, so tests sharing an application never collide. */
 const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
 
-function expectError(res: RestResponse, status: number, code: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
+function expectError(res: RestResponse, status: number, code: string, label = '') {
+  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
   expect(res.body.success).toBe(false);
   expect(res.body.data).toBeNull();
   expect(res.body.error?.code).toBe(code);
@@ -266,7 +266,7 @@ describe('GET, PATCH, DELETE /v1/users/{id}', () => {
       { nickname: 'x' },
       { profile: 'nope' },
     ]) {
-      expectError(await app.rest('PATCH', `/v1/users/${user.id}`, body), 422, 'validation_failed');
+      expectError(await app.rest('PATCH', `/v1/users/${user.id}`, body), 422, 'validation_failed', JSON.stringify(body));
     }
     expect((await app.rest('GET', `/v1/users/${user.id}`)).body.data).toEqual(user);
   });

@@ -1,0 +1,31 @@
+import { GatehouseError } from '@gatehouse/sdk';
+import { CommanderError } from 'commander';
+
+/** A mistake in how the CLI was invoked or configured (missing credentials, bad flag values): exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
+
+/**
+ * The one place errors become output: a single `error: …` line on stderr and the exit code
+ * (1 for API and runtime errors, 2 for usage errors, 0 for --help and --version).
+ */
+export function reportError(error: unknown, stderr: NodeJS.WritableStream = process.stderr): number {
+  // Commander has already printed its own message (or the help text).
+  if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+  if (error instanceof UsageError) {
+    stderr.write(`error: ${oneLine(error.message)}\n`);
+    return 2;
+  }
+  if (error instanceof GatehouseError) {
+    const details = error.details?.length ? ` (${error.details.map((d) => `${d.path}: ${d.message}`).join('; ')})` : '';
+    stderr.write(`error: ${error.code}: ${oneLine(error.message + details)}\n`);
+    return 1;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  stderr.write(`error: ${oneLine(message)}\n`);
+  if (process.env.GATEHOUSE_DEBUG && error instanceof Error && error.stack) stderr.write(`${error.stack}\n`);
+  return 1;
+}
