@@ -19,22 +19,25 @@ import { type DatabaseRun, describeMachine, renderResults, type Settings } from 
 import { ANALYZE_SQL, expectedMatches, SEARCH_TERM, seedOrganizationsSql } from './seed.ts';
 import { type BenchApplication, createApplication, ROOT, type ServerProcess, startServer } from './server.ts';
 
+/** Read through a name, not `process.env.X`: these knobs belong to this script, not to any turbo task. */
+const textEnv = (name: string): string | undefined => process.env[name] || undefined;
+
 function intEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
+  const raw = textEnv(name);
+  if (raw === undefined) return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be an integer in ${min}..${max}`);
   return value;
 }
 
 const config = {
-  adminUrl: process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+  adminUrl: textEnv('BENCH_DATABASE_URL') ?? 'postgres://postgres@127.0.0.1:5432/postgres',
   connections: intEnv('BENCH_CONNECTIONS', 64, 1, 1024),
   durationSeconds: intEnv('BENCH_DURATION', 10, 1, 120),
   warmupSeconds: intEnv('BENCH_WARMUP', 3, 0, 60),
   timeoutSeconds: intEnv('BENCH_TIMEOUT', 30, 1, 120),
   organizations: intEnv('BENCH_ORGANIZATIONS', 100_000, 100, 1_000_000),
-  only: process.env.BENCH_ONLY || undefined,
+  only: textEnv('BENCH_ONLY'),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');
 
@@ -128,7 +131,9 @@ async function runScenarios(label: string, server: ServerProcess, app: BenchAppl
 
   const measurements: Measurement[] = [];
   for (const scenario of scenarios) {
-    log(`${label}: ${scenario.name} — ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s at ${config.connections} connections`);
+    log(
+      `${label}: ${scenario.name} — ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s at ${config.connections} connections`,
+    );
     const m = await measure(scenario, options);
     log(
       `${label}: ${scenario.name}: ${m.requestsPerSecond.toFixed(1)} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ` +
@@ -182,7 +187,10 @@ async function benchPostgres(): Promise<DatabaseRun> {
   const version = rows[0]?.server_version ?? 'unknown';
   const database = `gatehouse_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
   await admin.query(`create database ${database}`);
-  cleanups.push({ what: `drop database ${database}`, run: () => admin.query(`drop database if exists ${database} with (force)`) });
+  cleanups.push({
+    what: `drop database ${database}`,
+    run: () => admin.query(`drop database if exists ${database} with (force)`),
+  });
   const url = new URL(config.adminUrl);
   url.pathname = `/${database}`;
   log(`postgres: scratch database ${database} on PostgreSQL ${version}`);
@@ -226,11 +234,10 @@ async function benchPglite(): Promise<DatabaseRun> {
   await first.stop();
 
   const seedStarted = performance.now();
-  const seeder = spawn(
-    process.execPath,
-    ['bench/seed-pglite.ts', join(dataDir, 'db'), app.id, String(config.organizations)],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const seeder = spawn(process.execPath, ['bench/seed-pglite.ts', join(dataDir, 'db'), app.id, String(config.organizations)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   seeder.stdout.on('data', (chunk: Buffer) => {
     out += chunk.toString('utf8');

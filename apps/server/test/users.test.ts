@@ -260,7 +260,6 @@ describe('GET, PATCH, DELETE /v1/users/{id}', () => {
       { status: 'deleted' },
       { merged_into: MISSING },
       { primary_email: email() },
-      { id: MISSING },
       { application_id: MISSING },
       { created_at: '2020-01-01T00:00:00.000Z' },
       { nickname: 'x' },
@@ -269,6 +268,17 @@ describe('GET, PATCH, DELETE /v1/users/{id}', () => {
       expectError(await app.rest('PATCH', `/v1/users/${user.id}`, body), 422, 'validation_failed', JSON.stringify(body));
     }
     expect((await app.rest('GET', `/v1/users/${user.id}`)).body.data).toEqual(user);
+  });
+
+  it('PATCH rejects an `id` in the body (a path parameter, not a body field): 422, changing nothing', async () => {
+    const user = await createUser(app);
+    const other = await createUser(app);
+    for (const id of [MISSING, other.id, user.id]) {
+      const res = await app.rest('PATCH', `/v1/users/${user.id}`, { id, profile: { smuggled: true } });
+      expectError(res, 422, 'validation_failed', id);
+    }
+    expect((await app.rest('GET', `/v1/users/${user.id}`)).body.data).toEqual(user);
+    expect((await app.rest('GET', `/v1/users/${other.id}`)).body.data).toEqual(other);
   });
 
   it('404 for unknown and malformed ids', async () => {

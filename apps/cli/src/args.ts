@@ -1,0 +1,31 @@
+import { InvalidArgumentError } from 'commander';
+
+/** `--limit 10`: an integer (the server checks the range and answers 422 outside it). */
+export function parseInteger(value: string): number {
+  if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError('expected an integer.');
+  return Number(value);
+}
+
+/** `--profile '{"name":"Ada"}'`: a JSON object. */
+export function parseJsonObject(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError('expected JSON, e.g. \'{"name":"Ada"}\'.');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new InvalidArgumentError('expected a JSON object, e.g. \'{"name":"Ada"}\'.');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Variadic options also accept comma-separated values: `--scope users:read,users:write`. */
+export const splitList = (values: string[] | undefined): string[] =>
+  (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+
+/** `--limit`/`--offset` for paginated lists; undefined leaves the server's defaults. */
+export const pageInput = (options: { limit?: number; offset?: number }) => ({
+  ...(options.limit !== undefined ? { limit: options.limit } : {}),
+  ...(options.offset !== undefined ? { offset: options.offset } : {}),
+});

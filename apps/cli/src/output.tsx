@@ -1,0 +1,53 @@
+import type { Command } from 'commander';
+import { render } from 'ink';
+import { globalOptions } from './context.ts';
+import { Spinner } from './ui/spinner.tsx';
+import { renderPlain, type View, ViewOutput } from './ui/view.tsx';
+
+/** `json`: the raw result; `plain`: tab-separated text; `rich`: ink tables and a spinner. */
+export type OutputMode = 'json' | 'plain' | 'rich';
+
+const isSet = (value: string | undefined): boolean =>
+  value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
+
+/** Anything but an interactive terminal gets plain text: pipes, files, `TERM=dumb`, CI. */
+export function detectMode(json: boolean, stdout: { isTTY?: boolean }, env: NodeJS.ProcessEnv): OutputMode {
+  if (json) return 'json';
+  if (!stdout.isTTY || env.TERM === 'dumb' || isSet(env.CI)) return 'plain';
+  return 'rich';
+}
+
+export const outputMode = (command: Command): OutputMode =>
+  detectMode(Boolean(globalOptions(command).json), process.stdout, process.env);
+
+/**
+ * Runs one call and shows its result the way the mode asks. `--json` prints exactly what the API returned (the data,
+ * pretty-printed); the other modes show `view(result)`. Errors propagate to the top-level handler.
+ */
+export async function present<T>(command: Command, label: string, call: () => Promise<T>, view: (result: T) => View) {
+  const mode = outputMode(command);
+  if (mode !== 'rich') {
+    const result = await call();
+    if (mode === 'json') {
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      return;
+    }
+    const text = renderPlain(view(result));
+    process.stdout.write(text.stdout);
+    if (text.stderr) process.stderr.write(text.stderr);
+    return;
+  }
+  const app = render(<Spinner label={label} />, { patchConsole: false });
+  let result: T;
+  try {
+    result = await call();
+  } catch (error) {
+    app.clear();
+    app.unmount();
+    await app.waitUntilExit();
+    throw error;
+  }
+  app.rerender(<ViewOutput view={view(result)} />);
+  app.unmount();
+  await app.waitUntilExit();
+}

@@ -1,0 +1,82 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawRequest } from './helpers/server.ts';
+
+/** The real entry point, as `npm start` runs it: a child process on the embedded database in a fresh data directory. */
+const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+let dataDir: string;
+let child: ChildProcess;
+let output = '';
+let url: string;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-main-'));
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  url = `http://127.0.0.1:${port}`;
+  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_LOG_LEVEL: 'info' };
+  delete env.DATABASE_URL;
+  delete env.GATEHOUSE_OPERATOR_TOKEN;
+  delete env.GATEHOUSE_MASTER_KEY;
+  child = spawn(process.execPath, [main], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    output += chunk;
+  });
+  const deadline = Date.now() + 90_000;
+  while (!output.includes('Gatehouse is running')) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+});
+
+afterAll(async () => {
+  if (child.exitCode === null) child.kill('SIGKILL');
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('npm start on a fresh data directory', () => {
+  it('prints its URL, the docs URL and where the operator token is', () => {
+    expect(output).toContain('Gatehouse is running at http://localhost:');
+    expect(output).toMatch(/API reference: +http:\/\/localhost:\d+\/docs/);
+    expect(output).toContain(`Operator token:  ${join(dataDir, 'operator-token')}`);
+  });
+
+  it('generates the operator token and master key with mode 0600', async () => {
+    for (const file of ['operator-token', 'master.key']) {
+      const info = await stat(join(dataDir, file));
+      expect(info.mode & 0o777, file).toBe(0o600);
+    }
+    const key = Buffer.from((await readFile(join(dataDir, 'master.key'), 'utf8')).trim(), 'base64');
+    expect(key).toHaveLength(32);
+  });
+
+  it('serves the API with the generated operator token, and never logs secrets', async () => {
+    const token = (await readFile(join(dataDir, 'operator-token'), 'utf8')).trim();
+    const created = await rawRequest(url, 'POST', '/v1/applications', { body: { name: 'Main' }, headers: { authorization: `Bearer ${token}` } });
+    expect(created.status).toBe(201);
+    const { application, secret_key } = created.body.data;
+    const auth = { authorization: `Bearer ${secret_key.secret}`, 'x-application-id': application.id };
+    expect((await rawRequest(url, 'POST', '/v1/users', { body: { primary_email: 'log@example.com' }, headers: auth })).status).toBe(201);
+    await rawRequest(url, 'GET', '/v1/users?token=one-time-secret-value', { headers: auth });
+    await rawRequest(url, 'GET', '/v1/users', { headers: { ...auth, authorization: 'Bearer sk_test_wrongwrongwrong' } });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(output).toContain('request completed');
+    for (const secret of [token, secret_key.secret, 'one-time-secret-value', 'sk_test_wrongwrongwrong']) {
+      expect(output).not.toContain(secret);
+    }
+    expect(output).not.toMatch(/authorization/i);
+  });
+
+  it('stops gracefully on SIGTERM', async () => {
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(output).toContain('shutting down');
+  });
+});

@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { randomBase62, randomSecret, SecretBox, sha256 } from './crypto.ts';
+import { newId } from './ids.ts';
+import { escapeLike } from './pagination.ts';
+
+describe('SecretBox (AES-256-GCM with the master key)', () => {
+  const box = new SecretBox(randomBytes(32));
+
+  it('round-trips and never repeats a ciphertext', () => {
+    const a = box.encrypt('signing-key', 'app:1');
+    const b = box.encrypt('signing-key', 'app:1');
+    expect(a).not.toBe(b);
+    expect(a).not.toContain('signing-key');
+    expect(box.decrypt(a, 'app:1')).toBe('signing-key');
+  });
+
+  it('refuses another context, another key and any tampering', () => {
+    const sealed = box.encrypt('totp-seed', 'user:1');
+    expect(() => box.decrypt(sealed, 'user:2')).toThrow();
+    expect(() => new SecretBox(randomBytes(32)).decrypt(sealed, 'user:1')).toThrow();
+    const parts = sealed.split('.');
+    const data = Buffer.from(parts[3]!, 'base64url');
+    data[0]! ^= 1;
+    expect(() => box.decrypt([...parts.slice(0, 3), data.toString('base64url')].join('.'), 'user:1')).toThrow();
+    expect(() => box.decrypt('v2.x.y.z', 'user:1')).toThrow();
+  });
+
+  it('needs a 32-byte key', () => {
+    expect(() => new SecretBox(randomBytes(16))).toThrow();
+  });
+});
+
+describe('random secrets and ids', () => {
+  it('are base62 of the requested strength', () => {
+    expect(randomBase62(43)).toMatch(/^[0-9A-Za-z]{43}$/);
+    expect(randomSecret('sk_test_')).toMatch(/^sk_test_[0-9A-Za-z]{43}$/);
+    expect(new Set(Array.from({ length: 1000 }, () => randomBase62(12))).size).toBe(1000);
+    expect(sha256('a')).toHaveLength(64);
+  });
+
+  it('ids are UUID v7 and sort by creation', () => {
+    const ids = Array.from({ length: 50 }, newId);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe('escapeLike', () => {
+  it('makes %, _ and \\ literal', () => {
+    expect(escapeLike('50%_off\\')).toBe('50\\%\\_off\\\\');
+    expect(escapeLike('plain')).toBe('plain');
+  });
+});
