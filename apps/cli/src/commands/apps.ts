@@ -1,0 +1,84 @@
+import type { Application } from '@gatehouse/sdk';
+import { type Command, Option } from 'commander';
+import { pageInput, parseInteger, splitList } from '../args.ts';
+import { operatorClient } from '../context.ts';
+import { present } from '../output.tsx';
+import { type Column, pageSummary, recordView, tableView } from '../ui/view.tsx';
+
+const columns: Column<Application>[] = [
+  { key: 'id', header: 'ID', value: (a) => a.id },
+  { key: 'name', header: 'NAME', value: (a) => a.name },
+  { key: 'environment', header: 'ENVIRONMENT', value: (a) => a.environment },
+  { key: 'allowed_origins', header: 'ORIGINS', value: (a) => a.allowed_origins },
+  { key: 'created_at', header: 'CREATED', value: (a) => a.created_at },
+];
+
+/** Applications are the operator's: these commands use the operator token, not a secret key. */
+export function registerApps(program: Command): void {
+  const apps = program
+    .command('apps')
+    .description('Create, list and delete applications (operator token: GATEHOUSE_OPERATOR_TOKEN or <data dir>/operator-token)');
+
+  apps
+    .command('create')
+    .description('Create an application and its first secret key (shown once)')
+    .argument('<name>', 'application name')
+    .addOption(new Option('--environment <environment>', 'sk_test_ keys for development, sk_live_ for production').choices(['development', 'production']))
+    .option('--origin <url...>', 'allowed browser origin, e.g. https://app.example.com (repeatable)')
+    .action(async (name: string, options: { environment?: 'development' | 'production'; origin?: string[] }, command: Command) => {
+      const gatehouse = await operatorClient(command);
+      await present(
+        command,
+        'Creating the application',
+        () =>
+          gatehouse.applications.create({
+            name,
+            ...(options.environment ? { environment: options.environment } : {}),
+            ...(options.origin ? { allowed_origins: splitList(options.origin) } : {}),
+          }),
+        ({ application, secret_key }) =>
+          recordView(
+            {
+              id: application.id,
+              name: application.name,
+              environment: application.environment,
+              allowed_origins: application.allowed_origins,
+              created_at: application.created_at,
+              secret_key_id: secret_key.id,
+              secret_key: secret_key.secret,
+            },
+            'The secret key is shown only once: store it now. To use it: ' +
+              `gatehouse login --application-id ${application.id} --secret-key <secret_key>`,
+          ),
+      );
+    });
+
+  apps
+    .command('list')
+    .description('List applications, newest first')
+    .option('--limit <n>', 'page size (1-100, default 25)', parseInteger)
+    .option('--offset <n>', 'rows to skip', parseInteger)
+    .action(async (options: { limit?: number; offset?: number }, command: Command) => {
+      const gatehouse = await operatorClient(command);
+      await present(
+        command,
+        'Listing applications',
+        () => gatehouse.applications.list(pageInput(options)),
+        (page) => tableView(columns, page.applications, 'No applications.', pageSummary(page, page.applications.length)),
+      );
+    });
+
+  apps
+    .command('delete')
+    .description('Delete an application and all its data')
+    .argument('<id>', 'application id')
+    .action(async (id: string, _options, command: Command) => {
+      const gatehouse = await operatorClient(command);
+      await present(
+        command,
+        'Deleting the application',
+        () => gatehouse.applications.delete({ id }),
+        (deleted) => ({ kind: 'message', text: `Deleted application ${deleted.id}` }),
+      );
+    });
+}
