@@ -4,6 +4,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { PgliteDriver } from '@mikro-orm/pglite';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
+import pg from 'pg';
 import array from 'postgres-array';
 import { entities } from './entities.ts';
 import { migrationsList } from './migrations/index.ts';
@@ -40,10 +41,25 @@ export async function createOrm(db: DatabaseConfig): Promise<Orm> {
   return MikroORM.init(ormOptions(db));
 }
 
-/** Applies every committed migration that has not run yet. */
+/** An arbitrary constant: the advisory lock that serializes migrations across processes. */
+const MIGRATION_LOCK = 4_711_2026;
+
+/**
+ * Applies every committed migration that has not run yet. On PostgreSQL, several processes starting at once take
+ * turns under an advisory lock (held on a connection of its own), so each migration runs exactly once.
+ */
 export async function migrate(orm: Orm): Promise<string[]> {
-  const done = await orm.migrator.up();
-  return done.map((m) => m.name);
+  const url = orm.config.get('clientUrl');
+  if (!url || orm.config.get('driver') !== PostgreSqlDriver) return (await orm.migrator.up()).map((m) => m.name);
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    return (await orm.migrator.up()).map((m) => m.name);
+  } finally {
+    await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.end();
+  }
 }
 
 export async function pendingMigrations(orm: Orm): Promise<number> {

@@ -1,0 +1,46 @@
+import { createOrm, migrate, type Orm } from '@gatehouse/api';
+import { describe, expect, inject, it } from 'vitest';
+import { startServer } from './helpers/server.ts';
+
+describe('committed migrations', () => {
+  it('build exactly the schema the entities describe (no drift)', async () => {
+    const server = await startServer();
+    try {
+      const sql = await server.server.orm.schema.getUpdateSchemaSQL({ wrap: false });
+      expect(sql.trim()).toBe('');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('run once even when several processes start together', async () => {
+    const base = inject('databaseUrl');
+    if (!base) {
+      // Embedded PGlite belongs to one process; there, a second run must simply find nothing to do.
+      const server = await startServer();
+      try {
+        expect(await migrate(server.server.orm)).toEqual([]);
+      } finally {
+        await server.close();
+      }
+      return;
+    }
+    const admin = await createOrm({ kind: 'postgres', url: base, poolSize: 1 });
+    const name = `gatehouse_migrate_${process.pid}_${Date.now()}`;
+    await admin.em.getConnection().execute(`create database ${name}`);
+    const url = new URL(base);
+    url.pathname = `/${name}`;
+    const orms: Orm[] = [];
+    try {
+      for (let i = 0; i < 3; i++) orms.push(await createOrm({ kind: 'postgres', url: url.toString(), poolSize: 2 }));
+      const applied = await Promise.all(orms.map((orm) => migrate(orm)));
+      expect(applied.filter((names) => names.length > 0)).toHaveLength(1);
+      const rows = await orms[0]!.em.getConnection().execute('select name from mikro_orm_migrations');
+      expect(rows.length).toBe(applied.find((names) => names.length > 0)!.length);
+    } finally {
+      await Promise.all(orms.map((orm) => orm.close()));
+      await admin.em.getConnection().execute(`drop database if exists ${name} with (force)`);
+      await admin.close();
+    }
+  });
+});
