@@ -9,8 +9,11 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
  */
 export async function buildCli(): Promise<void> {
   await build({
-    entryPoints: [here('./src/index.tsx')],
-    outfile: here('./dist/gatehouse.js'),
+    entryPoints: { gatehouse: here('./src/index.tsx') },
+    outdir: here('./dist'),
+    // The terminal UI (ink) is a separate chunk, loaded only when output goes to a terminal.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     bundle: true,
     platform: 'node',
     format: 'esm',

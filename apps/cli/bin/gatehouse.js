@@ -9,7 +9,9 @@ if (major < 24) {
   process.exit(1);
 }
 if (!existsSync(bundle)) {
-  console.error('gatehouse is not built yet: run `npm run build -w @gatehouse/cli` (or run the sources: npx tsx apps/cli/src/index.tsx).');
+  console.error(
+    'gatehouse is not built yet: run `npm run build -w @gatehouse/cli` (or run the sources: npx tsx apps/cli/src/index.tsx).',
+  );
   process.exit(1);
 }
 await import(bundle.href);

@@ -22,7 +22,10 @@ export function parseJsonObject(value: string): Record<string, unknown> {
 
 /** Variadic options also accept comma-separated values: `--scope users:read,users:write`. */
 export const splitList = (values: string[] | undefined): string[] =>
-  (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  (values ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 
 /** `--limit`/`--offset` for paginated lists; undefined leaves the server's defaults. */
 export const pageInput = (options: { limit?: number; offset?: number }) => ({

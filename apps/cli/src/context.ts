@@ -86,8 +86,8 @@ export async function secretKeyClient(command: Command): Promise<GatehouseClient
  */
 export async function operatorToken(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.GATEHOUSE_OPERATOR_TOKEN) return env.GATEHOUSE_OPERATOR_TOKEN;
-  // Loaded on demand: the server package pulls in the HTTP stack, which other commands do not need.
-  const { operatorTokenPath } = await import('@gatehouse/server');
+  // Loaded on demand, from the light entry of the server package (no HTTP stack, no ORM).
+  const { operatorTokenPath } = await import('@gatehouse/server/config');
   const path = operatorTokenPath(resolve(env.GATEHOUSE_DATA_DIR || './.gatehouse'));
   try {
     const token = (await readFile(path, 'utf8')).trim();

@@ -15,6 +15,15 @@ const EnvSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'GATEHOUSE_MASTER_KEY must be 32 bytes, base64-encoded')
     .optional(),
+  GATEHOUSE_SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, 'GATEHOUSE_SMTP_URL must be an smtp:// or smtps:// URL')
+    .optional(),
+  GATEHOUSE_MAIL_FROM: z.string().min(3).optional(),
+  GATEHOUSE_REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'GATEHOUSE_REDIS_URL must be a redis:// URL')
+    .optional(),
   GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type Env = z.infer<typeof EnvSchema>;

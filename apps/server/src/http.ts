@@ -5,10 +5,13 @@ import {
   AppError,
   appRouter,
   buildOpenApiDocument,
+  CORS_ALLOWED_HEADERS,
+  type Context,
   createContext,
   ERROR_CODES,
   type ErrorBody,
   errorBody,
+  preflightAllowed,
   type RequestInfo,
   type Services,
 } from '@gatehouse/api';
@@ -16,12 +19,14 @@ import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { v7 as uuidv7 } from 'uuid';
+import { HOSTED_VERIFY_HTML } from './hosted-pages.ts';
 
 const ONE_MIB = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface ServerOptions {
-  services: Omit<Services, 'log'>;
+  /** Builds the services with the server's logger. */
+  services: (log: Services['log']) => Services;
   /** A pino level, or false for no logs (tests). */
   logLevel: string | false;
   /** Reports readiness for /readyz (database reachable, migrations applied). */
@@ -51,6 +56,9 @@ function fastifyErrorBody(error: { code?: string; statusCode?: number }): ErrorB
   }
 }
 
+/** The context each request's procedure ran with, so the REST wrapper can read what the procedure declared. */
+const contexts = new WeakMap<object, Context>();
+
 const requestInfo = (request: FastifyRequest): RequestInfo => ({
   requestId: request.id,
   headers: request.headers,
@@ -58,7 +66,7 @@ const requestInfo = (request: FastifyRequest): RequestInfo => ({
   log: request.log,
 });
 
-export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
+export async function buildServer(options: ServerOptions): Promise<{ app: FastifyInstance; services: Services }> {
   const app = Fastify({
     bodyLimit: ONE_MIB,
     trustProxy: false,
@@ -78,7 +86,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         }
       : false,
   });
-  const services: Services = { ...options.services, log: app.log as Services['log'] };
+  const services = options.services(app.log as Services['log']);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -126,11 +134,18 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     trpcOptions: {
       router: appRouter,
       createContext: ({ req }: { req: FastifyRequest }) => createContext(services, requestInfo(req)),
+      // CORS headers of end-user procedures (set by the origin check) reach tRPC callers too.
+      responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.response.headers }),
     },
   });
 
+  registerCors(app, services);
+  app.get('/sign-in/verify', async (_request, reply) =>
+    reply.type('text/html').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send(HOSTED_VERIFY_HTML),
+  );
+
   registerRest(app, services);
-  return app;
+  return { app, services };
 }
 
 /**
@@ -140,7 +155,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 function registerRest(app: FastifyInstance, services: Services) {
   const handle = createOpenApiNodeHttpHandler({
     router: appRouter,
-    createContext: ({ req }) => createContext(services, requestInfo(req as unknown as FastifyRequest)),
+    createContext: ({ req }) => {
+      const ctx = createContext(services, requestInfo(req as unknown as FastifyRequest));
+      contexts.set(req, ctx);
+      return ctx;
+    },
     responseMeta: ({ ctx }) => ({ status: ctx?.response.status, headers: ctx?.response.headers }),
     maxBodySize: ONE_MIB,
   });
@@ -171,7 +190,8 @@ function registerRest(app: FastifyInstance, services: Services) {
           const prefix = `{"success":${status < 400},`;
           const tail = `"meta":${JSON.stringify(meta(request))}}`;
           let payload: string;
-          if (status < 400) payload = `${prefix}"data":${body ?? 'null'},"error":null,${tail}`;
+          if (status < 400 && contexts.get(request)?.response.raw) payload = body;
+          else if (status < 400) payload = `${prefix}"data":${body ?? 'null'},"error":null,${tail}`;
           else {
             const parsed = JSON.parse(body) as { data?: { code?: string; details?: unknown }; message?: string; code?: string };
             const error: ErrorBody =
@@ -213,6 +233,34 @@ function registerRest(app: FastifyInstance, services: Services) {
         });
       return reply;
     },
+  });
+}
+
+/**
+ * Preflights of end-user routes (CONTRACT §2): an `OPTIONS` carries no application id, so the origin is allowed when
+ * any application lists it; the actual request is then checked against its own application. Management routes get
+ * no CORS headers at all: a secret key never belongs in a browser.
+ */
+function registerCors(app: FastifyInstance, services: Services) {
+  const endUserPath = (url: string) => url.startsWith('/v1/auth/') || url.startsWith('/trpc/auth.');
+  app.options('/*', async (request, reply) => {
+    const origin = request.headers.origin;
+    if (!endUserPath(request.url) || typeof origin !== 'string') {
+      return sendError(request, reply, { code: 'not_found', message: `No route OPTIONS ${request.url.split('?')[0]}` });
+    }
+    if (!(await preflightAllowed(services.orm.em.fork() as never, services, origin))) {
+      return sendError(request, reply, { code: 'origin_not_allowed', message: 'This origin is not allowed' });
+    }
+    return reply
+      .code(204)
+      .headers({
+        'access-control-allow-origin': origin,
+        'access-control-allow-methods': 'GET, POST, PATCH, PUT, DELETE',
+        'access-control-allow-headers': CORS_ALLOWED_HEADERS,
+        'access-control-max-age': '600',
+        vary: 'Origin',
+      })
+      .send();
   });
 }
 

@@ -1,9 +1,8 @@
-import { createOrm, type DatabaseConfig, migrate, type Orm, pendingMigrations, SecretBox, sha256 } from '@gatehouse/api';
+import { createOrm, createServices, type DatabaseConfig, migrate, type Orm, pendingMigrations } from '@gatehouse/api';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from './http.ts';
 
-export { readEnv } from './env.ts';
-export { loadSecrets, masterKeyPath, operatorTokenPath } from './secrets.ts';
+export { databaseFromEnv, loadSecrets, masterKeyPath, operatorTokenPath, readEnv } from './config.ts';
 
 export interface GatehouseServerOptions {
   database: DatabaseConfig;
@@ -12,6 +11,11 @@ export interface GatehouseServerOptions {
   /** Public base URL (issuer and links). Never derived from request headers. */
   baseUrl: string;
   logLevel?: string | false;
+  /** `smtp://…` for outgoing mail; unset prints mail to the console. */
+  smtpUrl?: string;
+  mailFrom?: string;
+  /** Shared rate-limit counters; unset uses the database (PostgreSQL) or memory (PGlite, one process). */
+  redisUrl?: string;
 }
 
 export interface GatehouseServer {
@@ -25,13 +29,23 @@ export interface GatehouseServer {
 export async function createGatehouseServer(options: GatehouseServerOptions): Promise<GatehouseServer> {
   const orm = await createOrm(options.database);
   await migrate(orm);
-  const app = await buildServer({
-    services: {
-      orm,
-      secretBox: new SecretBox(options.masterKey),
-      operatorTokenHash: sha256(options.operatorToken),
-      baseUrl: options.baseUrl.replace(/\/+$/, ''),
-    },
+  const rateLimitStore = options.redisUrl
+    ? ({ kind: 'redis', url: options.redisUrl } as const)
+    : options.database.kind === 'postgres'
+      ? ({ kind: 'postgres', url: options.database.url } as const)
+      : ({ kind: 'memory' } as const);
+  const { app, services } = await buildServer({
+    services: (log) =>
+      createServices({
+        orm,
+        log,
+        masterKey: options.masterKey,
+        operatorToken: options.operatorToken,
+        baseUrl: options.baseUrl,
+        smtpUrl: options.smtpUrl,
+        mailFrom: options.mailFrom,
+        rateLimitStore,
+      }),
     logLevel: options.logLevel ?? 'info',
     ready: async () => (await pendingMigrations(orm)) === 0,
   });
@@ -40,6 +54,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     orm,
     close: async () => {
       await app.close();
+      await services.rateLimits.close();
+      services.mailer.close();
       await orm.close();
     },
   };

@@ -1,15 +1,12 @@
 import { resolve } from 'node:path';
-import { createOrm, type DatabaseConfig, migrate } from '@gatehouse/api';
-import { readEnv } from './env.ts';
+import { createOrm, migrate } from '@gatehouse/api';
+import { databaseFromEnv, readEnv } from './config.ts';
 import { createGatehouseServer, loadSecrets } from './index.ts';
 
 /** `node src/main.ts` serves; `node src/main.ts migrate` applies pending migrations and exits. */
 const env = readEnv();
 const dataDir = resolve(env.GATEHOUSE_DATA_DIR);
-const database: DatabaseConfig = env.DATABASE_URL
-  ? { kind: 'postgres', url: env.DATABASE_URL }
-  : { kind: 'pglite', dataDir: resolve(dataDir, 'db') };
-const where = env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${resolve(dataDir, 'db')}`;
+const { database, where } = await databaseFromEnv(env);
 
 if (process.argv[2] === 'migrate') {
   const orm = await createOrm(database);
@@ -29,6 +26,9 @@ if (process.argv[2] === 'migrate') {
     masterKey: secrets.masterKey,
     baseUrl,
     logLevel: env.GATEHOUSE_LOG_LEVEL,
+    smtpUrl: env.GATEHOUSE_SMTP_URL,
+    mailFrom: env.GATEHOUSE_MAIL_FROM,
+    redisUrl: env.GATEHOUSE_REDIS_URL,
   });
   await server.app.listen({ port: env.PORT, host: env.HOST });
   console.log(

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { randomBase62 } from '@gatehouse/api';
 
 export const operatorTokenPath = (dataDir: string): string => join(dataDir, 'operator-token');
 export const masterKeyPath = (dataDir: string): string => join(dataDir, 'master.key');
@@ -40,7 +39,7 @@ export async function loadSecrets(
   const operator = env.GATEHOUSE_OPERATOR_TOKEN
     ? { value: env.GATEHOUSE_OPERATOR_TOKEN, file: null }
     : {
-        value: (await fileSecret(operatorTokenPath(dataDir), () => `op_${randomBase62(43)}`)).value,
+        value: (await fileSecret(operatorTokenPath(dataDir), () => `op_${randomBytes(32).toString('base64url')}`)).value,
         file: operatorTokenPath(dataDir),
       };
   const masterKey = env.GATEHOUSE_MASTER_KEY

@@ -17,7 +17,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-main-'));
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   url = `http://127.0.0.1:${port}`;
-  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_LOG_LEVEL: 'info' };
   delete env.DATABASE_URL;
   delete env.GATEHOUSE_OPERATOR_TOKEN;
   delete env.GATEHOUSE_MASTER_KEY;
@@ -58,11 +58,16 @@ describe('npm start on a fresh data directory', () => {
 
   it('serves the API with the generated operator token, and never logs secrets', async () => {
     const token = (await readFile(join(dataDir, 'operator-token'), 'utf8')).trim();
-    const created = await rawRequest(url, 'POST', '/v1/applications', { body: { name: 'Main' }, headers: { authorization: `Bearer ${token}` } });
+    const created = await rawRequest(url, 'POST', '/v1/applications', {
+      body: { name: 'Main' },
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(created.status).toBe(201);
     const { application, secret_key } = created.body.data;
     const auth = { authorization: `Bearer ${secret_key.secret}`, 'x-application-id': application.id };
-    expect((await rawRequest(url, 'POST', '/v1/users', { body: { primary_email: 'log@example.com' }, headers: auth })).status).toBe(201);
+    expect(
+      (await rawRequest(url, 'POST', '/v1/users', { body: { primary_email: 'log@example.com' }, headers: auth })).status,
+    ).toBe(201);
     await rawRequest(url, 'GET', '/v1/users?token=one-time-secret-value', { headers: auth });
     await rawRequest(url, 'GET', '/v1/users', { headers: { ...auth, authorization: 'Bearer sk_test_wrongwrongwrong' } });
     await new Promise((r) => setTimeout(r, 200));

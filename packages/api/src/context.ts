@@ -1,7 +1,11 @@
 import type { EntityManager, Orm } from './db/orm.ts';
-import type { SecretBox } from './lib/crypto.ts';
+import { SecretBox, sha256 } from './lib/crypto.ts';
+import { createMailer, type Mailer } from './lib/mailer.ts';
+import { type RateLimitStore, RateLimits } from './lib/rate-limit.ts';
 import type { ApiKey } from './modules/api-keys/api-key.entity.ts';
 import type { Application } from './modules/applications/application.entity.ts';
+import type { Session } from './modules/sessions/session.entity.ts';
+import { SigningKeyCache } from './modules/signing-keys/signing-keys.service.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
 export interface Logger {
@@ -19,6 +23,34 @@ export interface Services {
   /** The public base URL from configuration (never from request headers). */
   baseUrl: string;
   log: Logger;
+  signingKeys: SigningKeyCache;
+  mailer: Mailer;
+  rateLimits: RateLimits;
+}
+
+export interface ServicesOptions {
+  orm: Orm;
+  masterKey: Buffer;
+  operatorToken: string;
+  baseUrl: string;
+  log: Logger;
+  /** `smtp://…`; unset prints mail to the console. */
+  smtpUrl?: string;
+  mailFrom?: string;
+  rateLimitStore: RateLimitStore;
+}
+
+export function createServices(options: ServicesOptions): Services {
+  return {
+    orm: options.orm,
+    secretBox: new SecretBox(options.masterKey),
+    operatorTokenHash: sha256(options.operatorToken),
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    log: options.log,
+    signingKeys: new SigningKeyCache(),
+    mailer: createMailer(options.smtpUrl, options.mailFrom ?? 'Gatehouse <no-reply@gatehouse.local>'),
+    rateLimits: new RateLimits(options.rateLimitStore),
+  };
 }
 
 /** The per-request facts an HTTP host hands to the API. */
@@ -34,9 +66,11 @@ export interface Context extends RequestInfo {
   /** A forked entity manager: its identity map belongs to this request only. */
   em: EntityManager;
   /** Filled by the REST host from procedure meta (e.g. 201); tRPC ignores it. */
-  response: { status?: number; headers: Record<string, string> };
+  response: { status?: number; headers: Record<string, string>; raw?: boolean };
   application?: Application;
   apiKey?: ApiKey;
+  /** End-user routes with an access token: the verified session. */
+  session?: Session;
 }
 
 export function createContext(services: Services, info: RequestInfo): Context {

@@ -21,7 +21,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 const SECURITY: Record<CallerKind, Json[]> = {
   operator: [{ operatorToken: [] }],
   secret_key: [{ secretKey: [], applicationId: [] }],
-  end_user: [{ accessToken: [], applicationId: [] }],
+  end_user: [{ applicationId: [] }],
+  signed_in: [{ accessToken: [], applicationId: [] }],
   public: [],
 };
 
@@ -69,7 +70,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       operation.responses = {
         [status]: {
           description: meta.successStatus === 201 ? 'Created' : 'Success',
-          content: { 'application/json': { schema: successEnvelope(data) } },
+          content: { 'application/json': { schema: meta.envelope === false ? data : successEnvelope(data) } },
         },
         ...Object.fromEntries(errorStatuses(method, meta).map((s) => [s, { $ref: `#/components/responses/Error${s}` }])),
       };

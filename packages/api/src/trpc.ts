@@ -4,15 +4,25 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import { type Context, header } from './context.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
-import { authenticateOperator, authenticateSecretKey, type Scope } from './modules/api-keys/api-keys.service.ts';
+import {
+  authenticateOperator,
+  authenticateSecretKey,
+  resolveApplication,
+  type Scope,
+} from './modules/api-keys/api-keys.service.ts';
+import { allowOrigin } from './modules/applications/cors.ts';
+import { authenticateAccessToken } from './modules/sessions/sessions.service.ts';
 
-export type CallerKind = 'operator' | 'secret_key' | 'end_user' | 'public';
+/** Who may call: the operator, a secret key, a browser (publishable id), a signed-in browser (★), anyone. */
+export type CallerKind = 'operator' | 'secret_key' | 'end_user' | 'signed_in' | 'public';
 
 export type Meta = OpenApiMeta<{
   /** HTTP status of a successful REST call (201 for creates); tRPC always answers 200. */
   successStatus?: number;
   caller?: CallerKind;
   scope?: Scope;
+  /** REST answers the data as it is, without the envelope (JWKS documents: standard tools read them). */
+  envelope?: false;
 }>;
 
 /** tRPC's own error codes (thrown by tRPC before our middlewares run) mapped to ours. */
@@ -83,6 +93,7 @@ const base = t.procedure.use(async ({ ctx, meta, next }) => {
   const result = await next();
   if (result.ok) {
     if (meta?.successStatus) ctx.response.status = meta.successStatus;
+    if (meta?.envelope === false) ctx.response.raw = true;
     return result;
   }
   const body = errorBody(result.error);
@@ -105,3 +116,16 @@ export const secretKeyProcedure = (scope: Scope) =>
     const { application, apiKey } = await authenticateSecretKey(ctx, scope);
     return next({ ctx: { ...ctx, application, apiKey } });
   });
+
+/** End-user routes (ES): the application from `x-application-id`, then the browser's origin against its allowlist. */
+export const endUserProcedure = base.meta({ caller: 'end_user' }).use(async ({ ctx, next }) => {
+  const application = await resolveApplication(ctx);
+  allowOrigin(ctx, application);
+  return next({ ctx: { ...ctx, application } });
+});
+
+/** Signed-in end-user routes (ES★): additionally a valid access token of a session that is still live. */
+export const signedInProcedure = endUserProcedure.meta({ caller: 'signed_in' }).use(async ({ ctx, next }) => {
+  const session = await authenticateAccessToken(ctx);
+  return next({ ctx: { ...ctx, session } });
+});

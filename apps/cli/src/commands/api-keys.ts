@@ -2,8 +2,8 @@ import type { ApiKey } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { splitList } from '../args.ts';
 import { secretKeyClient } from '../context.ts';
-import { present } from '../output.tsx';
-import { type Column, recordView, tableView } from '../ui/view.tsx';
+import { present } from '../output.ts';
+import { type Column, recordView, tableView } from '../ui/view.ts';
 
 const columns: Column<ApiKey>[] = [
   { key: 'id', header: 'ID', value: (k) => k.id },

@@ -2,8 +2,8 @@ import type { Application } from '@gatehouse/sdk';
 import { type Command, Option } from 'commander';
 import { pageInput, parseInteger, splitList } from '../args.ts';
 import { operatorClient } from '../context.ts';
-import { present } from '../output.tsx';
-import { type Column, pageSummary, recordView, tableView } from '../ui/view.tsx';
+import { present } from '../output.ts';
+import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
 const columns: Column<Application>[] = [
   { key: 'id', header: 'ID', value: (a) => a.id },
@@ -23,35 +23,42 @@ export function registerApps(program: Command): void {
     .command('create')
     .description('Create an application and its first secret key (shown once)')
     .argument('<name>', 'application name')
-    .addOption(new Option('--environment <environment>', 'sk_test_ keys for development, sk_live_ for production').choices(['development', 'production']))
+    .addOption(
+      new Option('--environment <environment>', 'sk_test_ keys for development, sk_live_ for production').choices([
+        'development',
+        'production',
+      ]),
+    )
     .option('--origin <url...>', 'allowed browser origin, e.g. https://app.example.com (repeatable)')
-    .action(async (name: string, options: { environment?: 'development' | 'production'; origin?: string[] }, command: Command) => {
-      const gatehouse = await operatorClient(command);
-      await present(
-        command,
-        'Creating the application',
-        () =>
-          gatehouse.applications.create({
-            name,
-            ...(options.environment ? { environment: options.environment } : {}),
-            ...(options.origin ? { allowed_origins: splitList(options.origin) } : {}),
-          }),
-        ({ application, secret_key }) =>
-          recordView(
-            {
-              id: application.id,
-              name: application.name,
-              environment: application.environment,
-              allowed_origins: application.allowed_origins,
-              created_at: application.created_at,
-              secret_key_id: secret_key.id,
-              secret_key: secret_key.secret,
-            },
-            'The secret key is shown only once: store it now. To use it: ' +
-              `gatehouse login --application-id ${application.id} --secret-key <secret_key>`,
-          ),
-      );
-    });
+    .action(
+      async (name: string, options: { environment?: 'development' | 'production'; origin?: string[] }, command: Command) => {
+        const gatehouse = await operatorClient(command);
+        await present(
+          command,
+          'Creating the application',
+          () =>
+            gatehouse.applications.create({
+              name,
+              ...(options.environment ? { environment: options.environment } : {}),
+              ...(options.origin ? { allowed_origins: splitList(options.origin) } : {}),
+            }),
+          ({ application, secret_key }) =>
+            recordView(
+              {
+                id: application.id,
+                name: application.name,
+                environment: application.environment,
+                allowed_origins: application.allowed_origins,
+                created_at: application.created_at,
+                secret_key_id: secret_key.id,
+                secret_key: secret_key.secret,
+              },
+              'The secret key is shown only once: store it now. To use it: ' +
+                `gatehouse login --application-id ${application.id} --secret-key <secret_key>`,
+            ),
+        );
+      },
+    );
 
   apps
     .command('list')

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { configPath, readConfig, writeConfig } from '../config.ts';
 import { connect, globalOptions, resolveCredentials } from '../context.ts';
 import { UsageError } from '../errors.ts';
-import { present } from '../output.tsx';
+import { present } from '../output.ts';
 
 export function registerLogin(program: Command): void {
   program
@@ -18,7 +18,9 @@ export function registerLogin(program: Command): void {
       const credentials = resolveCredentials(globalOptions(command), await readConfig());
       const { baseUrl, applicationId, secretKey } = credentials;
       if (!applicationId || !secretKey) {
-        throw new UsageError('login needs --application-id and --secret-key (or GATEHOUSE_APPLICATION_ID and GATEHOUSE_SECRET_KEY)');
+        throw new UsageError(
+          'login needs --application-id and --secret-key (or GATEHOUSE_APPLICATION_ID and GATEHOUSE_SECRET_KEY)',
+        );
       }
       const gatehouse = connect(credentials);
       await present(
@@ -31,7 +33,10 @@ export function registerLogin(program: Command): void {
             // A key without `api_keys:read` still authenticated: the server checks the key before the scope.
             if (!(error instanceof GatehouseError && error.code === 'insufficient_scope')) throw error;
           }
-          const path = await writeConfig({ base_url: baseUrl, application_id: applicationId, secret_key: secretKey }, configPath());
+          const path = await writeConfig(
+            { base_url: baseUrl, application_id: applicationId, secret_key: secretKey },
+            configPath(),
+          );
           return { base_url: baseUrl, application_id: applicationId, key_prefix: secretKey.slice(0, 12), config_path: path };
         },
         (saved) => ({

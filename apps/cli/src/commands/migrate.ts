@@ -1,25 +1,17 @@
-import { resolve } from 'node:path';
-import type { DatabaseConfig } from '@gatehouse/api';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
-import { present } from '../output.tsx';
+import { present } from '../output.ts';
 
-/**
- * The database the server would use, from the same validated environment (`readEnv`) as apps/server/src/main.ts:
- * PostgreSQL from DATABASE_URL, else embedded PGlite in <GATEHOUSE_DATA_DIR>/db.
- * TODO: replace with the helper the server package is to export, so the rule lives in one place.
- */
-async function serverDatabase(): Promise<{ database: DatabaseConfig; where: string }> {
-  const { readEnv } = await import('@gatehouse/server');
+/** The database the server would use, by the server's own rule (`databaseFromEnv`). */
+async function serverDatabase() {
+  const { databaseFromEnv, readEnv } = await import('@gatehouse/server/config');
   let env: ReturnType<typeof readEnv>;
   try {
     env = readEnv();
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  if (env.DATABASE_URL) return { database: { kind: 'postgres', url: env.DATABASE_URL }, where: 'PostgreSQL (DATABASE_URL)' };
-  const dataDir = resolve(env.GATEHOUSE_DATA_DIR, 'db');
-  return { database: { kind: 'pglite', dataDir }, where: `embedded PGlite in ${dataDir}` };
+  return databaseFromEnv(env);
 }
 
 export function registerMigrate(program: Command): void {

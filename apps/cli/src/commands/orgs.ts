@@ -2,8 +2,8 @@ import type { Organization, OrganizationMember } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { pageInput, parseInteger } from '../args.ts';
 import { secretKeyClient } from '../context.ts';
-import { present } from '../output.tsx';
-import { type Column, pageSummary, recordView, tableView } from '../ui/view.tsx';
+import { present } from '../output.ts';
+import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
 const orgColumns: Column<Organization>[] = [
   { key: 'id', header: 'ID', value: (o) => o.id },
@@ -22,7 +22,9 @@ const memberColumns: Column<OrganizationMember>[] = [
 ];
 
 const pageOptions = (command: Command): Command =>
-  command.option('--limit <n>', 'page size (1-100, default 25)', parseInteger).option('--offset <n>', 'rows to skip', parseInteger);
+  command
+    .option('--limit <n>', 'page size (1-100, default 25)', parseInteger)
+    .option('--offset <n>', 'rows to skip', parseInteger);
 
 export function registerOrgs(program: Command): void {
   const orgs = program.command('orgs').description("Manage the application's organizations and their members");
@@ -53,7 +55,10 @@ export function registerOrgs(program: Command): void {
       command,
       'Listing organizations',
       () =>
-        gatehouse.organizations.list({ ...(options.search !== undefined ? { search: options.search } : {}), ...pageInput(options) }),
+        gatehouse.organizations.list({
+          ...(options.search !== undefined ? { search: options.search } : {}),
+          ...pageInput(options),
+        }),
       (page) => tableView(orgColumns, page.organizations, 'No organizations.', pageSummary(page, page.organizations.length)),
     );
   });
@@ -76,15 +81,15 @@ export function registerOrgs(program: Command): void {
       );
     });
 
-  pageOptions(members.command('list').description("List an organization's members, newest first").argument('<org>', 'organization id')).action(
-    async (org: string, options: { limit?: number; offset?: number }, command: Command) => {
-      const gatehouse = await secretKeyClient(command);
-      await present(
-        command,
-        'Listing members',
-        () => gatehouse.organizations.members.list({ id: org, ...pageInput(options) }),
-        (page) => tableView(memberColumns, page.members, 'No members.', pageSummary(page, page.members.length)),
-      );
-    },
-  );
+  pageOptions(
+    members.command('list').description("List an organization's members, newest first").argument('<org>', 'organization id'),
+  ).action(async (org: string, options: { limit?: number; offset?: number }, command: Command) => {
+    const gatehouse = await secretKeyClient(command);
+    await present(
+      command,
+      'Listing members',
+      () => gatehouse.organizations.members.list({ id: org, ...pageInput(options) }),
+      (page) => tableView(memberColumns, page.members, 'No members.', pageSummary(page, page.members.length)),
+    );
+  });
 }

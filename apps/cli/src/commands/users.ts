@@ -2,8 +2,8 @@ import type { User } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { pageInput, parseInteger, parseJsonObject } from '../args.ts';
 import { secretKeyClient } from '../context.ts';
-import { present } from '../output.tsx';
-import { type Column, pageSummary, recordView, tableView } from '../ui/view.tsx';
+import { present } from '../output.ts';
+import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
 const columns: Column<User>[] = [
   { key: 'id', header: 'ID', value: (u) => u.id },
@@ -48,7 +48,8 @@ export function registerUsers(program: Command): void {
       await present(
         command,
         'Listing users',
-        () => gatehouse.users.list({ ...(options.search !== undefined ? { search: options.search } : {}), ...pageInput(options) }),
+        () =>
+          gatehouse.users.list({ ...(options.search !== undefined ? { search: options.search } : {}), ...pageInput(options) }),
         (page) => tableView(columns, page.users, 'No users.', pageSummary(page, page.users.length)),
       );
     });
@@ -59,7 +60,12 @@ export function registerUsers(program: Command): void {
     .argument('<id>', 'user id')
     .action(async (id: string, _options, command: Command) => {
       const gatehouse = await secretKeyClient(command);
-      await present(command, 'Fetching the user', () => gatehouse.users.get({ id }), (user) => recordView(user));
+      await present(
+        command,
+        'Fetching the user',
+        () => gatehouse.users.get({ id }),
+        (user) => recordView(user),
+      );
     });
 
   users

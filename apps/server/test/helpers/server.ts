@@ -78,7 +78,7 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
 }
 
 /** Boots the real server on an ephemeral port against the run's database. */
-export async function startServer(options: { baseUrl?: string } = {}): Promise<TestServer> {
+export async function startServer(options: { baseUrl?: string; smtpUrl?: string; redisUrl?: string } = {}): Promise<TestServer> {
   const db = await database();
   const operatorToken = `op_${randomBytes(24).toString('hex')}`;
   const server = await createGatehouseServer({
@@ -87,6 +87,8 @@ export async function startServer(options: { baseUrl?: string } = {}): Promise<T
     masterKey: randomBytes(32),
     baseUrl: options.baseUrl ?? 'http://gatehouse.test',
     logLevel: false,
+    smtpUrl: options.smtpUrl,
+    redisUrl: options.redisUrl,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   const address = server.app.server.address();

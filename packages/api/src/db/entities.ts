@@ -1,9 +1,33 @@
 import { ApiKeyEntity } from '../modules/api-keys/api-key.entity.ts';
 import { ApplicationEntity } from '../modules/applications/application.entity.ts';
+import { ConsentEntity } from '../modules/consent/consent.entity.ts';
 import { EventEntity } from '../modules/events/event.entity.ts';
+import { MessageEntity } from '../modules/messages/message.entity.ts';
 import { MembershipEntity } from '../modules/organizations/membership.entity.ts';
 import { OrganizationEntity } from '../modules/organizations/organization.entity.ts';
+import { RefreshTokenEntity, SessionEntity } from '../modules/sessions/session.entity.ts';
+import { MagicLinkEntity } from '../modules/sign-in/magic-link/magic-link.entity.ts';
+import { PendingTokenEntity } from '../modules/sign-in/pending-token.entity.ts';
+import { SigningKeyEntity } from '../modules/signing-keys/signing-key.entity.ts';
+import { TemplateOverrideEntity } from '../modules/templates/template.entity.ts';
 import { UserEntity } from '../modules/users/user.entity.ts';
+import { RateLimitEntity } from './rate-limit.entity.ts';
 
 /** Every table the service owns. A new module adds its entities here. */
-export const entities = [ApplicationEntity, ApiKeyEntity, UserEntity, OrganizationEntity, MembershipEntity, EventEntity];
+export const entities = [
+  ApplicationEntity,
+  ApiKeyEntity,
+  UserEntity,
+  OrganizationEntity,
+  MembershipEntity,
+  EventEntity,
+  SigningKeyEntity,
+  SessionEntity,
+  RefreshTokenEntity,
+  PendingTokenEntity,
+  MagicLinkEntity,
+  ConsentEntity,
+  MessageEntity,
+  TemplateOverrideEntity,
+  RateLimitEntity,
+];

@@ -3,6 +3,7 @@ import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { issueApiKey, toApiKeyRecord } from '../api-keys/api-keys.service.ts';
+import { createFirstSigningKey } from '../signing-keys/signing-keys.service.ts';
 import { type Application, ApplicationEntity } from './application.entity.ts';
 import {
   type ApplicationRecord,
@@ -32,6 +33,9 @@ function checkRedirects(settings: ApplicationSettings, allowedOrigins: string[])
   }
 }
 
+/** An application's settings, completed with the defaults of keys added after it was created. */
+export const settingsOf = (app: Application): ApplicationSettings => ApplicationSettingsSchema.parse(app.settings);
+
 const mergeSettings = (current: unknown, patch: ApplicationSettingsPatch): ApplicationSettings =>
   ApplicationSettingsSchema.parse({ ...ApplicationSettingsSchema.parse(current ?? {}), ...patch });
 
@@ -55,6 +59,7 @@ export async function createApplication(
       settings,
     });
     const { key, secret } = issueApiKey(em, app, 'Default key', ['*']);
+    createFirstSigningKey(em, ctx.services, app.id);
     await em.flush();
     return { application: toApplicationRecord(app), secret_key: { ...toApiKeyRecord(key), secret } };
   });

@@ -15,6 +15,9 @@ export const EVENT_TYPES = [
   'organization_membership.deleted',
   'api_key.created',
   'api_key.revoked',
+  'session.created',
+  'session.revoked',
+  'message.created',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -1,5 +1,6 @@
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router, secretKeyProcedure } from '../../trpc.ts';
+import { RevokedSessionsSchema } from '../sessions/sessions.schema.ts';
 import {
   CreateUserInputSchema,
   ListUsersInputSchema,
@@ -8,7 +9,7 @@ import {
   UserPageSchema,
   UserSchema,
 } from './users.schema.ts';
-import { createUser, deleteUser, getUser, listUsers, mergeUsers, updateUser } from './users.service.ts';
+import { createUser, deleteUser, getUser, listUsers, mergeUsers, revokeSessionsOfUser, updateUser } from './users.service.ts';
 
 const tags = ['Users'];
 
@@ -38,6 +39,11 @@ export const usersRouter = router({
     .input(IdParamSchema)
     .output(DeletedSchema)
     .mutation(({ ctx, input }) => deleteUser(ctx, input.id)),
+  revokeSessions: secretKeyProcedure('users:write')
+    .meta({ openapi: { method: 'POST', path: '/v1/users/{id}/sessions/revoke', tags, summary: 'Sign the user out everywhere' } })
+    .input(IdParamSchema)
+    .output(RevokedSessionsSchema)
+    .mutation(({ ctx, input }) => revokeSessionsOfUser(ctx, input.id)),
   merge: secretKeyProcedure('users:write')
     .meta({
       openapi: {

@@ -43,4 +43,6 @@ export const ListUsersInputSchema = listQuerySchema({
 
 export const UserPageSchema = pageOf('users', UserSchema).meta({ id: 'UserPage' });
 
+export const UpdateMeInputSchema = z.strictObject({ profile: ProfileSchema });
+
 export const MergeUsersInputSchema = z.strictObject({ source_user_id: z.uuid(), target_user_id: z.uuid() });

@@ -5,6 +5,7 @@ import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { iso } from '../../lib/time.ts';
 import { recordEvent } from '../events/events.service.ts';
+import { revokeUserSessions } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from './user.entity.ts';
 import { runMergeSteps } from './users.merge.ts';
 import type { UserRecord } from './users.schema.ts';
@@ -83,13 +84,21 @@ export async function updateUser(
   const user = await findUser(ctx, input.id);
   if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
   if (input.profile !== undefined) user.profile = input.profile;
+  const banning = input.status === 'banned' && user.status !== 'banned';
   if (input.status !== undefined) user.status = input.status;
   if (input.email_verified !== undefined) user.emailVerified = input.email_verified;
   user.updatedAt = new Date();
   const record = toUserRecord(user);
   recordEvent(ctx.em, user.application, 'user.updated', record);
   await ctx.em.flush();
+  // A banned user is signed out everywhere at once.
+  if (banning) await revokeUserSessions(ctx.em, user.application, user.id, 'user_banned');
   return record;
+}
+
+export async function revokeSessionsOfUser(ctx: Context, id: string) {
+  const user = await findUser(ctx, id);
+  return { user_id: user.id, revoked: await revokeUserSessions(ctx.em, user.application, user.id, 'revoked_by_admin') };
 }
 
 export async function deleteUser(ctx: Context, id: string) {

@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
-import { render } from 'ink';
 import { globalOptions } from './context.ts';
-import { Spinner } from './ui/spinner.tsx';
-import { renderPlain, type View, ViewOutput } from './ui/view.tsx';
+import { renderPlain, type View } from './ui/view.ts';
 
 /** `json`: the raw result; `plain`: tab-separated text; `rich`: ink tables and a spinner. */
 export type OutputMode = 'json' | 'plain' | 'rich';
@@ -26,28 +24,17 @@ export const outputMode = (command: Command): OutputMode =>
  */
 export async function present<T>(command: Command, label: string, call: () => Promise<T>, view: (result: T) => View) {
   const mode = outputMode(command);
-  if (mode !== 'rich') {
-    const result = await call();
-    if (mode === 'json') {
-      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-      return;
-    }
-    const text = renderPlain(view(result));
-    process.stdout.write(text.stdout);
-    if (text.stderr) process.stderr.write(text.stderr);
+  if (mode === 'rich') {
+    // ink (and its layout engine) loads only for a terminal: scripts and CI do not pay for it.
+    const { presentRich } = await import('./ui/present.tsx');
+    return presentRich(label, call, view);
+  }
+  const result = await call();
+  if (mode === 'json') {
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return;
   }
-  const app = render(<Spinner label={label} />, { patchConsole: false });
-  let result: T;
-  try {
-    result = await call();
-  } catch (error) {
-    app.clear();
-    app.unmount();
-    await app.waitUntilExit();
-    throw error;
-  }
-  app.rerender(<ViewOutput view={view(result)} />);
-  app.unmount();
-  await app.waitUntilExit();
+  const text = renderPlain(view(result));
+  process.stdout.write(text.stdout);
+  if (text.stderr) process.stderr.write(text.stderr);
 }

@@ -1,8 +1,4 @@
-import { Box, Text } from 'ink';
 import { formatValue } from './format.ts';
-import { KeyValue } from './key-value.tsx';
-import { Table } from './table.tsx';
-import { tint } from './theme.ts';
 
 export interface Column<T> {
   /** The JSON field name: the header of plain output. */
@@ -18,7 +14,7 @@ export type View =
   | { kind: 'record'; fields: Array<[string, unknown]>; note?: string }
   | { kind: 'message'; text: string };
 
-export const tableView = <T,>(columns: Column<T>[], rows: T[], empty: string, summary?: string): View => ({
+export const tableView = <T>(columns: Column<T>[], rows: T[], empty: string, summary?: string): View => ({
   kind: 'table',
   columns,
   rows,
@@ -47,33 +43,4 @@ export function renderPlain(view: View): { stdout: string; stderr: string } {
     ...view.rows.map((row) => view.columns.map((c) => formatValue(c.value(row), 'plain')).join('\t')),
   ];
   return { stdout: `${lines.join('\n')}\n`, stderr: '' };
-}
-
-/** The same views as ink components, for a terminal. */
-export function ViewOutput({ view }: { view: View }) {
-  if (view.kind === 'message') {
-    return (
-      <Text>
-        <Text color={tint('green')}>✔</Text> {view.text}
-      </Text>
-    );
-  }
-  if (view.kind === 'record') {
-    return (
-      <Box flexDirection="column">
-        <KeyValue fields={view.fields.map(([key, value]) => [key, formatValue(value, 'rich')])} />
-        {view.note ? <Text color={tint('yellow')}>{view.note}</Text> : null}
-      </Box>
-    );
-  }
-  if (view.rows.length === 0) return <Text dimColor>{view.summary ? `${view.empty} (${view.summary})` : view.empty}</Text>;
-  return (
-    <Box flexDirection="column">
-      <Table
-        headers={view.columns.map((c) => c.header)}
-        rows={view.rows.map((row) => view.columns.map((c) => formatValue(c.value(row), 'rich')))}
-      />
-      {view.summary ? <Text dimColor>{view.summary}</Text> : null}
-    </Box>
-  );
 }

@@ -1,0 +1,263 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
+import { openPglite } from '@gatehouse/api';
+import { createGatehouseServer, type GatehouseServer } from '@gatehouse/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(root, 'bin/gatehouse.js');
+const SOURCE = join(root, 'src/index.tsx');
+const TSX = join(dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/cli.mjs');
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let server: GatehouseServer;
+let closePglite: () => Promise<void>;
+let url: string;
+let operatorToken: string;
+let tmp: string;
+let configFile: string;
+let baseEnv: Record<string, string>;
+let firstMigration: Promise<Result>;
+
+/** Runs the CLI as a child process with exactly this environment (nothing inherited but PATH), never throwing. */
+function gatehouse(args: string[], env: Record<string, string | undefined> = {}, entry: 'bundle' | 'source' = 'bundle') {
+  const argv = entry === 'bundle' ? [BIN, ...args] : [TSX, SOURCE, ...args];
+  const merged = Object.fromEntries(Object.entries({ ...baseEnv, ...env }).filter(([, v]) => v !== undefined));
+  return new Promise<Result>((resolve) => {
+    execFile(process.execPath, argv, { env: merged, timeout: 60_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Runs a command with `--json` and parses its output, failing with the CLI's stderr when it did not succeed. */
+async function json<T = any>(args: string[], env?: Record<string, string | undefined>): Promise<T> {
+  const result = await gatehouse([...args, '--json'], env);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return JSON.parse(result.stdout) as T;
+}
+
+beforeAll(async () => {
+  expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
+  tmp = await mkdtemp(join(tmpdir(), 'gatehouse-cli-'));
+  configFile = join(tmp, 'config', 'gatehouse', 'config.json');
+  baseEnv = { PATH: process.env.PATH ?? '', HOME: tmp, CI: '1', GATEHOUSE_CONFIG: configFile };
+  // The first `migrate` builds a new embedded database (seconds of CPU): run it beside the server's start-up.
+  firstMigration = gatehouse(['migrate', '--json'], { GATEHOUSE_DATA_DIR: join(tmp, 'migrate', 'data') });
+
+  const pglite = await openPglite();
+  closePglite = () => pglite.close();
+  operatorToken = `op_${randomBytes(24).toString('hex')}`;
+  server = await createGatehouseServer({
+    database: { kind: 'pglite', pglite },
+    operatorToken,
+    masterKey: randomBytes(32),
+    baseUrl: 'http://gatehouse.test',
+    logLevel: false,
+  });
+  await server.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = server.app.server.address();
+  url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  Object.assign(baseEnv, { GATEHOUSE_BASE_URL: url, GATEHOUSE_OPERATOR_TOKEN: operatorToken });
+});
+
+afterAll(async () => {
+  await firstMigration;
+  await server?.close();
+  await closePglite?.();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('gatehouse CLI against a real server', () => {
+  let app: { id: string; secret: string };
+  let userId: string;
+  let orgId: string;
+
+  it('apps create --json prints the application and its first secret key', async () => {
+    const created = await json(['apps', 'create', 'CLI test', '--origin', 'https://app.example.com']);
+    expect(created.application).toMatchObject({
+      name: 'CLI test',
+      environment: 'development',
+      allowed_origins: ['https://app.example.com'],
+    });
+    expect(created.secret_key.secret).toMatch(/^sk_test_[0-9A-Za-z]{43}$/);
+    app = { id: created.application.id, secret: created.secret_key.secret };
+  });
+
+  it('login rejects a wrong key and saves nothing', async () => {
+    const result = await gatehouse(['login', '--application-id', app.id, '--secret-key', `sk_test_${'x'.repeat(43)}`]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^error: invalid_api_key: .+\n$/);
+    await expect(stat(configFile)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('login checks the key and stores it in a 0600 file inside a 0700 directory', async () => {
+    const result = await gatehouse(['login'], { GATEHOUSE_APPLICATION_ID: app.id, GATEHOUSE_SECRET_KEY: app.secret });
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toContain(`Logged in to ${url} as application ${app.id}`);
+    expect((await stat(configFile)).mode & 0o777).toBe(0o600);
+    expect((await stat(dirname(configFile))).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(await readFile(configFile, 'utf8'))).toEqual({
+      base_url: url,
+      application_id: app.id,
+      secret_key: app.secret,
+    });
+  });
+
+  it('api-keys create, list and revoke with the saved credentials', async () => {
+    // No GATEHOUSE_BASE_URL either: everything comes from the config file.
+    const env = { GATEHOUSE_BASE_URL: undefined };
+    const key = await json(['api-keys', 'create', 'ci', '--scope', 'users:read'], env);
+    expect(key).toMatchObject({ name: 'ci', scopes: ['users:read'], revoked_at: null });
+    expect(key.secret).toMatch(/^sk_test_/);
+    const keys = await json<any[]>(['api-keys', 'list'], env);
+    expect(keys.map((k) => k.id)).toContain(key.id);
+    expect(await json(['api-keys', 'revoke', key.id], env)).toEqual({ id: key.id, deleted: true });
+    const revoked = await gatehouse(['users', 'list'], { GATEHOUSE_SECRET_KEY: key.secret });
+    expect(revoked.code).toBe(1);
+    expect(revoked.stderr).toMatch(/^error: invalid_api_key: /);
+  });
+
+  it('users create, list and get', async () => {
+    const user = await json(['users', 'create', '--email', 'a@example.com', '--verified', '--profile', '{"name":"Ada"}']);
+    expect(user).toMatchObject({
+      primary_email: 'a@example.com',
+      email_verified: true,
+      profile: { name: 'Ada' },
+      status: 'active',
+    });
+    userId = user.id;
+    const page = await json(['users', 'list']);
+    expect(page).toMatchObject({ total: 1, limit: 25, offset: 0 });
+    expect(page.users[0]).toMatchObject({ id: userId, primary_email: 'a@example.com' });
+    expect(await json(['users', 'get', userId])).toEqual(user);
+    const searched = await json(['users', 'list', '--search', 'nobody', '--limit', '5']);
+    expect(searched).toMatchObject({ users: [], total: 0, limit: 5 });
+  });
+
+  it('a failing call prints one error line with the API code and exits 1', async () => {
+    const result = await gatehouse(['users', 'create', '--email', 'a@example.com']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe('error: email_taken: A user with this email already exists\n');
+    const invalid = await gatehouse(['users', 'list', '--limit', '500']);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/^error: validation_failed: .*limit/);
+  });
+
+  it('orgs create, list and members add/list', async () => {
+    const org = await json(['orgs', 'create', 'Acme']);
+    expect(org).toMatchObject({ name: 'Acme', slug: 'acme', member_count: 0 });
+    orgId = org.id;
+    const page = await json(['orgs', 'list']);
+    expect(page.total).toBe(1);
+    expect(page.organizations[0]).toMatchObject({ id: orgId, name: 'Acme', slug: 'acme' });
+    const member = await json(['orgs', 'members', 'add', orgId, userId, '--role', 'admin']);
+    expect(member).toMatchObject({ user_id: userId, email: 'a@example.com', role: 'admin' });
+    const members = await json(['orgs', 'members', 'list', orgId]);
+    expect(members).toMatchObject({ total: 1, members: [{ user_id: userId, role: 'admin' }] });
+    const again = await gatehouse(['orgs', 'members', 'add', orgId, userId]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^error: already_member: /);
+  });
+
+  it('prints tab-separated plain text when stdout is not a terminal', async () => {
+    const users = await gatehouse(['users', 'list']);
+    expect(users).toMatchObject({ code: 0, stderr: '' });
+    const lines = users.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.split('\t'));
+    expect(lines[0]).toEqual(['id', 'primary_email', 'email_verified', 'status', 'created_at']);
+    expect(lines[1]).toEqual([userId, 'a@example.com', 'true', 'active', expect.stringMatching(/^\d{4}-\d\d-\d\dT/)]);
+    expect(users.stdout).toBe(stripVTControlCharacters(users.stdout));
+
+    const org = await gatehouse(['orgs', 'list'], { CI: undefined, TERM: 'dumb' });
+    expect(org.stdout.split('\n')[1]).toMatch(new RegExp(`^${orgId}\tAcme\tacme\t1\t`));
+
+    const record = await gatehouse(['users', 'get', userId]);
+    expect(record.stdout).toContain(`id\t${userId}\nprimary_email\ta@example.com\n`);
+    expect(record.stdout).toContain('merged_into\t\n');
+  });
+
+  it('users merge answers the target', async () => {
+    const source = await json(['users', 'create', '--email', 'b@example.com']);
+    const target = await json(['users', 'merge', source.id, userId]);
+    expect(target).toMatchObject({ id: userId, status: 'active' });
+    expect(await json(['users', 'get', source.id])).toMatchObject({ status: 'merged', merged_into: userId });
+  });
+
+  it('flags take precedence over the environment and the config file', async () => {
+    const wrongKey = await gatehouse(['users', 'list', '--secret-key', `sk_test_${'y'.repeat(43)}`]);
+    expect(wrongKey.code).toBe(1);
+    expect(wrongKey.stderr).toMatch(/^error: invalid_api_key: /);
+    const unreachable = await gatehouse(['--base-url', 'http://127.0.0.1:9', 'users', 'list']);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/^error: network_error: could not reach http:\/\/127\.0\.0\.1:9 .*\n$/);
+  });
+
+  it('usage errors exit 2 with one line on stderr', async () => {
+    const cases = await Promise.all([
+      gatehouse(['users', 'list', '--limit', 'ten']),
+      gatehouse(['users', 'create', '--profile', '[1, 2]']),
+      gatehouse(['api-keys', 'create', 'no-scope']),
+      gatehouse(['users', 'frobnicate']),
+      gatehouse(['apps', 'create', 'x', '--environment', 'staging']),
+      gatehouse(['users', 'list'], { GATEHOUSE_CONFIG: join(tmp, 'missing.json') }),
+      gatehouse(['users', 'list', '--base-url', 'ftp://example.com']),
+    ]);
+    for (const result of cases) {
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/^error: [^\n]+\n$/);
+    }
+    expect(cases[5]!.stderr).toMatch(/not logged in/);
+  });
+
+  it('apps list and delete find the operator token in the data directory', async () => {
+    const dataDir = join(tmp, 'server-data');
+    await mkdir(dataDir, { recursive: true });
+    await writeFile(join(dataDir, 'operator-token'), `${operatorToken}\n`, { mode: 0o600 });
+    const env = { GATEHOUSE_OPERATOR_TOKEN: undefined, GATEHOUSE_DATA_DIR: dataDir };
+    const page = await json(['apps', 'list'], env);
+    expect(page.applications.map((a: { id: string }) => a.id)).toContain(app.id);
+
+    const doomed = await json(['apps', 'create', 'Doomed', '--environment', 'production']);
+    expect(doomed.secret_key.secret).toMatch(/^sk_live_/);
+    expect(await json(['apps', 'delete', doomed.application.id], env)).toEqual({ id: doomed.application.id, deleted: true });
+
+    const noToken = await gatehouse(['apps', 'list'], { ...env, GATEHOUSE_DATA_DIR: join(tmp, 'nowhere') });
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toMatch(/^error: no operator token/);
+  });
+
+  it('migrate applies the migrations to a new embedded database, then finds nothing to do', async () => {
+    const first = await firstMigration;
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    const report = JSON.parse(first.stdout);
+    expect(report.database).toBe(`embedded PGlite in ${join(tmp, 'migrate', 'data', 'db')}`);
+    expect(report.applied.length).toBeGreaterThan(0);
+    const second = await gatehouse(['migrate'], { GATEHOUSE_DATA_DIR: join(tmp, 'migrate', 'data') });
+    expect(second).toMatchObject({ code: 0, stderr: '' });
+    expect(second.stdout).toMatch(/^Database is up to date/);
+  });
+
+  it('runs from the TypeScript sources with tsx (development)', async () => {
+    const result = await gatehouse(['users', 'get', userId, '--json'], {}, 'source');
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)).toMatchObject({ id: userId });
+  });
+});

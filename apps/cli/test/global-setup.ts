@@ -1,0 +1,5 @@
+import { buildCli } from '../build.ts';
+
+export default async function setup() {
+  await buildCli();
+}

@@ -1,0 +1,70 @@
+import type { AddressInfo } from 'node:net';
+import PostalMime from 'postal-mime';
+import { SMTPServer } from 'smtp-server';
+
+export interface ReceivedMail {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/** A real SMTP server (smtp-server from npm) that keeps what nodemailer sends it, parsed with postal-mime. */
+export async function startSmtpSink() {
+  const inbox: ReceivedMail[] = [];
+  const waiters: Array<() => void> = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        PostalMime.parse(Buffer.concat(chunks))
+          .then((mail) => {
+            inbox.push({
+              to: mail.to?.[0]?.address ?? '',
+              subject: mail.subject ?? '',
+              text: mail.text ?? '',
+              html: mail.html ?? '',
+            });
+            for (const wake of waiters.splice(0)) wake();
+            callback();
+          })
+          .catch(callback);
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    inbox,
+    /** Waits for the next message to `to` (case-insensitive), up to `timeoutMs`. */
+    async next(to: string, timeoutMs = 10_000): Promise<ReceivedMail> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const index = inbox.findIndex((m) => m.to.toLowerCase() === to.toLowerCase());
+        if (index >= 0) return inbox.splice(index, 1)[0]!;
+        if (Date.now() > deadline) throw new Error(`no mail to ${to} within ${timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          setTimeout(resolve, 200);
+        });
+      }
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The sign-in link of a magic-link mail, from its HTML. */
+export function linkIn(mail: ReceivedMail): URL {
+  const match = /href="([^"]+)"/.exec(mail.html);
+  if (!match) throw new Error(`no link in mail: ${mail.html}`);
+  // Mustache escapes attribute values (`/` → `&#x2F;`, `=` → `&#x3D;`); a mail client decodes them the same way.
+  const href = match[1]!
+    .replace(/&#x([0-9a-f]+);/gi, (_m, hex: string) => String.fromCodePoint(Number.parseInt(hex, 16)))
+    .replaceAll('&amp;', '&');
+  return new URL(href);
+}

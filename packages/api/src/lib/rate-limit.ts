@@ -1,0 +1,76 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import {
+  type RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterPostgres,
+  RateLimiterRedis,
+  RateLimiterRes,
+} from 'rate-limiter-flexible';
+import { AppError } from '../errors.ts';
+
+/** Where counters live: shared by every process (PostgreSQL or Redis), or in memory for the one-process PGlite. */
+export type RateLimitStore = { kind: 'postgres'; url: string } | { kind: 'redis'; url: string } | { kind: 'memory' };
+
+/**
+ * Fixed-window counters from rate-limiter-flexible. Limits come from each application's settings, so a limiter is
+ * made (and cached) per distinct (name, points, window).
+ */
+export class RateLimits {
+  readonly #limiters = new Map<string, RateLimiterAbstract>();
+  readonly #client: pg.Pool | Redis | undefined;
+  readonly #store: RateLimitStore;
+
+  constructor(store: RateLimitStore) {
+    this.#store = store;
+    if (store.kind === 'postgres') this.#client = new pg.Pool({ connectionString: store.url, max: 4 });
+    if (store.kind === 'redis') this.#client = new Redis(store.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  }
+
+  #limiter(name: string, points: number, windowS: number): RateLimiterAbstract {
+    const id = `${name}:${points}:${windowS}`;
+    let limiter = this.#limiters.get(id);
+    if (!limiter) {
+      const options = { keyPrefix: `gh:${id}`, points, duration: windowS };
+      if (this.#store.kind === 'postgres') {
+        // The table comes from our migrations (entity RateLimitEntity), so the library does not create it.
+        limiter = new RateLimiterPostgres({
+          ...options,
+          storeClient: this.#client,
+          storeType: 'pool',
+          tableName: 'rate_limits',
+          tableCreated: true,
+        });
+      } else if (this.#store.kind === 'redis') {
+        limiter = new RateLimiterRedis({ ...options, storeClient: this.#client });
+      } else {
+        limiter = new RateLimiterMemory(options);
+      }
+      this.#limiters.set(id, limiter);
+    }
+    return limiter;
+  }
+
+  /**
+   * Counts one attempt against `key`; over the limit it throws 429 `rate_limited` with `retry-after`. A store that
+   * fails fails closed (SECURITY 12): the attempt is refused, not waved through.
+   */
+  async consume(name: string, key: string, points: number, windowS: number): Promise<void> {
+    try {
+      await this.#limiter(name, points, windowS).consume(key);
+    } catch (error) {
+      if (error instanceof RateLimiterRes) {
+        const retryAfter = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
+        throw new AppError('rate_limited', 'Too many requests; try again later', undefined, {
+          'retry-after': String(retryAfter),
+        });
+      }
+      throw new AppError('service_unavailable', 'Rate limiting is unavailable; try again later');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#client instanceof Redis) this.#client.disconnect();
+    else await this.#client?.end();
+  }
+}

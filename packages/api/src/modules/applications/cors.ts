@@ -1,0 +1,49 @@
+import { type Context, header, type Services } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError } from '../../errors.ts';
+import type { Application } from './application.entity.ts';
+
+export const CORS_ALLOWED_HEADERS = 'authorization, content-type, x-application-id, x-request-id';
+export const CORS_EXPOSED_HEADERS = 'x-request-id, retry-after';
+
+/** The service's own origin (its hosted pages call the API) is always allowed; `null` never is. */
+export const ownOrigin = (services: Services): string => new URL(services.baseUrl).origin;
+
+/**
+ * CORS for end-user routes, on the actual request: the `Origin` must be one of the resolved application's allowed
+ * origins, compared exactly (scheme, host, port). A request without `Origin` is not a browser's and is not subject
+ * to CORS. Allowed requests get the headers that let the browser read the answer.
+ */
+export function allowOrigin(ctx: Context, application: Application): void {
+  const origin = header(ctx, 'origin');
+  if (origin === undefined) return;
+  if (origin === 'null' || !(application.allowedOrigins.includes(origin) || origin === ownOrigin(ctx.services))) {
+    throw new AppError('origin_not_allowed', 'This origin is not allowed for the application');
+  }
+  Object.assign(ctx.response.headers, {
+    'access-control-allow-origin': origin,
+    'access-control-expose-headers': CORS_EXPOSED_HEADERS,
+    vary: 'Origin',
+  });
+}
+
+const PREFLIGHT_CACHE_MS = 10_000;
+const preflightCache = new Map<string, { allowed: boolean; at: number }>();
+
+/**
+ * A preflight carries no `x-application-id`, so it is allowed when the origin belongs to any application (CONTRACT
+ * §2); the actual request is then checked against its own application. Answers are cached for 10 s per process.
+ */
+export async function preflightAllowed(em: EntityManager, services: Services, origin: string): Promise<boolean> {
+  if (origin === 'null') return false;
+  if (origin === ownOrigin(services)) return true;
+  const cached = preflightCache.get(origin);
+  if (cached && Date.now() - cached.at < PREFLIGHT_CACHE_MS) return cached.allowed;
+  const rows = await em.execute('select 1 from applications where allowed_origins @> ?::jsonb limit 1', [
+    JSON.stringify([origin]),
+  ]);
+  const allowed = rows.length > 0;
+  if (preflightCache.size > 10_000) preflightCache.clear();
+  preflightCache.set(origin, { allowed, at: Date.now() });
+  return allowed;
+}

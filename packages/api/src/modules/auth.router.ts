@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import { DeletedSchema, IdParamSchema } from '../lib/schemas.ts';
+import { endUserProcedure, router, signedInProcedure } from '../trpc.ts';
+import { acceptConsent } from './consent/consent.service.ts';
+import { RefreshInputSchema, SessionSchema, SwitchOrganizationInputSchema, TokensSchema } from './sessions/sessions.schema.ts';
+import { listSessions, refreshSession, revokeOwnSession, signOut, switchOrganization } from './sessions/sessions.service.ts';
+import {
+  StartMagicLinkInputSchema,
+  StartMagicLinkOutputSchema,
+  VerifyMagicLinkInputSchema,
+} from './sign-in/magic-link/magic-link.schema.ts';
+import { startMagicLink, verifyMagicLink } from './sign-in/magic-link/magic-link.service.ts';
+import { AcceptConsentInputSchema, SignInResultSchema } from './sign-in/sign-in.schema.ts';
+import { getMe, updateMe } from './users/me.service.ts';
+import { UpdateMeInputSchema, UserSchema } from './users/users.schema.ts';
+
+/** The end-user surface (ES): sign-in steps, tokens, the current user and their sessions. */
+const tags = ['End-user sign-in'];
+const none = z.strictObject({}).optional();
+
+export const authRouter = router({
+  magicLink: router({
+    start: endUserProcedure
+      .meta({ openapi: { method: 'POST', path: '/v1/auth/magic-link/start', tags, summary: 'Email a sign-in link' } })
+      .input(StartMagicLinkInputSchema)
+      .output(StartMagicLinkOutputSchema)
+      .mutation(({ ctx, input }) => startMagicLink(ctx, input)),
+    verify: endUserProcedure
+      .meta({
+        openapi: { method: 'POST', path: '/v1/auth/magic-link/verify', tags, summary: 'Sign in with the token of a link' },
+      })
+      .input(VerifyMagicLinkInputSchema)
+      .output(SignInResultSchema)
+      .mutation(({ ctx, input }) => verifyMagicLink(ctx, input)),
+  }),
+  consent: router({
+    accept: endUserProcedure
+      .meta({
+        openapi: { method: 'POST', path: '/v1/auth/consent/accept', tags, summary: 'Accept consent documents and continue' },
+      })
+      .input(AcceptConsentInputSchema)
+      .output(SignInResultSchema)
+      .mutation(({ ctx, input }) => acceptConsent(ctx, input)),
+  }),
+  token: router({
+    refresh: endUserProcedure
+      .meta({
+        openapi: { method: 'POST', path: '/v1/auth/token/refresh', tags, summary: 'Rotate the refresh token for new tokens' },
+      })
+      .input(RefreshInputSchema)
+      .output(TokensSchema)
+      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application, input.refresh_token)),
+  }),
+  signOut: signedInProcedure
+    .meta({ openapi: { method: 'POST', path: '/v1/auth/sign-out', tags, summary: 'End the current session' } })
+    .input(none)
+    .output(DeletedSchema)
+    .mutation(({ ctx }) => signOut(ctx)),
+  me: router({
+    get: signedInProcedure
+      .meta({ openapi: { method: 'GET', path: '/v1/auth/me', tags, summary: 'The signed-in user' } })
+      .input(none)
+      .output(UserSchema)
+      .query(({ ctx }) => getMe(ctx)),
+    update: signedInProcedure
+      .meta({ openapi: { method: 'PATCH', path: '/v1/auth/me', tags, summary: "Update the signed-in user's profile" } })
+      .input(UpdateMeInputSchema)
+      .output(UserSchema)
+      .mutation(({ ctx, input }) => updateMe(ctx, input)),
+  }),
+  sessions: router({
+    list: signedInProcedure
+      .meta({ openapi: { method: 'GET', path: '/v1/auth/sessions', tags, summary: "The signed-in user's live sessions" } })
+      .input(none)
+      .output(z.array(SessionSchema))
+      .query(({ ctx }) => listSessions(ctx)),
+    revoke: signedInProcedure
+      .meta({ openapi: { method: 'DELETE', path: '/v1/auth/sessions/{id}', tags, summary: 'Revoke one of your sessions' } })
+      .input(IdParamSchema)
+      .output(DeletedSchema)
+      .mutation(({ ctx, input }) => revokeOwnSession(ctx, input.id)),
+  }),
+  session: router({
+    switchOrganization: signedInProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/v1/auth/session/organization',
+          tags,
+          summary: 'Choose the active organization (org, org_role)',
+        },
+      })
+      .input(SwitchOrganizationInputSchema)
+      .output(TokensSchema)
+      .mutation(({ ctx, input }) => switchOrganization(ctx, input.organization_id)),
+  }),
+});

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import type { Context } from '../../context.ts';
+import { listQuerySchema, type PageQuery, pageOf } from '../../lib/pagination.ts';
+import { router, secretKeyProcedure } from '../../trpc.ts';
+import { MessageEntity } from './message.entity.ts';
+
+export const MessageSchema = z
+  .object({
+    id: z.uuid(),
+    template_key: z.string(),
+    channel: z.enum(['email', 'sms']),
+    to: z.string(),
+    subject: z.string().nullable(),
+    body: z.string().meta({ description: 'Text body; links only for development applications' }),
+    status: z.enum(['sent', 'failed', 'not_delivered']),
+    created_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Message' });
+
+async function listMessages(ctx: Context, input: PageQuery) {
+  const [rows, total] = await ctx.em.findAndCount(
+    MessageEntity,
+    { application: ctx.application!.id },
+    { orderBy: { createdAt: 'desc', id: 'desc' }, limit: input.limit, offset: input.offset },
+  );
+  return {
+    messages: rows.map((m) => ({
+      id: m.id,
+      template_key: m.templateKey,
+      channel: m.channel as 'email',
+      to: m.to,
+      subject: m.subject ?? null,
+      body: m.body,
+      status: m.status as 'sent',
+      created_at: m.createdAt.toISOString(),
+    })),
+    total,
+    limit: input.limit,
+    offset: input.offset,
+  };
+}
+
+export const messagesRouter = router({
+  list: secretKeyProcedure('settings:read')
+    .meta({ openapi: { method: 'GET', path: '/v1/messages', tags: ['Templates'], summary: 'The message log, newest first' } })
+    .input(listQuerySchema({}))
+    .output(pageOf('messages', MessageSchema).meta({ id: 'MessagePage' }))
+    .query(({ ctx, input }) => listMessages(ctx, input)),
+});

@@ -1,0 +1,42 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { ApplicationEntity } from '../applications/application.entity.ts';
+import { OrganizationEntity } from '../organizations/organization.entity.ts';
+import { UserEntity } from '../users/user.entity.ts';
+
+export const SessionEntity = defineEntity({
+  name: 'Session',
+  tableName: 'sessions',
+  properties: {
+    id: p.uuid().primary(),
+    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
+    user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
+    aal: p.integer(),
+    /** The active organization: set by the organization switch, carried into every refreshed token. */
+    organization: () => p.manyToOne(OrganizationEntity).mapToPk().nullable().deleteRule('set null'),
+    /** SHA-256 of the one refresh token that may be used next; older ones are reuse. */
+    refreshTokenHash: p.string().length(64).unique(),
+    /** Set when `settings.mfa` is `required` and the user has no second factor yet. */
+    mfaEnrollmentRequired: p.boolean().default(false),
+    userAgent: p.string().length(512).nullable(),
+    ip: p.string().length(64).nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    lastActiveAt: p.datetime(),
+    expiresAt: p.datetime(),
+    revokedAt: p.datetime().nullable(),
+  },
+  indexes: [{ properties: ['user', 'createdAt'] }, { properties: ['application', 'createdAt'] }],
+});
+export type Session = InferEntity<typeof SessionEntity>;
+
+/** Every refresh token ever issued, by hash: presenting one that is not the session's current token is reuse. */
+export const RefreshTokenEntity = defineEntity({
+  name: 'RefreshToken',
+  tableName: 'refresh_tokens',
+  properties: {
+    tokenHash: p.string().length(64).primary(),
+    session: () => p.manyToOne(SessionEntity).mapToPk().deleteRule('cascade'),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+  indexes: [{ properties: ['session'] }],
+});
+export type RefreshToken = InferEntity<typeof RefreshTokenEntity>;

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+export const TokensSchema = z
+  .object({
+    access_token: z.string().meta({ description: 'EdDSA JWT; verify it against the JWKS' }),
+    refresh_token: z.string().meta({ description: 'Opaque, single use: every refresh answers a new one' }),
+    token_type: z.literal('Bearer'),
+    expires_in: z.number().int().meta({ description: 'Seconds until the access token expires' }),
+    aal: z.number().int(),
+    session_id: z.uuid(),
+  })
+  .meta({ id: 'Tokens' });
+export type Tokens = z.infer<typeof TokensSchema>;
+
+export const SessionSchema = z
+  .object({
+    id: z.uuid(),
+    aal: z.number().int(),
+    organization_id: z.uuid().nullable(),
+    user_agent: z.string().nullable(),
+    ip: z.string().nullable(),
+    created_at: z.iso.datetime(),
+    last_active_at: z.iso.datetime(),
+    expires_at: z.iso.datetime(),
+    current: z.boolean(),
+  })
+  .meta({ id: 'Session' });
+
+export const RefreshInputSchema = z.strictObject({ refresh_token: z.string().min(1).max(200) });
+export const SwitchOrganizationInputSchema = z.strictObject({
+  organization_id: z.uuid().nullable().meta({ description: 'null leaves the active organization' }),
+});
+export const RevokedSessionsSchema = z.object({ user_id: z.uuid(), revoked: z.number().int() }).meta({ id: 'RevokedSessions' });

@@ -1,0 +1,230 @@
+import { type Context, header, type Services } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Application } from '../applications/application.entity.ts';
+import { settingsOf } from '../applications/applications.service.ts';
+import { recordEvent } from '../events/events.service.ts';
+import { MembershipEntity } from '../organizations/membership.entity.ts';
+import { signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
+import type { User } from '../users/user.entity.ts';
+import { registerMergeStep } from '../users/users.merge.ts';
+import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
+import type { Tokens } from './sessions.schema.ts';
+
+const newRefreshToken = () => randomSecret('rt_');
+
+export interface NewSession {
+  session: Session;
+  refreshToken: string;
+}
+
+/** Adds a session and its first refresh token to the unit of work (the sign-in transaction flushes them). */
+export function createSession(
+  em: EntityManager,
+  application: Application,
+  user: User,
+  options: { aal: number; ip: string; userAgent: string | undefined; mfaEnrollmentRequired: boolean },
+): NewSession {
+  const refreshToken = newRefreshToken();
+  const now = new Date();
+  const session = em.create(SessionEntity, {
+    id: newId(),
+    application: application.id,
+    user: user.id,
+    aal: options.aal,
+    organization: null,
+    refreshTokenHash: sha256(refreshToken),
+    mfaEnrollmentRequired: options.mfaEnrollmentRequired,
+    userAgent: options.userAgent?.slice(0, 512) ?? null,
+    ip: options.ip.slice(0, 64),
+    lastActiveAt: now,
+    expiresAt: new Date(now.getTime() + settingsOf(application).session.absolute_timeout_s * 1000),
+    revokedAt: null,
+  });
+  em.create(RefreshTokenEntity, { tokenHash: session.refreshTokenHash, session: session.id });
+  recordEvent(em, application.id, 'session.created', { id: session.id, user_id: user.id, aal: options.aal });
+  return { session, refreshToken };
+}
+
+async function organizationRole(em: EntityManager, session: Pick<Session, 'organization' | 'user'>) {
+  if (!session.organization) return null;
+  const membership = await em.findOne(MembershipEntity, { organization: session.organization, user: session.user });
+  return membership?.role ?? null;
+}
+
+/** Signs the access token for a session and pairs it with the refresh token just issued. */
+export async function issueTokens(
+  em: EntityManager,
+  services: Services,
+  application: Application,
+  session: Pick<Session, 'id' | 'user' | 'aal' | 'organization'>,
+  refreshToken: string,
+): Promise<Tokens> {
+  const role = await organizationRole(em, session);
+  const ttl = settingsOf(application).session.access_token_ttl_s;
+  const accessToken = await signAccessToken(
+    em,
+    services,
+    application.id,
+    { sub: session.user, sid: session.id, aal: session.aal, org: role ? (session.organization ?? null) : null, org_role: role },
+    ttl,
+  );
+  return {
+    access_token: accessToken,
+    refresh_token: refreshToken,
+    token_type: 'Bearer',
+    expires_in: ttl,
+    aal: session.aal,
+    session_id: session.id,
+  };
+}
+
+const invalidRefresh = () => new AppError('invalid_token', 'The refresh token is invalid, expired or already used');
+
+/**
+ * Rotates a refresh token. The session's current hash is swapped in one conditional UPDATE (judged by the database
+ * clock), so of concurrent uses exactly one wins. A token that was issued for the session but is no longer its
+ * current one is reuse — a stolen token or a replay — and revokes the whole session (SECURITY 3).
+ */
+export async function refreshSession(ctx: Context, application: Application, refreshToken: string): Promise<Tokens> {
+  const presented = sha256(refreshToken);
+  const next = newRefreshToken();
+  const { idle_timeout_s } = settingsOf(application).session;
+  const rotated = await ctx.em.transactional(async (em) => {
+    const rows = await em.execute<Array<{ id: string; user_id: string; aal: number; organization_id: string | null }>>(
+      `update sessions s set refresh_token_hash = ?, last_active_at = now()
+         from users u
+        where s.application_id = ? and s.refresh_token_hash = ? and s.revoked_at is null
+          and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ?)
+          and u.id = s.user_id and u.status = 'active'
+        returning s.id, s.user_id, s.aal, s.organization_id`,
+      [sha256(next), application.id, presented, idle_timeout_s],
+    );
+    const row = rows[0];
+    if (row) {
+      em.create(RefreshTokenEntity, { tokenHash: sha256(next), session: row.id });
+      return row;
+    }
+    const known = await em.findOne(RefreshTokenEntity, { tokenHash: presented });
+    if (known) {
+      const revoked = await em.nativeUpdate(
+        SessionEntity,
+        { id: known.session, application: application.id, revokedAt: null },
+        { revokedAt: new Date() },
+      );
+      if (revoked) recordEvent(em, application.id, 'session.revoked', { id: known.session, reason: 'refresh_token_reuse' });
+    }
+    return null;
+  });
+  if (!rotated) throw invalidRefresh();
+  return issueTokens(
+    ctx.em,
+    ctx.services,
+    application,
+    { id: rotated.id, user: rotated.user_id, aal: rotated.aal, organization: rotated.organization_id },
+    next,
+  );
+}
+
+/** Revokes sessions matching `where`; answers how many were live. */
+async function revokeWhere(em: EntityManager, applicationId: string, where: { id?: string; user?: string }, reason: string) {
+  const live = await em.find(SessionEntity, { ...where, application: applicationId, revokedAt: null });
+  if (!live.length) return 0;
+  await em.nativeUpdate(SessionEntity, { id: { $in: live.map((s) => s.id) }, revokedAt: null }, { revokedAt: new Date() });
+  for (const s of live) recordEvent(em, applicationId, 'session.revoked', { id: s.id, user_id: s.user, reason });
+  await em.flush();
+  return live.length;
+}
+
+export const revokeUserSessions = (em: EntityManager, applicationId: string, userId: string, reason: string) =>
+  revokeWhere(em, applicationId, { user: userId }, reason);
+
+export async function signOut(ctx: Context) {
+  await revokeWhere(ctx.em, ctx.application!.id, { id: ctx.session!.id }, 'sign_out');
+  return { id: ctx.session!.id, deleted: true as const };
+}
+
+const isLive = (s: Session, idleSeconds: number, now: number) =>
+  !s.revokedAt && s.expiresAt.getTime() > now && s.lastActiveAt.getTime() > now - idleSeconds * 1000;
+
+export async function listSessions(ctx: Context) {
+  const { idle_timeout_s } = settingsOf(ctx.application!).session;
+  const rows = await ctx.em.find(
+    SessionEntity,
+    { application: ctx.application!.id, user: ctx.session!.user, revokedAt: null, expiresAt: { $gt: new Date() } },
+    { orderBy: { createdAt: 'desc', id: 'desc' } },
+  );
+  const now = Date.now();
+  return rows
+    .filter((s) => isLive(s, idle_timeout_s, now))
+    .map((s) => ({
+      id: s.id,
+      aal: s.aal,
+      organization_id: s.organization ?? null,
+      user_agent: s.userAgent ?? null,
+      ip: s.ip ?? null,
+      created_at: s.createdAt.toISOString(),
+      last_active_at: s.lastActiveAt.toISOString(),
+      expires_at: s.expiresAt.toISOString(),
+      current: s.id === ctx.session!.id,
+    }));
+}
+
+/** A signed-in user revokes one of their own sessions; anyone else's id is 404. */
+export async function revokeOwnSession(ctx: Context, id: string) {
+  const own = await ctx.em.findOne(SessionEntity, { id, application: ctx.application!.id, user: ctx.session!.user });
+  if (!own) throw notFound('Session');
+  await revokeWhere(ctx.em, ctx.application!.id, { id }, 'revoked_by_user');
+  return { id, deleted: true as const };
+}
+
+/**
+ * Makes an organization the session's active one (or none) and answers fresh tokens carrying `org`/`org_role`.
+ * Only an organization the user belongs to can be chosen; any other id is 404.
+ */
+export async function switchOrganization(ctx: Context, organizationId: string | null) {
+  const session = ctx.session!;
+  if (organizationId) {
+    const membership = await ctx.em.findOne(MembershipEntity, {
+      organization: organizationId,
+      user: session.user,
+      application: ctx.application!.id,
+    });
+    if (!membership) throw notFound('Organization');
+  }
+  const next = newRefreshToken();
+  await ctx.em.transactional(async (em) => {
+    await em.nativeUpdate(
+      SessionEntity,
+      { id: session.id },
+      { organization: organizationId, refreshTokenHash: sha256(next), lastActiveAt: new Date() },
+    );
+    em.create(RefreshTokenEntity, { tokenHash: sha256(next), session: session.id });
+  });
+  return issueTokens(ctx.em, ctx.services, ctx.application!, { ...session, organization: organizationId }, next);
+}
+
+/**
+ * Verifies the bearer access token and that its session is still live — one primary-key read, so sign-out and
+ * revocation take effect at once on every process.
+ */
+export async function authenticateAccessToken(ctx: Context): Promise<Session> {
+  const authorization = header(ctx, 'authorization');
+  if (!authorization) throw new AppError('missing_credentials', 'An access token is required');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!match) throw new AppError('invalid_token', 'The access token is invalid or expired');
+  const application = ctx.application!;
+  const claims = await verifyAccessToken(ctx, application.id, match[1]!);
+  const session = await ctx.em.findOne(SessionEntity, { id: claims.sid, application: application.id });
+  if (!session || session.user !== claims.sub || session.revokedAt || session.expiresAt.getTime() <= Date.now()) {
+    throw new AppError('invalid_token', 'The session has ended');
+  }
+  return session;
+}
+
+/** Merge: the source's sessions are revoked (its identities now sign in the target). */
+registerMergeStep('sessions', async (em, { applicationId, sourceUserId }) => {
+  await revokeUserSessions(em, applicationId, sourceUserId, 'user_merged');
+});

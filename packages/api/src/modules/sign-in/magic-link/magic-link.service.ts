@@ -1,0 +1,118 @@
+import type { Context } from '../../../context.ts';
+import { AppError } from '../../../errors.ts';
+import { randomSecret, sha256 } from '../../../lib/crypto.ts';
+import { newId } from '../../../lib/ids.ts';
+import type { Application } from '../../applications/application.entity.ts';
+import { settingsOf } from '../../applications/applications.service.ts';
+import { recordEvent } from '../../events/events.service.ts';
+import { sendTemplate } from '../../templates/templates.service.ts';
+import { UserEntity } from '../../users/user.entity.ts';
+import { normalizeEmail, toUserRecord } from '../../users/users.service.ts';
+import { completeSignIn, resolveMerged } from '../sign-in.service.ts';
+import { MagicLinkEntity } from './magic-link.entity.ts';
+
+/** The link's base: the request's `redirect_url` (on an allowed origin), the setting, else the hosted page. */
+function linkFor(ctx: Context, application: Application, token: string, redirectUrl: string | undefined): string {
+  if (redirectUrl && !application.allowedOrigins.includes(new URL(redirectUrl).origin)) {
+    throw new AppError('invalid_url', 'redirect_url must be on one of the application\u2019s allowed origins', [
+      { path: 'redirect_url', message: 'origin not allowed' },
+    ]);
+  }
+  const configured = redirectUrl ?? settingsOf(application).magic_link.redirect_url;
+  // Built from configuration only, never from Host or X-Forwarded-Host (SECURITY 10).
+  const url = new URL(configured ?? `${ctx.services.baseUrl}/sign-in/verify`);
+  if (!configured) url.searchParams.set('application_id', application.id);
+  url.searchParams.set('token', token);
+  return url.toString();
+}
+
+/**
+ * S15. The answer is the same, in shape and in time, for known, unknown and banned emails: the same queries run
+ * for everyone, a link row is always written, and mail leaves after the answer. Whether a mail is sent at all
+ * depends on whether that address could sign in.
+ */
+export async function startMagicLink(ctx: Context, input: { email: string; redirect_url?: string }) {
+  const application = ctx.application!;
+  const settings = settingsOf(application);
+  const email = input.email.trim();
+  const normalized = normalizeEmail(email);
+  const limits = settings.rate_limits;
+  await ctx.services.rateLimits.consume(
+    'magic_link_address',
+    `${application.id}:${ctx.ip}`,
+    limits.magic_link_per_address,
+    limits.window_s,
+  );
+  await ctx.services.rateLimits.consume(
+    'magic_link_email',
+    `${application.id}:${normalized}`,
+    limits.magic_link_per_email,
+    limits.window_s,
+  );
+
+  const token = randomSecret('ml_');
+  const link = linkFor(ctx, application, token, input.redirect_url);
+  const found = await ctx.em.findOne(UserEntity, { application: application.id, emailNormalized: normalized });
+  const user = found ? await resolveMerged(ctx.em, found) : null;
+  const magicLink = ctx.em.create(MagicLinkEntity, {
+    id: newId(),
+    application: application.id,
+    email,
+    emailNormalized: normalized,
+    tokenHash: sha256(token),
+    redirectUrl: input.redirect_url ?? null,
+    expiresAt: new Date(Date.now() + settings.magic_link.ttl_s * 1000),
+    consumedAt: null,
+  });
+  await ctx.em.flush();
+  const canSignIn = user ? user.status === 'active' : settings.sign_up === 'open';
+  if (canSignIn) {
+    sendTemplate(ctx.services, application, 'magic_link', email, {
+      link,
+      expires_in_minutes: String(Math.round(settings.magic_link.ttl_s / 60)),
+    });
+  }
+  return { verification_id: magicLink.id };
+}
+
+/**
+ * Consumes the link (atomically, once, judged by the database clock) and signs in its owner; an unknown address
+ * signs up here, on verify, when sign-up is open. Signing in by link proves the address: `email_verified` is set.
+ */
+export async function verifyMagicLink(ctx: Context, input: { token: string }) {
+  const application = ctx.application!;
+  return completeSignIn(ctx, application, async (em) => {
+    const rows = await em.execute<Array<{ email: string; email_normalized: string }>>(
+      `update magic_links set consumed_at = now()
+        where token_hash = ? and application_id = ? and consumed_at is null and expires_at > now()
+        returning email, email_normalized`,
+      [sha256(input.token), application.id],
+    );
+    const link = rows[0];
+    if (!link) throw new AppError('invalid_verification', 'The link is invalid, expired or already used');
+    let user = await em.findOne(UserEntity, { application: application.id, emailNormalized: link.email_normalized });
+    if (!user) {
+      if (settingsOf(application).sign_up !== 'open')
+        throw new AppError('access_denied', 'Sign-up is closed for this application');
+      user = em.create(UserEntity, {
+        id: newId(),
+        application: application.id,
+        primaryEmail: link.email,
+        emailNormalized: link.email_normalized,
+        emailVerified: true,
+        status: 'active',
+        profile: {},
+        mergedInto: null,
+      });
+      recordEvent(em, application.id, 'user.created', toUserRecord(user));
+    } else {
+      user = await resolveMerged(em, user);
+      if (!user.emailVerified && user.emailNormalized === link.email_normalized && user.status === 'active') {
+        user.emailVerified = true;
+        user.updatedAt = new Date();
+        recordEvent(em, application.id, 'user.updated', toUserRecord(user));
+      }
+    }
+    return { user, aal: 1, firstFactor: 'magic_link' };
+  });
+}

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { TokensSchema } from '../sessions/sessions.schema.ts';
+import { UserSchema } from '../users/users.schema.ts';
+
+export const MFA_METHODS = ['passkey', 'totp', 'backup_code'] as const;
+export type MfaMethod = (typeof MFA_METHODS)[number];
+
+export const ConsentDocumentSchema = z
+  .object({ doc_type: z.string(), url: z.string(), version: z.string() })
+  .meta({ id: 'ConsentDocument' });
+
+/** CONTRACT §4: a discriminated union whose variants carry only their own fields. */
+export const SignInResultSchema = z
+  .discriminatedUnion('status', [
+    z.strictObject({
+      status: z.literal('consent_required'),
+      pending_token: z.string(),
+      consent_documents: z.array(ConsentDocumentSchema),
+    }),
+    z.strictObject({
+      status: z.literal('mfa_required'),
+      pending_token: z.string(),
+      mfa: z.object({ methods: z.array(z.enum(MFA_METHODS)), pending_token: z.string() }).meta({ id: 'MfaChallenge' }),
+    }),
+    z.strictObject({ status: z.literal('complete'), tokens: TokensSchema, user: UserSchema }),
+  ])
+  .meta({ id: 'SignInResult' });
+export type SignInResult = z.infer<typeof SignInResultSchema>;
+
+export const AcceptConsentInputSchema = z.strictObject({
+  pending_token: z.string().min(1).max(200),
+  doc_types: z
+    .array(z.string().max(64))
+    .max(50)
+    .optional()
+    .meta({ description: 'Every listed document type, accepted at its current version' }),
+});

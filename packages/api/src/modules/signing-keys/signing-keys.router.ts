@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import type { Context } from '../../context.ts';
+import { notFound } from '../../errors.ts';
+import { IdParamSchema } from '../../lib/schemas.ts';
+import { publicProcedure, router, secretKeyProcedure } from '../../trpc.ts';
+import { resolveApplication } from '../api-keys/api-keys.service.ts';
+import { ApplicationEntity } from '../applications/application.entity.ts';
+import { ownApplication } from '../applications/applications.service.ts';
+import { jwks, rotateSigningKey } from './signing-keys.service.ts';
+
+const tags = ['Signing keys'];
+const JwkSchema = z
+  .object({
+    kty: z.literal('OKP'),
+    crv: z.literal('Ed25519'),
+    x: z.string(),
+    kid: z.string(),
+    alg: z.literal('EdDSA'),
+    use: z.literal('sig'),
+  })
+  .meta({ id: 'Jwk' });
+const JwksSchema = z.object({ keys: z.array(JwkSchema) }).meta({ id: 'Jwks' });
+
+/** JWKS documents are public and cacheable; verifiers refetch on an unknown `kid`. */
+function cacheable(ctx: Context) {
+  ctx.response.headers['cache-control'] = 'public, max-age=300';
+  ctx.response.headers['access-control-allow-origin'] = '*';
+}
+
+export const signingKeysRouter = router({
+  jwks: publicProcedure
+    .meta({
+      envelope: false,
+      openapi: {
+        method: 'GET',
+        path: '/v1/applications/{id}/jwks.json',
+        tags,
+        summary: "The application's public keys (JWKS, not enveloped)",
+      },
+    })
+    .input(IdParamSchema)
+    .output(JwksSchema)
+    .query(async ({ ctx, input }) => {
+      if (!(await ctx.em.count(ApplicationEntity, { id: input.id }))) throw notFound('Application');
+      cacheable(ctx);
+      return jwks(ctx.em, input.id) as Promise<z.infer<typeof JwksSchema>>;
+    }),
+  wellKnown: publicProcedure
+    .meta({
+      envelope: false,
+      openapi: {
+        method: 'GET',
+        path: '/v1/.well-known/jwks.json',
+        tags,
+        summary: 'The JWKS of the application in x-application-id',
+      },
+    })
+    .input(z.strictObject({}).optional())
+    .output(JwksSchema)
+    .query(async ({ ctx }) => {
+      const application = await resolveApplication(ctx);
+      cacheable(ctx);
+      return jwks(ctx.em, application.id) as Promise<z.infer<typeof JwksSchema>>;
+    }),
+  rotate: secretKeyProcedure('settings:write')
+    .meta({
+      openapi: { method: 'POST', path: '/v1/applications/{id}/signing-keys/rotate', tags, summary: 'Rotate the signing key' },
+    })
+    .input(IdParamSchema)
+    .output(JwksSchema.extend({ kid: z.string().meta({ description: 'The new active key' }) }).meta({ id: 'RotatedKeys' }))
+    .mutation(({ ctx, input }) => rotateSigningKey(ctx, ownApplication(ctx, input.id).id) as never),
+});

@@ -1,0 +1,187 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import type { Context, Services } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError } from '../../errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { type SigningKey, SigningKeyEntity } from './signing-key.entity.ts';
+
+/** A retired key stays published this long: the longest access-token lifetime (1 h) plus clock skew. */
+const PUBLISH_AFTER_RETIREMENT_MS = 3_660_000;
+/** How long a process signs with the key it cached; a rotation elsewhere is picked up within this time. */
+const ACTIVE_KEY_TTL_MS = 30_000;
+/** An unknown `kid` reloads an application's keys at most this often (random kids must not hammer the database). */
+const RELOAD_INTERVAL_MS = 1_000;
+export const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+interface VerifyKey {
+  key: KeyObject;
+  publishUntil: number | null;
+}
+
+/** Per-process caches of decrypted signing keys and parsed public keys; the database stays the source of truth. */
+export class SigningKeyCache {
+  readonly active = new Map<string, { kid: string; key: KeyObject; loadedAt: number }>();
+  readonly verify = new Map<string, { keys: Map<string, VerifyKey>; loadedAt: number }>();
+}
+
+const sealContext = (kid: string) => `signing_key:${kid}`;
+
+function generate(em: EntityManager, services: Services, applicationId: string): SigningKey {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const id = newId();
+  const jwk = publicKey.export({ format: 'jwk' }) as Record<string, string>;
+  return em.create(SigningKeyEntity, {
+    id,
+    application: applicationId,
+    publicJwk: { kty: jwk.kty!, crv: jwk.crv!, x: jwk.x! },
+    privateKeySealed: services.secretBox.encrypt(privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, sealContext(id)),
+    status: 'active',
+    retiredAt: null,
+    publishUntil: null,
+  });
+}
+
+/** Adds an application's first key pair to the unit of work (applications get one at creation). */
+export function createFirstSigningKey(em: EntityManager, services: Services, applicationId: string): void {
+  generate(em, services, applicationId);
+}
+
+async function loadActive(em: EntityManager, services: Services, applicationId: string): Promise<SigningKey> {
+  const existing = await em.findOne(SigningKeyEntity, { application: applicationId, status: 'active' });
+  if (existing) return existing;
+  // Applications created before signing keys existed get theirs on first use; the partial unique index decides races.
+  const fork = em.fork();
+  generate(fork, services, applicationId);
+  await fork.flush().catch(() => undefined);
+  return em.findOneOrFail(SigningKeyEntity, { application: applicationId, status: 'active' }, { refresh: true });
+}
+
+export async function activeSigningKey(em: EntityManager, services: Services, applicationId: string) {
+  const cached = services.signingKeys.active.get(applicationId);
+  if (cached && Date.now() - cached.loadedAt < ACTIVE_KEY_TTL_MS) return cached;
+  const row = await loadActive(em, services, applicationId);
+  const entry = {
+    kid: row.id,
+    key: createPrivateKey(services.secretBox.decrypt(row.privateKeySealed, sealContext(row.id))),
+    loadedAt: Date.now(),
+  };
+  services.signingKeys.active.set(applicationId, entry);
+  return entry;
+}
+
+export interface AccessTokenClaims {
+  sub: string;
+  sid: string;
+  aal: number;
+  org: string | null;
+  org_role: string | null;
+}
+
+/** Signs an access token with exactly the claims of CONTRACT §2. */
+export async function signAccessToken(
+  em: EntityManager,
+  services: Services,
+  applicationId: string,
+  claims: AccessTokenClaims,
+  ttlSeconds: number,
+): Promise<string> {
+  const { kid, key } = await activeSigningKey(em, services, applicationId);
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ ...claims })
+    .setProtectedHeader({ alg: 'EdDSA', kid, typ: ACCESS_TOKEN_TYPE })
+    .setIssuer(services.baseUrl)
+    .setAudience(applicationId)
+    .setIssuedAt(now)
+    .setExpirationTime(now + ttlSeconds)
+    .sign(key);
+}
+
+async function loadVerifyKeys(em: EntityManager, applicationId: string): Promise<Map<string, VerifyKey>> {
+  const rows = await em.find(SigningKeyEntity, { application: applicationId }, { orderBy: { createdAt: 'desc' } });
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      { key: createPublicKey({ key: row.publicJwk, format: 'jwk' }), publishUntil: row.publishUntil?.getTime() ?? null },
+    ]),
+  );
+}
+
+async function verifyKey(em: EntityManager, services: Services, applicationId: string, kid: string | undefined) {
+  if (!kid) return undefined;
+  let entry = services.signingKeys.verify.get(applicationId);
+  if (!entry || (!entry.keys.has(kid) && Date.now() - entry.loadedAt > RELOAD_INTERVAL_MS)) {
+    entry = { keys: await loadVerifyKeys(em, applicationId), loadedAt: Date.now() };
+    services.signingKeys.verify.set(applicationId, entry);
+  }
+  const found = entry.keys.get(kid);
+  // A retired key verifies only until the last token it signed has expired.
+  if (!found || (found.publishUntil !== null && found.publishUntil < Date.now())) return undefined;
+  return found.key;
+}
+
+const invalidToken = () => new AppError('invalid_token', 'The access token is invalid or expired');
+
+/**
+ * Verifies an access token of this application: EdDSA only, the key only from the application's own key set by
+ * `kid` (never `jku`, `jwk` or `x5u`), and `typ`, `iss`, `aud`, `exp` and `nbf` always checked (SECURITY 2).
+ */
+export async function verifyAccessToken(
+  ctx: Context,
+  applicationId: string,
+  token: string,
+): Promise<JWTPayload & AccessTokenClaims> {
+  try {
+    const { payload } = await jwtVerify(
+      token,
+      async (header) => {
+        const key = await verifyKey(ctx.em, ctx.services, applicationId, header.kid);
+        if (!key) throw invalidToken();
+        return key;
+      },
+      {
+        algorithms: ['EdDSA'],
+        issuer: ctx.services.baseUrl,
+        audience: applicationId,
+        typ: ACCESS_TOKEN_TYPE,
+        requiredClaims: ['sub', 'sid', 'exp'],
+      },
+    );
+    if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string' || typeof payload.aal !== 'number')
+      throw invalidToken();
+    return payload as JWTPayload & AccessTokenClaims;
+  } catch (error) {
+    if (error instanceof AppError || error instanceof joseErrors.JOSEError || error instanceof TypeError) throw invalidToken();
+    throw error;
+  }
+}
+
+export interface Jwks {
+  keys: Array<Record<string, string>>;
+}
+
+/** The published key set: the active key and every retired key still inside its publication window. */
+export async function jwks(em: EntityManager, applicationId: string): Promise<Jwks> {
+  const rows = await em.find(
+    SigningKeyEntity,
+    { application: applicationId, $or: [{ status: 'active' }, { publishUntil: { $gt: new Date() } }] },
+    { orderBy: { createdAt: 'desc' } },
+  );
+  return { keys: rows.map((row) => ({ ...row.publicJwk, kid: row.id, alg: 'EdDSA', use: 'sig' })) };
+}
+
+/** Makes a new key the active one; the old key keeps verifying (and stays published) for the longest token lifetime. */
+export async function rotateSigningKey(ctx: Context, applicationId: string) {
+  const next = await ctx.em.transactional(async (em) => {
+    const now = new Date();
+    await em.nativeUpdate(
+      SigningKeyEntity,
+      { application: applicationId, status: 'active' },
+      { status: 'retired', retiredAt: now, publishUntil: new Date(now.getTime() + PUBLISH_AFTER_RETIREMENT_MS) },
+    );
+    return generate(em, ctx.services, applicationId);
+  });
+  ctx.services.signingKeys.active.delete(applicationId);
+  ctx.services.signingKeys.verify.delete(applicationId);
+  return { kid: next.id, ...(await jwks(ctx.em, applicationId)) };
+}

@@ -1,0 +1,215 @@
+import Mustache from 'mustache';
+import type { Context, Services } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { redactLinks } from '../../lib/mailer.ts';
+import type { Application } from '../applications/application.entity.ts';
+import { ownApplication } from '../applications/applications.service.ts';
+import { recordEvent } from '../events/events.service.ts';
+import { MessageEntity } from '../messages/message.entity.ts';
+import { CATALOG, type CatalogEntry, catalogEntry } from './catalog.ts';
+import { type TemplateOverride, TemplateOverrideEntity } from './template.entity.ts';
+
+const catalogOrThrow = (key: string): CatalogEntry => {
+  const entry = catalogEntry(key);
+  if (!entry) throw notFound('Template');
+  return entry;
+};
+
+export const templateCatalog = (ctx: Context, applicationId: string) => {
+  ownApplication(ctx, applicationId);
+  return CATALOG.map(({ subject: _s, body: _b, ...entry }) => entry);
+};
+
+interface Effective {
+  entry: CatalogEntry;
+  subject: string | null;
+  body: string;
+  delivered: boolean;
+  override: TemplateOverride | null;
+}
+
+async function effective(em: EntityManager, applicationId: string, key: string): Promise<Effective> {
+  const entry = catalogOrThrow(key);
+  const override = await em.findOne(TemplateOverrideEntity, { application: applicationId, key });
+  return {
+    entry,
+    subject: entry.has_subject ? (override?.subject ?? entry.subject) : null,
+    body: override?.body ?? entry.body,
+    delivered: override?.delivered ?? entry.delivered,
+    override,
+  };
+}
+
+const toTemplate = (t: Effective) => ({
+  key: t.entry.key,
+  channel: t.entry.channel,
+  subject: t.subject,
+  body: t.body,
+  delivered: t.delivered,
+  customized: t.override !== null,
+  updated_at: t.override?.updatedAt.toISOString() ?? null,
+});
+
+/** A template that does not parse is a 422 at write time, never a failure at send time. */
+function checkSyntax(field: string, template: string | null | undefined) {
+  if (!template) return;
+  try {
+    Mustache.parse(template);
+  } catch (error) {
+    throw new AppError('validation_failed', 'The template does not parse', [{ path: field, message: (error as Error).message }]);
+  }
+}
+
+const htmlToText = (html: string) =>
+  html
+    .replace(/<a [^>]*href="([^"]*)"[^>]*>(.*?)<\/a>/gi, '$2: $1')
+    .replace(/<\/(p|div|h\d|li)>|<br\s*\/?>/gi, '\n')
+    .replace(/<[^>]+>/g, '')
+    .replace(/&amp;/g, '&')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+
+/** Renders with Mustache: `{{x}}` HTML-escaped in the body, subjects unescaped (they are not HTML). */
+export function render(subject: string | null, body: string, variables: Record<string, string>) {
+  const html = Mustache.render(body, variables);
+  return {
+    subject: subject === null ? null : Mustache.render(subject, variables, {}, { escape: (v: string) => v }),
+    html,
+    text: htmlToText(html),
+  };
+}
+
+export async function getTemplate(ctx: Context, input: { id: string; key: string }) {
+  ownApplication(ctx, input.id);
+  return toTemplate(await effective(ctx.em, input.id, input.key));
+}
+
+export async function putTemplate(
+  ctx: Context,
+  input: { id: string; key: string; subject?: string | null; body?: string | null; delivered?: boolean | null },
+) {
+  ownApplication(ctx, input.id);
+  const entry = catalogOrThrow(input.key);
+  if (input.subject && !entry.has_subject) {
+    throw new AppError('validation_failed', 'This template has no subject', [{ path: 'subject', message: 'not supported' }]);
+  }
+  checkSyntax('subject', input.subject);
+  checkSyntax('body', input.body);
+  let override = await ctx.em.findOne(TemplateOverrideEntity, { application: input.id, key: input.key });
+  override ??= ctx.em.create(TemplateOverrideEntity, {
+    id: newId(),
+    application: input.id,
+    key: input.key,
+    subject: null,
+    body: null,
+    delivered: null,
+  });
+  if (input.subject !== undefined) override.subject = input.subject;
+  if (input.body !== undefined) override.body = input.body;
+  if (input.delivered !== undefined) override.delivered = input.delivered;
+  override.updatedAt = new Date();
+  await ctx.em.flush();
+  return toTemplate(await effective(ctx.em, input.id, input.key));
+}
+
+export async function resetTemplate(ctx: Context, input: { id: string; key: string }) {
+  ownApplication(ctx, input.id);
+  catalogOrThrow(input.key);
+  await ctx.em.nativeDelete(TemplateOverrideEntity, { application: input.id, key: input.key });
+  return { id: input.key, deleted: true as const };
+}
+
+export async function previewTemplate(
+  ctx: Context,
+  input: { id: string; key: string; subject?: string; body?: string; variables?: Record<string, string> },
+) {
+  ownApplication(ctx, input.id);
+  const current = await effective(ctx.em, input.id, input.key);
+  checkSyntax('subject', input.subject);
+  checkSyntax('body', input.body);
+  const examples = Object.fromEntries(current.entry.variables.map((v) => [v.name, v.example]));
+  return render(current.entry.has_subject ? (input.subject ?? current.subject) : null, input.body ?? current.body, {
+    ...examples,
+    app_name: ctx.application!.name,
+    ...input.variables,
+  });
+}
+
+/**
+ * Sends a catalog message to one recipient, after the request that caused it has been answered (so its timing
+ * reveals nothing). A template marked not delivered is handed to the developer as a `message.created` event
+ * instead. Every message is recorded in the message log; links are stored only for development applications,
+ * because they carry one-time tokens.
+ */
+export function sendTemplate(
+  services: Services,
+  application: Application,
+  key: string,
+  to: string,
+  variables: Record<string, string>,
+): void {
+  setImmediate(() => {
+    deliver(services, application, key, to, variables).catch((error: unknown) => {
+      services.log.error({ err: { type: (error as Error)?.name }, template: key }, 'message delivery failed');
+    });
+  });
+}
+
+export async function deliver(
+  services: Services,
+  application: Application,
+  key: string,
+  to: string,
+  variables: Record<string, string>,
+) {
+  const em = services.orm.em.fork() as EntityManager;
+  const template = await effective(em, application.id, key);
+  const rendered = render(template.subject, template.body, { app_name: application.name, email: to, ...variables });
+  const development = application.environment === 'development';
+  let status = 'not_delivered';
+  if (template.delivered) {
+    try {
+      await services.mailer.send(
+        { to, subject: rendered.subject ?? '', html: rendered.html, text: rendered.text },
+        { showLinks: development },
+      );
+      status = 'sent';
+    } catch (error) {
+      status = 'failed';
+      services.log.error(
+        { err: { type: (error as Error)?.name, code: (error as { code?: string }).code }, template: key },
+        'smtp send failed',
+      );
+    }
+  }
+  const message = em.create(MessageEntity, {
+    id: newId(),
+    application: application.id,
+    templateKey: key,
+    channel: template.entry.channel,
+    to,
+    subject: rendered.subject,
+    body: development ? rendered.text : redactLinks(rendered.text),
+    status,
+  });
+  if (!template.delivered) {
+    // The developer delivers it: the event is the channel, so it carries the variables (links included).
+    recordEvent(em, application.id, 'message.created', {
+      id: message.id,
+      template_key: key,
+      channel: template.entry.channel,
+      to,
+      subject: rendered.subject,
+      html: rendered.html,
+      text: rendered.text,
+      variables,
+    });
+  }
+  await em.flush();
+}
