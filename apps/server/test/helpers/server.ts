@@ -22,6 +22,8 @@ export interface RestResponse<T = any> {
 export interface TestServer {
   url: string;
   operatorToken: string;
+  /** The master key the server seals secrets with: tests that forge tokens with the real signing key use it. */
+  masterKey: Buffer;
   server: GatehouseServer;
   /** Creates a fresh application through the operator API: each test gets its own tenant. */
   createApp(input?: Record<string, unknown>): Promise<TestApp>;
@@ -81,10 +83,11 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
 export async function startServer(options: { baseUrl?: string; smtpUrl?: string; redisUrl?: string } = {}): Promise<TestServer> {
   const db = await database();
   const operatorToken = `op_${randomBytes(24).toString('hex')}`;
+  const masterKey = randomBytes(32);
   const server = await createGatehouseServer({
     database: db.config,
     operatorToken,
-    masterKey: randomBytes(32),
+    masterKey,
     baseUrl: options.baseUrl ?? 'http://gatehouse.test',
     logLevel: false,
     smtpUrl: options.smtpUrl,
@@ -114,6 +117,7 @@ export async function startServer(options: { baseUrl?: string; smtpUrl?: string;
   return {
     url,
     operatorToken,
+    masterKey,
     server,
     createApp,
     close: async () => {
