@@ -11,6 +11,7 @@ import {
   ERROR_CODES,
   type ErrorBody,
   errorBody,
+  type Meta,
   preflightAllowed,
   type RequestInfo,
   type Services,
@@ -153,6 +154,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
  * answer in the envelope (CONTRACT §1) and applies the success status the procedure declares.
  */
 function registerRest(app: FastifyInstance, services: Services) {
+  const pathParameters = pathParameterTable();
   const handle = createOpenApiNodeHttpHandler({
     router: appRouter,
     createContext: ({ req }) => {
@@ -172,6 +174,19 @@ function registerRest(app: FastifyInstance, services: Services) {
       if (request.body === undefined && request.method !== 'GET' && request.method !== 'DELETE') {
         request.body = {};
         request.headers['content-type'] ??= 'application/json';
+      }
+      // A path parameter repeated in the body or query would be silently dropped (the path wins): refuse it, so
+      // that nobody believes they set an `id` (SECURITY 11, mass assignment).
+      const shadowed = shadowedParameters(pathParameters, request);
+      if (shadowed.length) {
+        return sendError(request, reply, {
+          code: 'validation_failed',
+          message: 'The request does not match the schema',
+          details: shadowed.map((name) => ({
+            path: name,
+            message: 'is a path parameter; it cannot be sent in the body or query',
+          })),
+        });
       }
       let status = 200;
       const headers: Record<string, string> = {};
@@ -262,6 +277,34 @@ function registerCors(app: FastifyInstance, services: Services) {
       })
       .send();
   });
+}
+
+interface PathRoute {
+  method: string;
+  pattern: RegExp;
+  parameters: string[];
+}
+
+/** Every REST route with path parameters, from the procedures' OpenAPI meta. */
+function pathParameterTable(): PathRoute[] {
+  const routes: PathRoute[] = [];
+  for (const procedure of Object.values(appRouter._def.procedures) as unknown as Array<{ _def: { meta?: Meta } }>) {
+    const openapi = procedure._def.meta?.openapi;
+    const parameters = [...(openapi?.path.matchAll(/\{(\w+)\}/g) ?? [])].map((m) => m[1]!);
+    if (!openapi || !parameters.length) continue;
+    const pattern = new RegExp(`^${openapi.path.replace(/[.]/g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`);
+    routes.push({ method: openapi.method, pattern, parameters });
+  }
+  return routes;
+}
+
+function shadowedParameters(routes: PathRoute[], request: FastifyRequest): string[] {
+  const path = request.url.split('?')[0]!;
+  const route = routes.find((r) => r.method === request.method && r.pattern.test(path));
+  if (!route) return [];
+  const body = request.body && typeof request.body === 'object' ? (request.body as Record<string, unknown>) : {};
+  const query = request.query as Record<string, unknown>;
+  return route.parameters.filter((name) => name in body || name in query);
 }
 
 const require = createRequire(import.meta.url);

@@ -17,7 +17,13 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-main-'));
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   url = `http://127.0.0.1:${port}`;
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    GATEHOUSE_DATA_DIR: dataDir,
+    GATEHOUSE_LOG_LEVEL: 'info',
+  };
   delete env.DATABASE_URL;
   delete env.GATEHOUSE_OPERATOR_TOKEN;
   delete env.GATEHOUSE_MASTER_KEY;

@@ -129,12 +129,17 @@ describe('POST /v1/users', () => {
       expectError(res, 401, 'application_not_resolved');
     }
     // Checked first: even without a key, the missing tenant is what is reported.
-    const noKey = await fresh.rest('POST', '/v1/users', { primary_email: email() }, { 'x-application-id': undefined, authorization: undefined });
+    const noKey = await fresh.rest(
+      'POST',
+      '/v1/users',
+      { primary_email: email() },
+      { 'x-application-id': undefined, authorization: undefined },
+    );
     expectError(noKey, 401, 'application_not_resolved');
     expect((await listUsers(fresh)).total).toBe(0);
   });
 
-  it("401 invalid_api_key for another tenant's key, an unknown or malformed key; 401 missing_credentials without one", async () => {
+  it("401 invalid_api_key for another tenant's key, an unknown, malformed or revoked key; 401 missing_credentials without one", async () => {
     const a = await server.createApp();
     const b = await server.createApp();
     const crossed = await a.rest('POST', '/v1/users', { primary_email: email() }, { 'x-application-id': b.id });
@@ -143,7 +148,17 @@ describe('POST /v1/users', () => {
     for (const authorization of [`Bearer sk_test_${'A'.repeat(43)}`, 'Bearer nope', `Bearer ${a.secretKey}x`, 'Basic abc']) {
       expectError(await a.rest('POST', '/v1/users', { primary_email: email() }, { authorization }), 401, 'invalid_api_key');
     }
-    expectError(await a.rest('POST', '/v1/users', { primary_email: email() }, { authorization: undefined }), 401, 'missing_credentials');
+    expectError(
+      await a.rest('POST', '/v1/users', { primary_email: email() }, { authorization: undefined }),
+      401,
+      'missing_credentials',
+    );
+    const extra = await a.rest('POST', '/v1/api-keys', { name: 'to revoke', scopes: ['users:write'] });
+    expect(extra.status).toBe(201);
+    const revokedAuth = { authorization: `Bearer ${extra.body.data.secret}` };
+    expect((await a.rest('GET', '/v1/users', undefined, revokedAuth)).status).toBe(200);
+    expect((await a.rest('DELETE', `/v1/api-keys/${extra.body.data.id}`)).status).toBe(200);
+    expectError(await a.rest('POST', '/v1/users', { primary_email: email() }, revokedAuth), 401, 'invalid_api_key');
     expect((await listUsers(a)).total).toBe(0);
     expect((await listUsers(b)).total).toBe(0);
   });
@@ -152,7 +167,7 @@ describe('POST /v1/users', () => {
 describe('GET /v1/users', () => {
   it('answers {users, total, limit, offset}, newest first, with defaults 25/0', async () => {
     const fresh = await server.createApp();
-    const sequential = [];
+    const sequential: any[] = [];
     for (let i = 0; i < 3; i++) sequential.push(await createUser(fresh));
     const first = await listUsers(fresh);
     expect(Object.keys(first).sort()).toEqual(['limit', 'offset', 'total', 'users']);
@@ -251,6 +266,16 @@ describe('GET, PATCH, DELETE /v1/users/{id}', () => {
     expectError(await app.rest('DELETE', `/v1/users/${user.id}`), 404, 'not_found');
     // Its email is free again.
     expect((await app.rest('POST', '/v1/users', { primary_email: user.primary_email })).status).toBe(201);
+  });
+
+  it('PATCH answers exactly the record that is stored (updated_at included), every time', async () => {
+    const user = await createUser(app);
+    for (let i = 0; i < 20; i++) {
+      const patched = await app.rest('PATCH', `/v1/users/${user.id}`, { profile: { i } });
+      expect(patched.status).toBe(200);
+      const stored = await app.rest('GET', `/v1/users/${user.id}`);
+      expect(patched.body.data, `PATCH #${i}`).toEqual(stored.body.data);
+    }
   });
 
   it('PATCH rejects unknown fields, status merged and fields that may not be set (422), changing nothing', async () => {
@@ -440,7 +465,11 @@ describe('POST /v1/users/merge (S20)', () => {
       [theirs.id, mine.id],
       [theirs.id, theirs2.id],
     ]) {
-      expectError(await app.rest('POST', '/v1/users/merge', { source_user_id: source, target_user_id: target }), 404, 'not_found');
+      expectError(
+        await app.rest('POST', '/v1/users/merge', { source_user_id: source, target_user_id: target }),
+        404,
+        'not_found',
+      );
     }
     expect((await app.rest('GET', `/v1/users/${mine.id}`)).body.data).toEqual(mine);
     expect((await app.rest('GET', `/v1/users/${mine2.id}`)).body.data).toEqual(mine2);
@@ -540,7 +569,10 @@ describe('races', () => {
       ),
     );
     const statuses = results.map((r) => r.status);
-    expect(statuses.filter((s) => s === 201), JSON.stringify(statuses)).toHaveLength(1);
+    expect(
+      statuses.filter((s) => s === 201),
+      JSON.stringify(statuses),
+    ).toHaveLength(1);
     const conflicts = results.filter((r) => r.status === 409);
     expect(conflicts).toHaveLength(19);
     for (const r of conflicts) expect(r.body.error?.code).toBe('email_taken');
@@ -553,7 +585,7 @@ describe('races', () => {
 
   it('concurrent merges A→B and B→A: exactly one wins, the other is 422 user_merged, no cycle', async () => {
     const fresh = await server.createApp();
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < 8; round++) {
       const [a, b] = await Promise.all([createUser(fresh), createUser(fresh)]);
       const [ab, ba] = await Promise.all([
         fresh.rest('POST', '/v1/users/merge', { source_user_id: a.id, target_user_id: b.id }),
@@ -573,6 +605,6 @@ describe('races', () => {
       expect(survivor).toMatchObject({ status: 'active', merged_into: null });
     }
     const events = await fresh.rest('GET', '/v1/events?type=user.merged');
-    expect(events.body.data.total).toBe(5);
+    expect(events.body.data.total).toBe(8);
   });
 });

@@ -6,4 +6,4 @@ export { randomBase62, SecretBox, sha256 } from './lib/crypto.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { type AppRouter, appRouter } from './router.ts';
-export { errorBody } from './trpc.ts';
+export { errorBody, type Meta } from './trpc.ts';

@@ -4,7 +4,24 @@ import type { AnyProcedure, inferProcedureInput, inferProcedureOutput, inferRout
 import { GatehouseError } from './errors.ts';
 import { PROCEDURES } from './procedures.ts';
 
+export {
+  type AcceptConsentInput,
+  type ClientSession,
+  type CurrentUser,
+  createGatehouseClient,
+  type GatehouseBrowserClient,
+  type GatehouseClientOptions,
+  type MagicLinkStarted,
+  type SignInResult,
+  type StartMagicLinkInput,
+  type TokenStorage,
+  type Tokens,
+  type UpdateMeInput,
+  type UserSession,
+  type VerifyMagicLinkInput,
+} from './client.ts';
 export { GatehouseError, type GatehouseErrorDetail } from './errors.ts';
+export { type AccessTokenClaims, type VerifyTokenOptions, verifyToken } from './verify.ts';
 
 type Call<P extends AnyProcedure> =
   undefined extends inferProcedureInput<P>

@@ -11,10 +11,8 @@ export const ApplicationEntity = defineEntity({
     allowedOrigins: p.json<string[]>(),
     settings: p.json<ApplicationSettings>(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p
-      .datetime()
-      .onCreate(() => new Date())
-      .onUpdate(() => new Date()),
+    /** Set by the service that changes the row, so the answer and the event carry the stored value. */
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
   indexes: [{ properties: ['createdAt', 'id'] }],
 });

@@ -13,10 +13,8 @@ export const MembershipEntity = defineEntity({
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
     role: p.string().length(64),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p
-      .datetime()
-      .onCreate(() => new Date())
-      .onUpdate(() => new Date()),
+    /** Set by the service that changes the row, so the answer and the event carry the stored value. */
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'organization_members_org_user_unique', properties: ['organization', 'user'] }],
   indexes: [{ properties: ['organization', 'createdAt', 'id'] }, { properties: ['user'] }],

@@ -10,10 +10,8 @@ export const OrganizationEntity = defineEntity({
     name: p.string().length(200),
     slug: p.string().length(100),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p
-      .datetime()
-      .onCreate(() => new Date())
-      .onUpdate(() => new Date()),
+    /** Set by the service that changes the row, so the answer and the event carry the stored value. */
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'organizations_application_slug_unique', properties: ['application', 'slug'] }],
   indexes: [{ properties: ['application', 'createdAt', 'id'] }],

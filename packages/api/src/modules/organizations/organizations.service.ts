@@ -59,7 +59,7 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
   // A generated slug that is taken gets a short random suffix; an explicit one is the caller's choice: 409.
   for (let attempt = 0; ; attempt++) {
     const base = input.slug ?? slugify(input.name);
-    const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93)}-${randomBase62(6).toLowerCase()}`;
+    const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93).replace(/-+$/, '')}-${randomBase62(6).toLowerCase()}`;
     const em = ctx.em.fork();
     const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
     const record = toOrganizationRecord(org, 0);

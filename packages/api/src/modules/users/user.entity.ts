@@ -16,10 +16,8 @@ export const UserEntity = defineEntity({
     profile: p.json<Record<string, unknown>>(),
     mergedInto: p.uuid().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p
-      .datetime()
-      .onCreate(() => new Date())
-      .onUpdate(() => new Date()),
+    /** Set by the service that changes the row, so the answer and the event carry the stored value. */
+    updatedAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'users_application_email_unique', properties: ['application', 'emailNormalized'] }],
   indexes: [{ properties: ['application', 'createdAt', 'id'] }],

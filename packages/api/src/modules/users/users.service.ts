@@ -132,6 +132,7 @@ export async function mergeUsers(ctx: Context, input: { source_user_id: string; 
     await runMergeSteps(em, { applicationId, sourceUserId: sourceId, targetUserId: targetId });
     source.status = 'merged';
     source.mergedInto = targetId;
+    source.updatedAt = new Date();
     recordEvent(em, applicationId, 'user.merged', { source_user_id: sourceId, target_user_id: targetId });
     return target;
   });
