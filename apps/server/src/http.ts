@@ -258,8 +258,21 @@ function registerRest(app: FastifyInstance, services: Services) {
  */
 function registerCors(app: FastifyInstance, services: Services) {
   const endUserPath = (url: string) => url.startsWith('/v1/auth/') || url.startsWith('/trpc/auth.');
+  const jwksPath = (url: string) => /^\/v1\/(\.well-known|applications\/[^/]+)\/jwks\.json(\?|$)/.test(url);
   app.options('/*', async (request, reply) => {
     const origin = request.headers.origin;
+    // Public keys are for everyone, including browsers that send x-application-id.
+    if (jwksPath(request.url)) {
+      return reply
+        .code(204)
+        .headers({
+          'access-control-allow-origin': '*',
+          'access-control-allow-methods': 'GET',
+          'access-control-allow-headers': 'x-application-id',
+          'access-control-max-age': '600',
+        })
+        .send();
+    }
     if (!endUserPath(request.url) || typeof origin !== 'string') {
       return sendError(request, reply, { code: 'not_found', message: `No route OPTIONS ${request.url.split('?')[0]}` });
     }

@@ -153,7 +153,7 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
 
   it('idle timeout (settings.session.idle_timeout_s): a session idle longer cannot be refreshed', async () => {
     const app = await server.createApp({
-      settings: { session: { access_token_ttl_s: 600, idle_timeout_s: 300, absolute_timeout_s: 86_400 } },
+      settings: { session: { access_token_ttl_s: 60, idle_timeout_s: 300, absolute_timeout_s: 86_400 } },
     });
     const tokens = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
     // Active 299 s ago: still inside the idle window.
@@ -167,7 +167,7 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
 
   it('absolute timeout (settings.session.absolute_timeout_s): the session ends at expires_at, however active', async () => {
     const app = await server.createApp({
-      settings: { session: { access_token_ttl_s: 600, idle_timeout_s: 86_400, absolute_timeout_s: 300 } },
+      settings: { session: { access_token_ttl_s: 60, idle_timeout_s: 300, absolute_timeout_s: 300 } },
     });
     const tokens = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
     const [session] = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, tokens.access_token));
@@ -394,6 +394,7 @@ describe('the signed-in user’s sessions', () => {
       expectError(await patch({ profile: bad }), 422, 'validation_failed', `profile ${JSON.stringify(bad)}`);
     }
     expectError(await patch({}), 422, 'validation_failed', 'no profile');
+    expectError(await patch({ profile: { blob: 'x'.repeat(17_000) } }), 422, 'validation_failed', 'profile over 16 KiB');
     // Mass assignment: nothing but the profile can be set by the user.
     for (const extra of [
       { status: 'banned' },
@@ -432,11 +433,96 @@ describe('the signed-in user’s sessions', () => {
     const revoked = await eventsOf(app, 'session.revoked');
     expect(revoked.map((e) => e.data.id).sort()).toEqual([a.tokens.session_id, b.session_id, c.session_id].sort());
     for (const e of revoked) expect(e.data.id).toMatch(UUID);
+    // The reuse detector's revocation is reported too.
+    const d = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    await ok(refresh(app, d.refresh_token));
+    expectError(await refresh(app, d.refresh_token), 401, 'invalid_token');
+    const reuse = (await eventsOf(app, 'session.revoked')).find((e) => e.data.id === d.session_id);
+    expect(reuse?.data).toMatchObject({ id: d.session_id, reason: 'refresh_token_reuse' });
     // No secret ever lands in an event.
     const all = JSON.stringify(await ok(app.rest('GET', '/v1/events?limit=100')));
     for (const secret of [a.tokens.refresh_token, a.tokens.access_token, b.refresh_token, c.refresh_token]) {
       expect(all).not.toContain(secret);
     }
+  });
+});
+
+/**
+ * Fault injection: while `run` executes, a trigger on `table` raises (as a failing database would) for the rows
+ * `condition` selects. Scoped to one application's rows, so other tests sharing the database are not affected.
+ */
+async function whileFailing<T>(
+  app: TestApp,
+  table: 'events' | 'sessions',
+  when: 'insert' | 'update',
+  condition: string,
+  run: () => Promise<T>,
+): Promise<T> {
+  const name = `gatehouse_test_fail_${table}_${app.id.replaceAll('-', '')}`;
+  await sql(
+    `create function ${name}() returns trigger language plpgsql as $$
+     begin
+       if new.application_id = '${app.id}' and (${condition}) then raise exception 'injected failure'; end if;
+       return new;
+     end $$`,
+  );
+  await sql(`create trigger ${name} before ${when} on ${table} for each row execute function ${name}()`);
+  try {
+    return await run();
+  } finally {
+    await sql(`drop trigger if exists ${name} on ${table}`);
+    await sql(`drop function if exists ${name}()`);
+  }
+}
+
+describe('revocation is atomic and fails closed (CONTRACT §6 outbox, SECURITY 12)', () => {
+  it('a revocation whose session.revoked event cannot be written does not happen either', async () => {
+    const app = await server.createApp();
+    const user = await signIn(server, smtp, app, 'ada@example.com');
+    const second = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const third = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const attempts: Array<[string, () => Promise<RestResponse>, Tokens]> = [
+      ['sign-out', () => endUser(app, 'POST', '/v1/auth/sign-out', undefined, user.tokens.access_token), user.tokens],
+      [
+        'DELETE /v1/auth/sessions/{id}',
+        () => endUser(app, 'DELETE', `/v1/auth/sessions/${second.session_id}`, undefined, third.access_token),
+        second,
+      ],
+      ['POST /v1/users/{id}/sessions/revoke', () => app.rest('POST', `/v1/users/${user.user.id}/sessions/revoke`), third],
+    ];
+    const outcomes = await whileFailing(app, 'events', 'insert', `new.type = 'session.revoked'`, async () => {
+      const seen: string[] = [];
+      for (const [label, call, tokens] of attempts) {
+        const res = await call();
+        const live = (await me(app, tokens.access_token)).status === 200;
+        seen.push(`${label}: ${res.status}, session ${live ? 'live' : 'revoked'}`);
+      }
+      return seen;
+    });
+    // The event is written in the same transaction as the change (transactional outbox): no event, no change.
+    // The request fails, the session stays live, and a retry revokes it and reports it.
+    expect(await eventsOf(app, 'session.revoked')).toEqual([]);
+    expect(outcomes).toEqual(attempts.map(([label]) => `${label}: 500, session live`));
+    for (const [, call, tokens] of attempts) {
+      expect((await call()).status).toBe(200);
+      expect((await me(app, tokens.access_token)).status).toBe(401);
+    }
+    expect(await eventsOf(app, 'session.revoked')).toHaveLength(3);
+  });
+
+  it('a ban whose session revocation fails never leaves the banned user signed in', async () => {
+    const app = await server.createApp();
+    const { user, tokens } = await signIn(server, smtp, app, 'ada@example.com');
+    const res = await whileFailing(app, 'sessions', 'update', 'new.revoked_at is not null and old.revoked_at is null', () =>
+      app.rest('PATCH', `/v1/users/${user.id}`, { status: 'banned' }),
+    );
+    const status = (await ok(app.rest('GET', `/v1/users/${user.id}`))).status;
+    const meStatus = (await me(app, tokens.access_token)).status;
+    // Fail closed: either the ban did not happen (an error, nothing changed), or the banned user is signed out.
+    expect(
+      status === 'banned' && meStatus === 200,
+      `PATCH answered ${res.status}; user ${status}; access token of the banned user on /me: ${meStatus}`,
+    ).toBe(false);
   });
 });
 

@@ -111,6 +111,22 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
     }
   });
 
+  it('the well-known JWKS is selected by x-application-id, so its public cache entry must vary by it', async () => {
+    const a = await server.createApp();
+    const b = await server.createApp();
+    const get = (id: string) =>
+      rawRequest(server.url, 'GET', '/v1/.well-known/jwks.json', { headers: { 'x-application-id': id } });
+    const [forA, forB] = [await get(a.id), await get(b.id)];
+    // One URL, two different public, cacheable documents: without `Vary: x-application-id` a shared cache (CDN,
+    // proxy) stores A's keys and serves them to B's verifiers for five minutes.
+    expect(forA.body).not.toEqual(forB.body);
+    for (const res of [forA, forB]) {
+      expect(res.headers.get('cache-control')).toBe('public, max-age=300');
+      const vary = (res.headers.get('vary') ?? '').split(',').map((v) => v.trim().toLowerCase());
+      expect(vary, `vary: ${res.headers.get('vary')}`).toContain('x-application-id');
+    }
+  });
+
   it('rotation: the new key signs, the old key stays published, and tokens it signed keep verifying', async () => {
     const { app, tokens } = await signedInApp();
     const oldKid = decodeProtectedHeader(tokens.access_token).kid!;
@@ -146,6 +162,30 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
       await expect(jwtVerify(token, wellKnownJwks(app.id), options)).resolves.toBeTruthy();
       expect((await me(app, token)).status).toBe(200);
     }
+  });
+
+  it('concurrent rotations leave one active key; every key handed out is published and signs', async () => {
+    const { app, tokens } = await signedInApp();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => app.rest('POST', `/v1/applications/${app.id}/signing-keys/rotate`)),
+    );
+    for (const res of results) expect([200, 409], JSON.stringify(res.body)).toContain(res.status);
+    const handedOut = results.filter((r) => r.status === 200).map((r) => r.body.data.kid as string);
+    expect(handedOut.length).toBeGreaterThanOrEqual(1);
+    const active = await server.server.orm.em
+      .fork()
+      .getConnection()
+      .execute(`select id from signing_keys where application_id = ? and status = 'active'`, [app.id]);
+    expect(active).toHaveLength(1);
+    const published = (await rawRequest(server.url, 'GET', `/v1/applications/${app.id}/jwks.json`)).body.keys.map(
+      (k: { kid: string }) => k.kid,
+    );
+    for (const kid of [...handedOut, decodeProtectedHeader(tokens.access_token).kid]) expect(published).toContain(kid);
+    const next = await endUser<Tokens>(app, 'POST', '/v1/auth/token/refresh', { refresh_token: tokens.refresh_token });
+    expect(next.status).toBe(200);
+    expect(decodeProtectedHeader(next.body.data.access_token).kid).toBe(active[0].id);
+    expect((await me(app, next.body.data.access_token)).status).toBe(200);
+    expect((await me(app, tokens.access_token)).status).toBe(200);
   });
 
   it('is tenant-scoped: another application’s id is 404 on rotate, an unknown application has no JWKS', async () => {

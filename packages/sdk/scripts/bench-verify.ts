@@ -35,18 +35,40 @@ const [header, payload, signature] = token.split('.') as [string, string, string
 const signingInput = Buffer.from(`${header}.${payload}`);
 const signatureBytes = Buffer.from(signature, 'base64url');
 
-/** Operations per second of `run`, after a warm-up, over about `ms` milliseconds. */
-async function measure(run: () => unknown, ms = 1_000): Promise<number> {
+/** Operations per second of `run` over about `ms` milliseconds; the best of three rounds, after a warm-up. */
+async function measure(run: () => unknown, ms = 700): Promise<number> {
   for (let i = 0; i < 1_000; i++) await run();
-  let count = 0;
-  const start = performance.now();
-  let elapsed = 0;
-  while (elapsed < ms) {
-    for (let i = 0; i < 1_000; i++) await run();
-    count += 1_000;
-    elapsed = performance.now() - start;
+  let best = 0;
+  for (let round = 0; round < 3; round++) {
+    let count = 0;
+    const start = performance.now();
+    let elapsed = 0;
+    while (elapsed < ms) {
+      for (let i = 0; i < 1_000; i++) await run();
+      count += 1_000;
+      elapsed = performance.now() - start;
+    }
+    best = Math.max(best, (count / elapsed) * 1000);
   }
-  return (count / elapsed) * 1000;
+  return best;
+}
+
+/** The same, synchronously: no promise per call, so the raw baseline is not slowed by the harness. */
+function measureSync(run: () => unknown, ms = 700): number {
+  for (let i = 0; i < 200; i++) run();
+  let best = 0;
+  for (let round = 0; round < 3; round++) {
+    let count = 0;
+    const start = performance.now();
+    let elapsed = 0;
+    while (elapsed < ms) {
+      for (let i = 0; i < 100; i++) run();
+      count += 100;
+      elapsed = performance.now() - start;
+    }
+    best = Math.max(best, (count / elapsed) * 1000);
+  }
+  return best;
 }
 
 const options = { baseUrl, applicationId };
@@ -54,16 +76,31 @@ const first = performance.now();
 await verifyToken(token, options);
 const firstMs = performance.now() - first;
 
-const raw = await measure(() => {
+const raw = measureSync(() => {
   if (!verify(null, signingInput, publicKey, signatureBytes)) throw new Error('raw verify failed');
 });
 const cached = await measure(() => verifyToken(token, options));
-const ratio = cached / raw;
+// A server reads the token out of each request's header: a new string every time, whose hash V8 has not cached.
+// Each copy is used once (a string caches its hash on first use), right after it was made, as a header just parsed
+// would be: batches of 1 000 new copies, only the verification timed; the best of three rounds of 100 batches.
+let fresh = 0;
+for (let round = 0; round < 3; round++) {
+  let elapsed = 0;
+  for (let batch = 0; batch < 100; batch++) {
+    const copies = Array.from({ length: 1_000 }, () => Buffer.from(token).toString('latin1'));
+    const start = performance.now();
+    for (const copy of copies) await verifyToken(copy, options);
+    elapsed += performance.now() - start;
+  }
+  fresh = Math.max(fresh, (100_000 / elapsed) * 1000);
+}
+const ratio = Math.min(cached, fresh) / raw;
 server.close();
 
 const format = (n: number) => Math.round(n).toLocaleString('en-US');
 console.log(`first verifyToken (fetches the JWKS): ${firstMs.toFixed(1)} ms`);
 console.log(`raw Ed25519 verify (node:crypto):     ${format(raw)} ops/s`);
-console.log(`verifyToken, token seen before:       ${format(cached)} ops/s`);
+console.log(`verifyToken, token seen before:       ${format(cached)} ops/s (same string)`);
+console.log(`                                      ${format(fresh)} ops/s (an equal string from a new request)`);
 console.log(`ratio: ${ratio.toFixed(0)}× (target ≥ ${TARGET}×)`);
 if (process.argv.includes('--check') && ratio < TARGET) process.exitCode = 1;

@@ -41,6 +41,10 @@ export type User = Outputs['users']['get'];
 export type Organization = Outputs['organizations']['get'];
 export type OrganizationMember = Outputs['organizations']['members']['add'];
 export type Event = Outputs['events']['list']['events'][number];
+export type TemplateCatalogEntry = Outputs['templates']['catalog'][number];
+export type Template = Outputs['templates']['get'];
+export type Message = Outputs['messages']['list']['messages'][number];
+export type RotatedSigningKeys = Outputs['signingKeys']['rotate'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

@@ -45,6 +45,8 @@ interface KeySet {
 class KeySetUnavailable extends Error {}
 
 const keySets = new Map<string, KeySet>();
+/** The key set by the options exactly as given, so a repeated call skips normalizing the URL. */
+const keySetsByOptions = new Map<string, { set: KeySet; issuer: string }>();
 
 function keySetFor(jwksUrl: string): KeySet {
   let set = keySets.get(jwksUrl);
@@ -72,6 +74,20 @@ function keySetFor(jwksUrl: string): KeySet {
   return set;
 }
 
+function resolve(options: VerifyTokenOptions): { set: KeySet; issuer: string } {
+  const key = `${options.baseUrl}\n${options.applicationId}\n${options.issuer ?? ''}`;
+  let found = keySetsByOptions.get(key);
+  if (!found) {
+    const baseUrl = options.baseUrl.replace(/\/+$/, '');
+    const set = keySetFor(`${baseUrl}/v1/applications/${encodeURIComponent(options.applicationId)}/jwks.json`);
+    found = { set, issuer: options.issuer ?? baseUrl };
+    // Bounded: a verifier uses a handful of option sets, but nothing stops a caller from passing new ones forever.
+    if (keySetsByOptions.size >= 1_000) keySetsByOptions.clear();
+    keySetsByOptions.set(key, found);
+  }
+  return found;
+}
+
 const invalidToken = (cause?: unknown) => {
   const error = new GatehouseError('invalid_token', 401, 'The access token is invalid or expired');
   if (cause !== undefined) error.cause = cause;
@@ -91,21 +107,21 @@ const nullableString = (value: unknown): string | null => (typeof value === 'str
  * Such a token stays valid here until it expires (10 minutes by default, `settings.session.access_token_ttl_s`);
  * where revocation must take effect at once, ask the service (e.g. `GET /v1/auth/me` with the token).
  *
- * The claims answered are frozen (the same object is answered for the same token). Throws `GatehouseError` `invalid_token` (401) for a token that is malformed, wrongly signed, expired, of another
- * application or issuer, or not an access token; `jwks_unavailable` (503) when the key set cannot be fetched, so the
- * token could not be judged (answer 503, not 401: the person should not be signed out over an outage).
+ * The claims answered are frozen (a token seen before gets the same object). Throws `GatehouseError`:
+ * `invalid_token` (401) for a token that is malformed, wrongly signed, expired, of another application or issuer, or
+ * not an access token; `jwks_unavailable` (503) when the key set cannot be fetched, so the token could not be judged
+ * (answer 503, not 401: the person should not be signed out over an outage).
  */
 export async function verifyToken(token: string, options: VerifyTokenOptions): Promise<Readonly<AccessTokenClaims>> {
   if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw invalidToken();
-  const baseUrl = options.baseUrl.replace(/\/+$/, '');
-  const issuer = options.issuer ?? baseUrl;
-  const set = keySetFor(`${baseUrl}/v1/applications/${encodeURIComponent(options.applicationId)}/jwks.json`);
+  const { set, issuer } = resolve(options);
 
   const seen = set.verified.get(token);
   if (seen) {
     // The signature, typ and aud were checked when it was stored (the map is per application); time and issuer vary.
-    if (seen.exp > Math.floor(Date.now() / 1000) && seen.iss === issuer) return seen;
-    if (seen.exp <= Math.floor(Date.now() / 1000)) set.verified.delete(token);
+    const expired = seen.exp <= Math.floor(Date.now() / 1000);
+    if (!expired && seen.iss === issuer) return seen;
+    if (expired) set.verified.delete(token);
     throw invalidToken();
   }
 

@@ -10,6 +10,8 @@ export const ApplicationEntity = defineEntity({
     environment: p.string().length(16),
     allowedOrigins: p.json<string[]>(),
     settings: p.json<ApplicationSettings>(),
+    /** When the first user or session was created: `has_traffic` never goes back (users can be deleted). */
+    firstTrafficAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     /** Set by the service that changes the row, so the answer and the event carry the stored value. */
     updatedAt: p.datetime().onCreate(() => new Date()),

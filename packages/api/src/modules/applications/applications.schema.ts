@@ -48,7 +48,10 @@ const settingsShape = {
         .max(365 * DAY)
         .default(90 * DAY),
     })
-    .default({ access_token_ttl_s: 600, idle_timeout_s: 30 * DAY, absolute_timeout_s: 90 * DAY }),
+    .default({ access_token_ttl_s: 600, idle_timeout_s: 30 * DAY, absolute_timeout_s: 90 * DAY })
+    .refine((s) => s.idle_timeout_s >= s.access_token_ttl_s && s.absolute_timeout_s >= s.idle_timeout_s, {
+      message: 'access_token_ttl_s ≤ idle_timeout_s ≤ absolute_timeout_s',
+    }),
   magic_link: z
     .strictObject({
       ttl_s: z.number().int().min(60).max(600).default(600),

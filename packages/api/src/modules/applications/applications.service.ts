@@ -1,4 +1,5 @@
 import type { Context } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
@@ -33,6 +34,15 @@ function checkRedirects(settings: ApplicationSettings, allowedOrigins: string[])
   }
 }
 
+/**
+ * Marks that the application has had traffic (a user or a session was created), in the caller's transaction. The
+ * loaded application tells whether it is already marked, so this writes once per application, not per request.
+ */
+export async function markTraffic(em: EntityManager, application: Application): Promise<void> {
+  if (application.firstTrafficAt) return;
+  await em.nativeUpdate(ApplicationEntity, { id: application.id, firstTrafficAt: null }, { firstTrafficAt: new Date() });
+}
+
 /** An application's settings, completed with the defaults of keys added after it was created. */
 export const settingsOf = (app: Application): ApplicationSettings => ApplicationSettingsSchema.parse(app.settings);
 
@@ -53,6 +63,7 @@ export async function createApplication(
   return ctx.em.transactional(async (em) => {
     const app = em.create(ApplicationEntity, {
       id: newId(),
+      firstTrafficAt: null,
       name: input.name,
       environment: input.environment,
       allowedOrigins: input.allowed_origins,

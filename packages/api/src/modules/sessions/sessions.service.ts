@@ -107,14 +107,12 @@ export async function refreshSession(ctx: Context, application: Application, ref
       em.create(RefreshTokenEntity, { tokenHash: sha256(next), session: row.id });
       return row;
     }
+    // Reuse: a token this session issued but has since replaced. (A current token refused for idleness, expiry or
+    // a ban is not reuse, and revokes nothing.)
     const known = await em.findOne(RefreshTokenEntity, { tokenHash: presented });
-    if (known) {
-      const revoked = await em.nativeUpdate(
-        SessionEntity,
-        { id: known.session, application: application.id, revokedAt: null },
-        { revokedAt: new Date() },
-      );
-      if (revoked) recordEvent(em, application.id, 'session.revoked', { id: known.session, reason: 'refresh_token_reuse' });
+    const session = known ? await em.findOne(SessionEntity, { id: known.session, application: application.id }) : null;
+    if (session && !session.revokedAt && session.refreshTokenHash !== presented) {
+      await revokeWhere(em, application.id, { id: session.id }, 'refresh_token_reuse');
     }
     return null;
   });
@@ -128,14 +126,19 @@ export async function refreshSession(ctx: Context, application: Application, ref
   );
 }
 
-/** Revokes sessions matching `where`; answers how many were live. */
+/**
+ * Revokes the live sessions matching `where` and writes their `session.revoked` events in one transaction (joining
+ * the caller's, if any): a revocation is never half done. Answers how many were live.
+ */
 async function revokeWhere(em: EntityManager, applicationId: string, where: { id?: string; user?: string }, reason: string) {
-  const live = await em.find(SessionEntity, { ...where, application: applicationId, revokedAt: null });
-  if (!live.length) return 0;
-  await em.nativeUpdate(SessionEntity, { id: { $in: live.map((s) => s.id) }, revokedAt: null }, { revokedAt: new Date() });
-  for (const s of live) recordEvent(em, applicationId, 'session.revoked', { id: s.id, user_id: s.user, reason });
-  await em.flush();
-  return live.length;
+  return em.transactional(async (tx) => {
+    const live = await tx.find(SessionEntity, { ...where, application: applicationId, revokedAt: null });
+    if (!live.length) return 0;
+    await tx.nativeUpdate(SessionEntity, { id: { $in: live.map((s) => s.id) }, revokedAt: null }, { revokedAt: new Date() });
+    for (const s of live) recordEvent(tx, applicationId, 'session.revoked', { id: s.id, user_id: s.user, reason });
+    await tx.flush();
+    return live.length;
+  });
 }
 
 export const revokeUserSessions = (em: EntityManager, applicationId: string, userId: string, reason: string) =>
@@ -146,19 +149,20 @@ export async function signOut(ctx: Context) {
   return { id: ctx.session!.id, deleted: true as const };
 }
 
-const isLive = (s: Session, idleSeconds: number, now: number) =>
-  !s.revokedAt && s.expiresAt.getTime() > now && s.lastActiveAt.getTime() > now - idleSeconds * 1000;
-
+/**
+ * The user's sessions that can still be used: not revoked, not past their absolute lifetime, and still refreshable
+ * within the idle timeout — or the caller's own, which its access token proves alive.
+ */
 export async function listSessions(ctx: Context) {
   const { idle_timeout_s } = settingsOf(ctx.application!).session;
+  const idleSince = Date.now() - idle_timeout_s * 1000;
   const rows = await ctx.em.find(
     SessionEntity,
     { application: ctx.application!.id, user: ctx.session!.user, revokedAt: null, expiresAt: { $gt: new Date() } },
     { orderBy: { createdAt: 'desc', id: 'desc' } },
   );
-  const now = Date.now();
   return rows
-    .filter((s) => isLive(s, idle_timeout_s, now))
+    .filter((s) => s.id === ctx.session!.id || s.lastActiveAt.getTime() > idleSince)
     .map((s) => ({
       id: s.id,
       aal: s.aal,
@@ -217,11 +221,15 @@ export async function authenticateAccessToken(ctx: Context): Promise<Session> {
   if (!match) throw new AppError('invalid_token', 'The access token is invalid or expired');
   const application = ctx.application!;
   const claims = await verifyAccessToken(ctx, application.id, match[1]!);
-  const session = await ctx.em.findOne(SessionEntity, { id: claims.sid, application: application.id });
-  if (!session || session.user !== claims.sub || session.revokedAt || session.expiresAt.getTime() <= Date.now()) {
-    throw new AppError('invalid_token', 'The session has ended');
-  }
-  return session;
+  // One indexed read: the session is live (database clock) and its user still active (a ban ends access at once).
+  const rows = await ctx.em.execute(
+    `select s.* from sessions s join users u on u.id = s.user_id
+      where s.id = ? and s.application_id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()
+        and u.status = 'active'`,
+    [claims.sid, application.id, claims.sub],
+  );
+  if (!rows[0]) throw new AppError('invalid_token', 'The session has ended');
+  return ctx.em.map(SessionEntity, rows[0]);
 }
 
 /** Merge: the source's sessions are revoked (its identities now sign in the target). */

@@ -4,7 +4,7 @@ import { AppError } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { settingsOf } from '../applications/applications.service.ts';
+import { markTraffic, settingsOf } from '../applications/applications.service.ts';
 import { missingConsents } from '../consent/consent.service.ts';
 import { createSession, issueTokens, type NewSession } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
@@ -83,6 +83,7 @@ async function decide(ctx: Context, em: EntityManager, application: Application,
     const token = await pending(em, application, resolved, 'mfa');
     return { result: { status: 'mfa_required', pending_token: token, mfa: { methods, pending_token: token } } };
   }
+  await markTraffic(em, application);
   const session = createSession(em, application, user, {
     aal: subject.aal,
     ip: ctx.ip,

@@ -60,6 +60,8 @@ export const signingKeysRouter = router({
     .query(async ({ ctx }) => {
       const application = await resolveApplication(ctx);
       cacheable(ctx);
+      // One URL, one document per application: caches must key on the header.
+      ctx.response.headers.vary = 'x-application-id';
       return jwks(ctx.em, application.id) as Promise<z.infer<typeof JwksSchema>>;
     }),
   rotate: secretKeyProcedure('settings:write')

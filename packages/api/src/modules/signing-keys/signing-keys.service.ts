@@ -10,8 +10,9 @@ import { type SigningKey, SigningKeyEntity } from './signing-key.entity.ts';
 const PUBLISH_AFTER_RETIREMENT_MS = 3_660_000;
 /** How long a process signs with the key it cached; a rotation elsewhere is picked up within this time. */
 const ACTIVE_KEY_TTL_MS = 30_000;
-/** An unknown `kid` reloads an application's keys at most this often (random kids must not hammer the database). */
-const RELOAD_INTERVAL_MS = 1_000;
+/** How long a process trusts its cached public keys (a retirement elsewhere sets `publish_until`). */
+const VERIFY_KEYS_TTL_MS = 60_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 
 interface VerifyKey {
@@ -97,22 +98,26 @@ export async function signAccessToken(
     .sign(key);
 }
 
-async function loadVerifyKeys(em: EntityManager, applicationId: string): Promise<Map<string, VerifyKey>> {
-  const rows = await em.find(SigningKeyEntity, { application: applicationId }, { orderBy: { createdAt: 'desc' } });
-  return new Map(
-    rows.map((row) => [
-      row.id,
-      { key: createPublicKey({ key: row.publicJwk, format: 'jwk' }), publishUntil: row.publishUntil?.getTime() ?? null },
-    ]),
-  );
-}
+const toVerifyKey = (row: SigningKey): VerifyKey => ({
+  key: createPublicKey({ key: row.publicJwk, format: 'jwk' }),
+  publishUntil: row.publishUntil?.getTime() ?? null,
+});
 
+/**
+ * The public key of `kid`, cached per process. A kid not cached yet (a key rotated in by another process) is one
+ * primary-key read; retirement changes `publish_until`, so cached entries are re-read after a minute.
+ */
 async function verifyKey(em: EntityManager, services: Services, applicationId: string, kid: string | undefined) {
-  if (!kid) return undefined;
+  if (!kid || !UUID.test(kid)) return undefined;
   let entry = services.signingKeys.verify.get(applicationId);
-  if (!entry || (!entry.keys.has(kid) && Date.now() - entry.loadedAt > RELOAD_INTERVAL_MS)) {
-    entry = { keys: await loadVerifyKeys(em, applicationId), loadedAt: Date.now() };
+  if (!entry || Date.now() - entry.loadedAt > VERIFY_KEYS_TTL_MS) {
+    entry = { keys: new Map(), loadedAt: Date.now() };
     services.signingKeys.verify.set(applicationId, entry);
+  }
+  if (!entry.keys.has(kid)) {
+    const row = await em.findOne(SigningKeyEntity, { id: kid, application: applicationId });
+    if (!row) return undefined;
+    entry.keys.set(kid, toVerifyKey(row));
   }
   const found = entry.keys.get(kid);
   // A retired key verifies only until the last token it signed has expired.

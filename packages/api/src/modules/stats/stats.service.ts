@@ -12,8 +12,8 @@ export async function applicationStats(ctx: Context, id: string) {
        (select count(distinct user_id) from sessions where application_id = ?
            and (created_at > now() - interval '30 days' or last_active_at > now() - interval '30 days')) as active_users,
        (select count(*) from sessions where application_id = ? and created_at > now() - interval '24 hours') as sign_ins_24h,
-       (exists (select 1 from users where application_id = ?) or exists (select 1 from sessions where application_id = ?)) as has_traffic`,
-    [id, idle, id, id, id, id],
+       (select first_traffic_at is not null from applications where id = ?) as has_traffic`,
+    [id, idle, id, id, id],
   );
   return {
     active_sessions: Number(row!.active_sessions),

@@ -4,6 +4,7 @@ import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { iso } from '../../lib/time.ts';
+import { markTraffic } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { revokeUserSessions } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from './user.entity.ts';
@@ -49,7 +50,10 @@ export async function createUser(
   const record = toUserRecord(user);
   recordEvent(ctx.em, user.application, 'user.created', record);
   try {
-    await ctx.em.flush();
+    await ctx.em.transactional(async (em) => {
+      await markTraffic(em, ctx.application!);
+      await em.flush();
+    });
   } catch (error) {
     // The unique index decides races: of 20 concurrent creates of one email, exactly one wins.
     if (error instanceof UniqueConstraintViolationException)
@@ -81,19 +85,22 @@ export async function updateUser(
   ctx: Context,
   input: { id: string; profile?: Record<string, unknown>; status?: 'active' | 'banned'; email_verified?: boolean },
 ) {
-  const user = await findUser(ctx, input.id);
-  if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
-  if (input.profile !== undefined) user.profile = input.profile;
-  const banning = input.status === 'banned' && user.status !== 'banned';
-  if (input.status !== undefined) user.status = input.status;
-  if (input.email_verified !== undefined) user.emailVerified = input.email_verified;
-  user.updatedAt = new Date();
-  const record = toUserRecord(user);
-  recordEvent(ctx.em, user.application, 'user.updated', record);
-  await ctx.em.flush();
-  // A banned user is signed out everywhere at once.
-  if (banning) await revokeUserSessions(ctx.em, user.application, user.id, 'user_banned');
-  return record;
+  return ctx.em.transactional(async (em) => {
+    const user = await em.findOne(UserEntity, { id: input.id, application: ctx.application!.id });
+    if (!user) throw notFound('User');
+    if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
+    const banning = input.status === 'banned' && user.status !== 'banned';
+    if (input.profile !== undefined) user.profile = input.profile;
+    if (input.status !== undefined) user.status = input.status;
+    if (input.email_verified !== undefined) user.emailVerified = input.email_verified;
+    user.updatedAt = new Date();
+    const record = toUserRecord(user);
+    recordEvent(em, user.application, 'user.updated', record);
+    await em.flush();
+    // A ban signs the user out everywhere, in the same transaction: never banned-but-still-signed-in.
+    if (banning) await revokeUserSessions(em, user.application, user.id, 'user_banned');
+    return record;
+  });
 }
 
 export async function revokeSessionsOfUser(ctx: Context, id: string) {
