@@ -6,6 +6,14 @@ export function parseInteger(value: string): number {
   return Number(value);
 }
 
+/** `--delivered false`: exactly `true` or `false`. */
+export function parseBoolean(value: string): boolean {
+  const normalized = value.trim().toLowerCase();
+  if (normalized === 'true') return true;
+  if (normalized === 'false') return false;
+  throw new InvalidArgumentError('expected true or false.');
+}
+
 /** `--profile '{"name":"Ada"}'`: a JSON object. */
 export function parseJsonObject(value: string): Record<string, unknown> {
   let parsed: unknown;

@@ -81,6 +81,16 @@ export async function secretKeyClient(command: Command): Promise<GatehouseClient
 }
 
 /**
+ * The SDK and the application it acts on (the logged-in one), for the commands that address
+ * `/v1/applications/{id}/…` (signing keys, templates).
+ */
+export async function applicationClient(command: Command): Promise<{ gatehouse: GatehouseClient; applicationId: string }> {
+  const credentials = resolveCredentials(globalOptions(command), await readConfig());
+  const gatehouse = connect(credentials);
+  return { gatehouse, applicationId: credentials.applicationId! };
+}
+
+/**
  * The operator token: `GATEHOUSE_OPERATOR_TOKEN`, else the file the server generated in its data directory
  * (`GATEHOUSE_DATA_DIR`, default `./.gatehouse`), so an operator on the server's machine needs no copy of it.
  */

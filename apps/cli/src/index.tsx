@@ -2,9 +2,13 @@ import { Command, Option } from 'commander';
 import packageJson from '../package.json' with { type: 'json' };
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerApps } from './commands/apps.ts';
+import { registerKeys } from './commands/keys.ts';
 import { registerLogin } from './commands/login.ts';
+import { registerMessages } from './commands/messages.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerOrgs } from './commands/orgs.ts';
+import { registerSessions } from './commands/sessions.ts';
+import { registerTemplates } from './commands/templates.ts';
 import { registerUsers } from './commands/users.ts';
 import { reportError } from './errors.ts';
 
@@ -24,6 +28,10 @@ export function createProgram(): Command {
   registerApiKeys(program);
   registerUsers(program);
   registerOrgs(program);
+  registerSessions(program);
+  registerKeys(program);
+  registerTemplates(program);
+  registerMessages(program);
   registerMigrate(program);
   return program;
 }

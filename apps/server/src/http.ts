@@ -259,7 +259,9 @@ function registerRest(app: FastifyInstance, services: Services) {
 function registerCors(app: FastifyInstance, services: Services) {
   const endUserPath = (url: string) => url.startsWith('/v1/auth/') || url.startsWith('/trpc/auth.');
   const jwksPath = (url: string) => /^\/v1\/(\.well-known|applications\/[^/]+)\/jwks\.json(\?|$)/.test(url);
-  app.options('/*', async (request, reply) => {
+  // A hook, not a route: tRPC's adapter registers `all /trpc/:path`, which would otherwise take the OPTIONS.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method !== 'OPTIONS') return;
     const origin = request.headers.origin;
     // Public keys are for everyone, including browsers that send x-application-id.
     if (jwksPath(request.url)) {

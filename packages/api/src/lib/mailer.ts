@@ -8,13 +8,13 @@ export interface OutgoingMail {
 }
 
 export interface Mailer {
-  /** Resolves when the message is accepted by the SMTP server (or printed); rejects when delivery failed. */
-  send(mail: OutgoingMail, options: { showLinks: boolean }): Promise<void>;
+  /**
+   * Resolves when the message is accepted by the SMTP server (or printed); rejects when delivery failed.
+   * `consoleText` is what the console transport prints instead of the text (links hidden for production).
+   */
+  send(mail: OutgoingMail, options: { consoleText: string }): Promise<void>;
   close(): void;
 }
-
-const LINK = /https?:\/\/\S+/g;
-export const redactLinks = (text: string): string => text.replace(LINK, '[link hidden]');
 
 /** Real SMTP through nodemailer when `GATEHOUSE_SMTP_URL` is set; otherwise messages are printed to the console. */
 export function createMailer(smtpUrl: string | undefined, from: string): Mailer {
@@ -28,10 +28,9 @@ export function createMailer(smtpUrl: string | undefined, from: string): Mailer 
     };
   }
   return {
-    // Links carry one-time tokens: printed only for development applications (CONTRACT §5: message log).
-    send: async (mail, { showLinks }) => {
-      const text = showLinks ? mail.text : redactLinks(mail.text);
-      process.stdout.write(`\n--- mail to ${mail.to}: ${mail.subject}\n${text}\n---\n`);
+    // Links carry one-time tokens: the caller passes a copy without them for production applications.
+    send: async (mail, { consoleText }) => {
+      process.stdout.write(`\n--- mail to ${mail.to}: ${mail.subject}\n${consoleText}\n---\n`);
     },
     close: () => undefined,
   };

@@ -3,7 +3,6 @@ import type { Context, Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { redactLinks } from '../../lib/mailer.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
@@ -62,18 +61,32 @@ function checkSyntax(field: string, template: string | null | undefined) {
   }
 }
 
+const NAMED_ENTITIES: Record<string, string> = { lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', amp: '&' };
+
+/** Decodes the entities Mustache and templates produce (named and numeric); `&amp;` in the same pass, so never twice. */
+const decodeEntities = (text: string) =>
+  text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (entity, name: string) => {
+    if (name[0] === '#') {
+      const code = name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10);
+      return Number.isFinite(code) && code <= 0x10ffff ? String.fromCodePoint(code) : entity;
+    }
+    return NAMED_ENTITIES[name.toLowerCase()] ?? entity;
+  });
+
 const htmlToText = (html: string) =>
-  html
-    .replace(/<a [^>]*href="([^"]*)"[^>]*>(.*?)<\/a>/gi, '$2: $1')
-    .replace(/<\/(p|div|h\d|li)>|<br\s*\/?>/gi, '\n')
-    .replace(/<[^>]+>/g, '')
-    .replace(/&amp;/g, '&')
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
+  decodeEntities(
+    html
+      .replace(/<a [^>]*href="([^"]*)"[^>]*>(.*?)<\/a>/gi, '$2: $1')
+      .replace(/<\/(p|div|h\d|li)>|<br\s*\/?>/gi, '\n')
+      .replace(/<[^>]+>/g, ''),
+  )
     .replace(/\n{3,}/g, '\n\n')
     .trim();
+
+/** Variables whose values are links carry one-time tokens; copies kept or printed for production get this instead. */
+const HIDDEN_LINK = '[link hidden]';
+const hideLinks = (variables: Record<string, string>) =>
+  Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, /^https?:\/\//i.test(value) ? HIDDEN_LINK : value]));
 
 /** Renders with Mustache: `{{x}}` HTML-escaped in the body, subjects unescaped (they are not HTML). */
 export function render(subject: string | null, body: string, variables: Record<string, string>) {
@@ -170,14 +183,17 @@ export async function deliver(
 ) {
   const em = services.orm.em.fork() as EntityManager;
   const template = await effective(em, application.id, key);
-  const rendered = render(template.subject, template.body, { app_name: application.name, email: to, ...variables });
-  const development = application.environment === 'development';
+  const view = { app_name: application.name, email: to, ...variables };
+  const rendered = render(template.subject, template.body, view);
+  // What is kept (message log) or printed (console mail) for a production application is rendered without the
+  // links themselves — not scrubbed afterwards, which escaping can defeat.
+  const shown = application.environment === 'development' ? rendered : render(template.subject, template.body, hideLinks(view));
   let status = 'not_delivered';
   if (template.delivered) {
     try {
       await services.mailer.send(
         { to, subject: rendered.subject ?? '', html: rendered.html, text: rendered.text },
-        { showLinks: development },
+        { consoleText: shown.text },
       );
       status = 'sent';
     } catch (error) {
@@ -195,7 +211,7 @@ export async function deliver(
     channel: template.entry.channel,
     to,
     subject: rendered.subject,
-    body: development ? rendered.text : redactLinks(rendered.text),
+    body: shown.text,
     status,
   });
   if (!template.delivered) {
