@@ -6,6 +6,7 @@ import type { ApiKey } from './modules/api-keys/api-key.entity.ts';
 import type { Application } from './modules/applications/application.entity.ts';
 import type { Session } from './modules/sessions/session.entity.ts';
 import { SigningKeyCache } from './modules/signing-keys/signing-keys.service.ts';
+import type { User } from './modules/users/user.entity.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
 export interface Logger {
@@ -69,8 +70,9 @@ export interface Context extends RequestInfo {
   response: { status?: number; headers: Record<string, string>; raw?: boolean };
   application?: Application;
   apiKey?: ApiKey;
-  /** End-user routes with an access token: the verified session. */
+  /** End-user routes with an access token: the verified session and its user. */
   session?: Session;
+  user?: User;
 }
 
 export function createContext(services: Services, info: RequestInfo): Context {

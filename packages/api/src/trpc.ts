@@ -11,7 +11,7 @@ import {
   type Scope,
 } from './modules/api-keys/api-keys.service.ts';
 import { allowOrigin } from './modules/applications/cors.ts';
-import { authenticateAccessToken } from './modules/sessions/sessions.service.ts';
+import { authenticateSignedIn } from './modules/sessions/sessions.service.ts';
 
 /** Who may call: the operator, a secret key, a browser (publishable id), a signed-in browser (★), anyone. */
 export type CallerKind = 'operator' | 'secret_key' | 'end_user' | 'signed_in' | 'public';
@@ -124,8 +124,8 @@ export const endUserProcedure = base.meta({ caller: 'end_user' }).use(async ({ c
   return next({ ctx: { ...ctx, application } });
 });
 
-/** Signed-in end-user routes (ES★): additionally a valid access token of a session that is still live. */
-export const signedInProcedure = endUserProcedure.meta({ caller: 'signed_in' }).use(async ({ ctx, next }) => {
-  const session = await authenticateAccessToken(ctx);
-  return next({ ctx: { ...ctx, session } });
+/** Signed-in end-user routes (ES★): a valid access token of a session that is still live, of an active user. */
+export const signedInProcedure = base.meta({ caller: 'signed_in' }).use(async ({ ctx, next }) => {
+  const { application, session, user } = await authenticateSignedIn(ctx);
+  return next({ ctx: { ...ctx, application, session, user } });
 });

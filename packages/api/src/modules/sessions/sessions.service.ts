@@ -3,12 +3,15 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
+import { ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import { allowOrigin } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
-import { signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
-import type { User } from '../users/user.entity.ts';
+import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
+import { type User, UserEntity } from '../users/user.entity.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
 import type { Tokens } from './sessions.schema.ts';
@@ -210,26 +213,42 @@ export async function switchOrganization(ctx: Context, organizationId: string | 
   return issueTokens(ctx.em, ctx.services, ctx.application!, { ...session, organization: organizationId }, next);
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
- * Verifies the bearer access token and that its session is still live — one primary-key read, so sign-out and
- * revocation take effect at once on every process.
+ * Authenticates a signed-in (ES★) request. The hot path is one signature check against a cached key and one
+ * indexed read that returns the session (live by the database clock), its user (still active: a ban ends access at
+ * once) and the application together — so sign-out and revocation take effect at once on every process. On any
+ * failure the slow path answers in the contract's order: the application first, then its origin, then the token.
  */
-export async function authenticateAccessToken(ctx: Context): Promise<Session> {
+export async function authenticateSignedIn(ctx: Context): Promise<{ application: Application; session: Session; user: User }> {
+  const applicationId = header(ctx, 'x-application-id') ?? '';
   const authorization = header(ctx, 'authorization');
-  if (!authorization) throw new AppError('missing_credentials', 'An access token is required');
+  const refuse = async (error: AppError): Promise<never> => {
+    allowOrigin(ctx, await resolveApplication(ctx));
+    throw error;
+  };
+  if (!UUID.test(applicationId)) return refuse(new AppError('application_not_resolved', 'Unknown or missing x-application-id'));
+  if (!authorization) return refuse(new AppError('missing_credentials', 'An access token is required'));
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!match) throw new AppError('invalid_token', 'The access token is invalid or expired');
-  const application = ctx.application!;
-  const claims = await verifyAccessToken(ctx, application.id, match[1]!);
-  // One indexed read: the session is live (database clock) and its user still active (a ban ends access at once).
-  const rows = await ctx.em.execute(
-    `select s.* from sessions s join users u on u.id = s.user_id
+  if (!match) return refuse(new AppError('invalid_token', 'The access token is invalid or expired'));
+  let claims: AccessTokenClaims;
+  try {
+    claims = await verifyAccessToken(ctx, applicationId, match[1]!);
+  } catch (error) {
+    return refuse(error instanceof AppError ? error : new AppError('invalid_token', 'The access token is invalid or expired'));
+  }
+  const [row] = await ctx.em.execute<Array<{ s: object; u: object; a: object }>>(
+    `select row_to_json(s) as s, row_to_json(u) as u, row_to_json(a) as a
+       from sessions s join users u on u.id = s.user_id join applications a on a.id = s.application_id
       where s.id = ? and s.application_id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()
         and u.status = 'active'`,
-    [claims.sid, application.id, claims.sub],
+    [claims.sid, applicationId, claims.sub],
   );
-  if (!rows[0]) throw new AppError('invalid_token', 'The session has ended');
-  return ctx.em.map(SessionEntity, rows[0]);
+  if (!row) return refuse(new AppError('invalid_token', 'The session has ended'));
+  const application = ctx.em.map(ApplicationEntity, row.a);
+  allowOrigin(ctx, application);
+  return { application, session: ctx.em.map(SessionEntity, row.s), user: ctx.em.map(UserEntity, row.u) };
 }
 
 /** Merge: the source's sessions are revoked (its identities now sign in the target). */

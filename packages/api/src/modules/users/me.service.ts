@@ -1,15 +1,14 @@
 import type { Context } from '../../context.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { UserEntity } from './user.entity.ts';
 import { toUserRecord } from './users.service.ts';
 
-/** S21: the user of the verified session. */
+/** S21: the user of the verified session (read together with it: no further query). */
 export async function getMe(ctx: Context) {
-  return toUserRecord(await ctx.em.findOneOrFail(UserEntity, { id: ctx.session!.user }));
+  return toUserRecord(ctx.user!);
 }
 
 export async function updateMe(ctx: Context, input: { profile: Record<string, unknown> }) {
-  const user = await ctx.em.findOneOrFail(UserEntity, { id: ctx.session!.user });
+  const user = ctx.user!;
   user.profile = input.profile;
   user.updatedAt = new Date();
   const record = toUserRecord(user);
