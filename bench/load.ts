@@ -1,4 +1,12 @@
-/** One measured scenario: autocannon against the running server, a warm-up, then the run that counts. */
+/**
+ * One measured scenario: a single continuous autocannon run whose first part is a warm-up, then a measured window.
+ *
+ * The load is closed-loop (each connection sends its next request when the previous one is answered), so when the
+ * server is slow the first requests queue behind one another. Measuring from a cold start, or right after a separate
+ * warm-up run whose abandoned requests are still being served, would report that transient, not the steady state.
+ * So the warm-up lasts at least `warmupSeconds` AND until as many responses as there are connections have come back
+ * (every connection has, on average, gone round once); the window then counts only responses that arrive inside it.
+ */
 import autocannon from 'autocannon';
 
 export interface Scenario {
@@ -16,83 +24,197 @@ export interface LoadOptions {
   url: string;
   connections: number;
   warmupSeconds: number;
+  /** The warm-up ends here even if the steady state was not reached (a server that never answers, say). */
+  maxWarmupSeconds: number;
   durationSeconds: number;
   /** Seconds autocannon waits for one response before it counts a timeout (an error). */
   timeoutSeconds: number;
+  /** CPU seconds the server process has used so far (read when the window opens and closes). */
+  serverCpuSeconds: () => number;
+  /** Busy CPU seconds of the whole machine so far. */
+  machineCpuSeconds: () => number;
 }
 
 export interface Measurement {
   name: string;
+  /** Median latency of requests sent one at a time after the load (warm server, no queue); see `unloaded`. */
+  unloadedMs: number;
+  warmupSeconds: number;
+  windowSeconds: number;
+  /** Responses that arrived within the window. */
   requests: number;
-  durationSeconds: number;
-  /** Mean of autocannon's one-second samples. */
   requestsPerSecond: number;
   p50Ms: number;
-  p97_5Ms: number;
   p99Ms: number;
   maxMs: number;
-  /** Connection errors, timeouts included. */
+  /** The server process's CPU use during the window: 1 = one core busy all the time. */
+  serverCores: number;
+  /** The whole machine's CPU use during the window, in cores (at most `nproc`). */
+  machineCores: number;
+  /** The benchmark process's own CPU use (autocannon) during the window, in cores. */
+  loadGeneratorCores: number;
+  /** Within the window: connection errors, timeouts included. */
   errors: number;
   timeouts: number;
   non2xx: number;
-  /** Responses with the expected status. */
+  /** Within the window: responses with the expected status. */
   expected: number;
   statusCodes: Record<string, number>;
+  /** Over the whole run, warm-up included: responses, those without the expected status, and connection errors. */
+  answeredInRun: number;
+  unexpectedInRun: number;
+  errorsInRun: number;
 }
 
 /** Above this share of unexpected answers or errors, the run measured failures, not work: it fails. */
 export const MAX_BAD_SHARE = 0.001;
 
-async function fire(scenario: Scenario, options: LoadOptions, seconds: number) {
-  const { body } = scenario;
-  return autocannon({
-    url: options.url,
-    connections: options.connections,
-    duration: seconds,
-    timeout: options.timeoutSeconds,
-    requests: [
-      {
-        method: scenario.method,
-        path: scenario.path,
-        headers: { ...scenario.headers, ...(body ? { 'content-type': 'application/json' } : {}) },
-        ...(body ? { setupRequest: (request) => ({ ...request, body: body() }) } : {}),
-      },
-    ],
-  });
+/** Nearest-rank percentile of sorted values. */
+const percentile = (sorted: number[], p: number): number =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]! : 0;
+
+/** Median latency of `samples` requests sent one at a time (after one uncounted request, which may wait behind others). */
+export async function unloaded(scenario: Scenario, url: string, samples = 10): Promise<number> {
+  const times: number[] = [];
+  // The first request waits behind whatever the previous scenario left in flight; it is not counted.
+  for (let i = -1; i < samples; i++) {
+    const started = performance.now();
+    const response = await fetch(`${url}${scenario.path}`, {
+      method: scenario.method,
+      headers: { ...scenario.headers, ...(scenario.body ? { 'content-type': 'application/json' } : {}) },
+      body: scenario.body?.(),
+      signal: AbortSignal.timeout(60_000),
+    });
+    await response.arrayBuffer();
+    if (response.status !== scenario.expect) throw new Error(`${scenario.name} answered ${response.status} (one client)`);
+    if (i >= 0) times.push(performance.now() - started);
+  }
+  return percentile(
+    times.sort((a, b) => a - b),
+    50,
+  );
 }
 
 export async function measure(scenario: Scenario, options: LoadOptions): Promise<Measurement> {
-  if (options.warmupSeconds > 0) await fire(scenario, options, options.warmupSeconds);
-  const result = await fire(scenario, options, options.durationSeconds);
-  const statusCodes = Object.fromEntries(
-    Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, (stats as { count?: number }).count ?? 0]),
+  const { body } = scenario;
+  let finished!: (error: unknown) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    finished = (error) => (error ? reject(error) : resolve());
+  });
+  const instance = autocannon(
+    {
+      url: options.url,
+      connections: options.connections,
+      // An upper bound only: the run is stopped when the window closes.
+      duration: options.maxWarmupSeconds + options.durationSeconds + 5,
+      timeout: options.timeoutSeconds,
+      requests: [
+        {
+          method: scenario.method,
+          path: scenario.path,
+          headers: { ...scenario.headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+          ...(body ? { setupRequest: (request) => ({ ...request, body: body() }) } : {}),
+        },
+      ],
+    },
+    (error) => finished(error),
   );
+
+  const started = performance.now();
+  let windowStart = 0;
+  let windowEnd = 0;
+  let answered = 0;
+  let unexpectedInRun = 0;
+  let errorsInRun = 0;
+  const latencies: number[] = [];
+  const statusCodes: Record<string, number> = {};
+  let errors = 0;
+  let timeouts = 0;
+
+  let cpuAtStart = 0;
+  let cpuAtEnd = 0;
+  let machineAtStart = 0;
+  let machineAtEnd = 0;
+  let selfAtStart = 0;
+  let selfAtEnd = 0;
+  const selfCpuSeconds = () => {
+    const usage = process.cpuUsage();
+    return (usage.user + usage.system) / 1e6;
+  };
+  const openWindow = () => {
+    if (windowStart) return;
+    windowStart = performance.now();
+    cpuAtStart = options.serverCpuSeconds();
+    machineAtStart = options.machineCpuSeconds();
+    selfAtStart = selfCpuSeconds();
+    setTimeout(() => {
+      windowEnd = performance.now();
+      cpuAtEnd = options.serverCpuSeconds();
+      machineAtEnd = options.machineCpuSeconds();
+      selfAtEnd = selfCpuSeconds();
+      instance.stop();
+    }, options.durationSeconds * 1000);
+  };
+  const warmupCap = setTimeout(openWindow, options.maxWarmupSeconds * 1000);
+  const inWindow = () => windowStart > 0 && windowEnd === 0;
+
+  instance.on('response', (_client, statusCode: number, _bytes: number, responseTime: number) => {
+    answered++;
+    if (statusCode !== scenario.expect) unexpectedInRun++;
+    if (inWindow()) {
+      latencies.push(responseTime);
+      statusCodes[statusCode] = (statusCodes[statusCode] ?? 0) + 1;
+    } else if (!windowStart && performance.now() - started >= options.warmupSeconds * 1000 && answered >= options.connections) {
+      openWindow();
+    }
+  });
+  instance.on('reqError', (error: Error) => {
+    errorsInRun++;
+    if (!inWindow()) return;
+    errors++;
+    if (/timed out/.test(error.message)) timeouts++;
+  });
+
+  await done;
+  clearTimeout(warmupCap);
+  const windowSeconds = ((windowEnd || performance.now()) - windowStart) / 1000;
+  latencies.sort((a, b) => a - b);
+  const non2xx = Object.entries(statusCodes)
+    .filter(([code]) => !code.startsWith('2'))
+    .reduce((sum, [, count]) => sum + count, 0);
   return {
     name: scenario.name,
-    requests: result.requests.total,
-    durationSeconds: result.duration,
-    requestsPerSecond: result.requests.average,
-    p50Ms: result.latency.p50,
-    p97_5Ms: result.latency.p97_5,
-    p99Ms: result.latency.p99,
-    maxMs: result.latency.max,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    non2xx: result.non2xx,
-    expected: statusCodes[String(scenario.expect)] ?? 0,
+    unloadedMs: Number.NaN, // measured after the load, once the server has drained
+    warmupSeconds: (windowStart - started) / 1000,
+    windowSeconds,
+    requests: latencies.length,
+    requestsPerSecond: latencies.length / windowSeconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies.at(-1) ?? 0,
+    serverCores: (cpuAtEnd - cpuAtStart) / windowSeconds,
+    machineCores: (machineAtEnd - machineAtStart) / windowSeconds,
+    loadGeneratorCores: (selfAtEnd - selfAtStart) / windowSeconds,
+    errors,
+    timeouts,
+    non2xx,
+    expected: statusCodes[scenario.expect] ?? 0,
     statusCodes,
+    answeredInRun: answered,
+    unexpectedInRun,
+    errorsInRun,
   };
 }
 
-/** Throws when the run was mostly failures, so that no figure of failed requests is ever reported as throughput. */
+/** Throws when the run was not almost all successes, so that no figure of failed requests passes for throughput. */
 export function assertSuccessful(label: string, scenario: Scenario, m: Measurement): void {
-  const answered = Object.values(m.statusCodes).reduce((a, b) => a + b, 0);
-  const bad = answered - m.expected + m.errors;
-  if (m.expected === 0 || bad > MAX_BAD_SHARE * (answered + m.errors)) {
+  const bad = m.unexpectedInRun + m.errorsInRun;
+  if (m.expected === 0 || bad > MAX_BAD_SHARE * (m.answeredInRun + m.errorsInRun)) {
     throw new Error(
-      `${label} / ${scenario.name}: ${bad} of ${answered + m.errors} requests failed ` +
-        `(expected ${scenario.expect}; status codes ${JSON.stringify(m.statusCodes)}, ` +
-        `${m.errors} connection errors of which ${m.timeouts} timeouts)`,
+      `${label} / ${scenario.name}: ${bad} of ${m.answeredInRun + m.errorsInRun} requests (warm-up included) failed: ` +
+        `${m.unexpectedInRun} answered other than ${scenario.expect}, ${m.errorsInRun} connection errors or timeouts; ` +
+        `in the window: status codes ${JSON.stringify(m.statusCodes)}, ` +
+        `${m.errors} connection errors of which ${m.timeouts} timeouts`,
     );
   }
 }

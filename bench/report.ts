@@ -5,7 +5,11 @@ import { totalmem } from 'node:os';
 import type { Measurement } from './load.ts';
 
 export interface Machine {
+  /** The commit measured, and whether the work tree (outside bench/) differed from it. */
+  revision: string;
   nproc: string;
+  /** Cores busy during the 3 s before the run (other work on the machine skews every figure). */
+  busyBefore: number;
   memory: string;
   cpu: string;
   node: string;
@@ -13,7 +17,9 @@ export interface Machine {
 
 export interface DatabaseRun {
   label: string;
-  /** e.g. `PostgreSQL 15.20 (scratch database, server pool of 20 connections)`. */
+  /** e.g. `PostgreSQL 15.20 (Debian 15.20-0+deb12u1)`. */
+  version: string;
+  /** How the server used it, e.g. `scratch database on 127.0.0.1:5432, the server's default pool of 20 connections`. */
   description: string;
   seedSeconds: number;
   /** What `GET /v1/organizations?search=…` reports as `total`. */
@@ -29,6 +35,7 @@ export interface Settings {
   command: string;
   connections: number;
   warmupSeconds: number;
+  maxWarmupSeconds: number;
   durationSeconds: number;
   timeoutSeconds: number;
   organizations: number;
@@ -37,7 +44,19 @@ export interface Settings {
   totalSeconds: number;
 }
 
-export function describeMachine(): Machine {
+/** Read-only git queries (`--no-optional-locks`: not even the index's stat cache is written). */
+function revision(cwd: string): string {
+  try {
+    const git = (...args: string[]) => execFileSync('git', ['--no-optional-locks', ...args], { cwd, encoding: 'utf8' }).trim();
+    const head = git('rev-parse', '--short', 'HEAD');
+    const dirty = git('status', '--porcelain', '--', '.', ':(exclude)bench');
+    return dirty ? `${head} plus uncommitted changes (${dirty.split('\n').length} files outside bench/)` : head;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
+
+export function describeMachine(root: string, busyBefore: number): Machine {
   let nproc = 'unknown';
   try {
     nproc = execFileSync('nproc', { encoding: 'utf8' }).trim();
@@ -50,11 +69,20 @@ export function describeMachine(): Machine {
   } catch {
     // not Linux
   }
-  return { nproc, memory: `${(totalmem() / 1024 ** 3).toFixed(1)} GiB`, cpu, node: process.version };
+  return {
+    revision: revision(root),
+    nproc,
+    busyBefore,
+    memory: `${(totalmem() / 1024 ** 3).toFixed(1)} GiB`,
+    cpu,
+    node: process.version,
+  };
 }
 
-const num = (n: number, digits = 0) =>
+export const num = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }).replace(/,/g, ' ');
+
+const percent = (cores: number) => (Number.isNaN(cores) ? 'n/a' : `${num(cores * 100)} %`);
 
 const statusText = (m: Measurement) =>
   Object.entries(m.statusCodes)
@@ -64,12 +92,13 @@ const statusText = (m: Measurement) =>
 function table(run: DatabaseRun): string {
   const rows = run.measurements.map(
     (m) =>
-      `| ${m.name} | ${num(m.requestsPerSecond, 1)} | ${num(m.p50Ms)} | ${num(m.p97_5Ms)} | ${num(m.p99Ms)} | ${num(m.maxMs)} | ` +
-      `${num(m.requests)} | ${statusText(m)} | ${num(m.non2xx)} | ${num(m.errors)} (${num(m.timeouts)}) |`,
+      `| ${m.name} | ${num(m.unloadedMs, 1)} | ${num(m.requestsPerSecond, 1)} | ${num(m.p50Ms)} | ${num(m.p99Ms)} | ${num(m.maxMs)} | ` +
+      `${num(m.requests)} in ${num(m.windowSeconds, 1)} s | ${statusText(m)} | ${num(m.non2xx)} | ${num(m.errors)} (${num(m.timeouts)}) | ` +
+      `${num(m.warmupSeconds, 1)} | ${percent(m.serverCores)} | ${percent(m.loadGeneratorCores)} | ${percent(m.machineCores)} |`,
   );
   return [
-    '| scenario | req/s | p50 ms | p97.5 ms | p99 ms | max ms | requests | status codes | non-2xx | errors (timeouts) |',
-    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|',
+    '| scenario | 1 client ms | req/s | p50 ms | p99 ms | max ms | responses | status codes | non-2xx | errors (timeouts) | warm-up s | server CPU | autocannon CPU | machine CPU |',
+    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
   ].join('\n');
 }
@@ -79,10 +108,10 @@ export function renderResults(machine: Machine, settings: Settings, runs: Databa
     [
       `### ${run.label}`,
       '',
-      run.description,
-      `Seeding ${num(settings.organizations)} organizations took ${run.seedSeconds.toFixed(1)} s; ` +
-        `\`search=${settings.searchTerm}\` matches ${num(run.searchTotal)} of them. ` +
-        `Server log lines at warn or above during the run: ${run.serverWarnings}.`,
+      `- ${run.version}: ${run.description}.`,
+      `- Seeding ${num(settings.organizations)} organizations took ${run.seedSeconds.toFixed(1)} s; ` +
+        `\`search=${settings.searchTerm}\` matches ${num(run.searchTotal)} of them.`,
+      `- Server log lines at warn or above during the run: ${run.serverWarnings}.`,
       '',
       table(run),
       ...run.notes.flatMap((note) => ['', note]),
@@ -92,28 +121,41 @@ export function renderResults(machine: Machine, settings: Settings, runs: Databa
     '# Load benchmark results',
     '',
     `Generated by \`${settings.command}\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ` +
-      `the whole run took ${Math.round(settings.totalSeconds)} s. This file is overwritten by every complete run.`,
+      `the whole run took ${Math.round(settings.totalSeconds)} s. This file is overwritten by every complete run; ` +
+      'see README.md for what is measured and how.',
     '',
     '## Machine',
     '',
     '| | |',
     '|---|---|',
+    `| code measured | ${machine.revision} |`,
     `| CPUs (\`nproc\`) | ${machine.nproc} |`,
+    `| CPU busy in the 3 s before the run | ${num(machine.busyBefore * 100)} % |`,
     `| memory | ${machine.memory} |`,
     `| CPU model | ${machine.cpu} |`,
     `| Node | ${machine.node} |`,
-    ...runs.map((run) => `| ${run.label} | ${run.description.split(' (')[0]} |`),
+    ...runs.map((run) => `| ${run.label} | ${run.version} |`),
     '',
     '## Method',
     '',
     `- The real server (\`node apps/server/src/main.ts\`, \`GATEHOUSE_LOG_LEVEL=warn\`) runs as a child process on 127.0.0.1; ` +
       `one application is created through \`POST /v1/applications\` with the operator token, and every request uses its secret key.`,
     `- ${num(settings.organizations)} organizations are bulk-inserted into the database (INSERT … SELECT generate_series, then ANALYZE).`,
-    `- Load: autocannon ${settings.autocannon}, ${settings.connections} connections, ${settings.warmupSeconds} s warm-up (not counted), ` +
-      `then ${settings.durationSeconds} s measured per scenario; a response slower than ${settings.timeoutSeconds} s counts as a timeout. ` +
-      'autocannon runs in the benchmark process on the same machine, so it shares the CPUs with the server and the database.',
-    '- `POST /v1/users`: a new email on every request, expecting 201. `GET /v1/organizations?search=…`: default page (25), expecting 200.',
-    '- req/s is the mean of one-second samples; latencies are per request, in milliseconds.',
+    `- Load: autocannon ${settings.autocannon}, ${settings.connections} connections (closed loop: each sends its next request ` +
+      'when the previous one is answered), one continuous run per scenario. The warm-up is not counted; it lasts at least ' +
+      `${settings.warmupSeconds} s and until ${settings.connections} responses have come back (every connection has gone round ` +
+      `once, so the server's queue is in its steady state), at most ${settings.maxWarmupSeconds} s. Then a ` +
+      `${settings.durationSeconds} s window counts the responses that arrive in it. A response slower than ` +
+      `${settings.timeoutSeconds} s counts as a timeout (an error).`,
+    '- autocannon runs in the benchmark process on the same machine, so it shares the CPUs with the server and the database.',
+    '- `POST /v1/users`: a new email on every request, expecting 201 (and afterwards the users are counted through the API). ' +
+      '`GET /v1/organizations?search=…`: the default page of 25 and its `total`, expecting 200.',
+    '- req/s: responses in the window ÷ its length. p50/p99/max: latency of those responses. "1 client ms": median of 10 ' +
+      'requests sent one at a time after the load, once the server has drained (warm, no queue). "server CPU": CPU time ' +
+      'of the server process during the window ÷ its length (100 % = one core; with PGlite it includes the database, which ' +
+      'runs inside that process); "autocannon CPU": the same for the benchmark process (the load generator); "machine CPU": ' +
+      'for all processes (at most nproc × 100 %). A run fails (and writes nothing) when more than 0.1 % of ' +
+      'its requests, warm-up included, fail or answer another status.',
     '',
     '## Results',
     '',

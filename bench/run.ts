@@ -3,8 +3,8 @@
  * on embedded PGlite (a temporary data directory, deleted after). Writes bench/RESULTS.md. Never part of `npm test`.
  *
  * Knobs (environment): BENCH_DATABASE_URL (an existing database on the PostgreSQL server to administer from;
- * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_DURATION (s, 10), BENCH_WARMUP (s, 3),
- * BENCH_CONNECTIONS (64), BENCH_ORGANIZATIONS (100000), BENCH_TIMEOUT (s per response, 30),
+ * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_DURATION (s, 20), BENCH_WARMUP (s, 3),
+ * BENCH_MAX_WARMUP (s, 60), BENCH_CONNECTIONS (64), BENCH_ORGANIZATIONS (100000), BENCH_TIMEOUT (s per response, 120),
  * BENCH_ONLY (postgres | pglite).
  */
 import { spawn } from 'node:child_process';
@@ -14,10 +14,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { assertSuccessful, type LoadOptions, type Measurement, measure, type Scenario } from './load.ts';
-import { type DatabaseRun, describeMachine, renderResults, type Settings } from './report.ts';
+import { assertSuccessful, type LoadOptions, type Measurement, measure, type Scenario, unloaded } from './load.ts';
+import { type DatabaseRun, describeMachine, num, renderResults, type Settings } from './report.ts';
 import { ANALYZE_SQL, expectedMatches, SEARCH_TERM, seedOrganizationsSql } from './seed.ts';
-import { type BenchApplication, createApplication, ROOT, type ServerProcess, startServer } from './server.ts';
+import { type BenchApplication, createApplication, machineCpuSeconds, ROOT, type ServerProcess, startServer } from './server.ts';
 
 /** Read through a name, not `process.env.X`: these knobs belong to this script, not to any turbo task. */
 const textEnv = (name: string): string | undefined => process.env[name] || undefined;
@@ -33,9 +33,10 @@ function intEnv(name: string, fallback: number, min: number, max: number): numbe
 const config = {
   adminUrl: textEnv('BENCH_DATABASE_URL') ?? 'postgres://postgres@127.0.0.1:5432/postgres',
   connections: intEnv('BENCH_CONNECTIONS', 64, 1, 1024),
-  durationSeconds: intEnv('BENCH_DURATION', 10, 1, 120),
+  durationSeconds: intEnv('BENCH_DURATION', 20, 1, 120),
   warmupSeconds: intEnv('BENCH_WARMUP', 3, 0, 60),
-  timeoutSeconds: intEnv('BENCH_TIMEOUT', 30, 1, 120),
+  maxWarmupSeconds: intEnv('BENCH_MAX_WARMUP', 60, 1, 120),
+  timeoutSeconds: intEnv('BENCH_TIMEOUT', 120, 1, 300),
   organizations: intEnv('BENCH_ORGANIZATIONS', 100_000, 100, 1_000_000),
   only: textEnv('BENCH_ONLY'),
 };
@@ -89,15 +90,40 @@ async function getJson(server: ServerProcess, app: BenchApplication, path: strin
   return body.data;
 }
 
+/**
+ * Waits until the requests autocannon abandoned when it stopped have been served: the server process's CPU is idle
+ * (with PGlite the database works inside it) and, on PostgreSQL, no statement of the scratch database is running.
+ * Stopping the server earlier would measure its shutdown, and the next scenario would start behind a queue.
+ */
+async function drain(server: ServerProcess, activeStatements?: () => Promise<number>, maxSeconds = 90): Promise<void> {
+  const deadline = Date.now() + maxSeconds * 1000;
+  let quiet = 0;
+  while (quiet < 2 && Date.now() < deadline) {
+    const before = server.cpuSeconds();
+    await new Promise((r) => setTimeout(r, 500));
+    const busy = (server.cpuSeconds() - before) / 0.5;
+    const active = activeStatements ? await activeStatements() : 0;
+    quiet = busy < 0.05 && active === 0 ? quiet + 1 : 0;
+  }
+}
+
 /** Both scenarios against a server that has the application and the seeded organizations. */
-async function runScenarios(label: string, server: ServerProcess, app: BenchApplication) {
+async function runScenarios(
+  label: string,
+  server: ServerProcess,
+  app: BenchApplication,
+  activeStatements?: () => Promise<number>,
+) {
   const headers = { authorization: `Bearer ${app.secretKey}`, 'x-application-id': app.id };
   const options: LoadOptions = {
     url: server.url,
     connections: config.connections,
     warmupSeconds: config.warmupSeconds,
+    maxWarmupSeconds: config.maxWarmupSeconds,
     durationSeconds: config.durationSeconds,
     timeoutSeconds: config.timeoutSeconds,
+    serverCpuSeconds: server.cpuSeconds,
+    machineCpuSeconds,
   };
   const runTag = randomBytes(4).toString('hex');
   let sent = 0;
@@ -131,27 +157,39 @@ async function runScenarios(label: string, server: ServerProcess, app: BenchAppl
 
   const measurements: Measurement[] = [];
   for (const scenario of scenarios) {
-    log(
-      `${label}: ${scenario.name} — ${config.warmupSeconds} s warm-up + ${config.durationSeconds} s at ${config.connections} connections`,
-    );
+    log(`${label}: ${scenario.name} at ${config.connections} connections (warm-up, then ${config.durationSeconds} s measured)`);
     const m = await measure(scenario, options);
     log(
-      `${label}: ${scenario.name}: ${m.requestsPerSecond.toFixed(1)} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ` +
-        `status ${JSON.stringify(m.statusCodes)}, errors ${m.errors}`,
+      `${label}: ${scenario.name}: ${m.requestsPerSecond.toFixed(1)} req/s, p50 ${m.p50Ms.toFixed(0)} ms, p99 ${m.p99Ms.toFixed(0)} ms ` +
+        `(warm-up ${m.warmupSeconds.toFixed(1)} s), status ${JSON.stringify(m.statusCodes)}, errors ${m.errors}`,
     );
     assertSuccessful(label, scenario, m);
+    await drain(server, activeStatements);
+    m.unloadedMs = await unloaded(scenario, server.url);
+    log(`${label}: ${scenario.name}: ${m.unloadedMs.toFixed(1)} ms with one client`);
     measurements.push(m);
+    if (scenario.body) {
+      // The users really exist: at least every 201 counted, at most every body sent (the last few were cut off).
+      const users = Number((await getJson(server, app, '/v1/users?limit=1')).total);
+      if (users < m.expected || users > sent) {
+        throw new Error(`${label}: ${users} users in the database, ${m.expected} 201s in the window, ${sent} bodies sent`);
+      }
+    }
   }
-
-  // The users really exist: at least every 201 of the measured run, at most every body sent (a few are cut at the end).
-  const users = Number((await getJson(server, app, '/v1/users?limit=1')).total);
-  const created = measurements[0]!.expected;
-  if (users < created || users > sent) throw new Error(`${label}: ${users} users in the database, ${created} 201s, ${sent} sent`);
   return { measurements, searchTotal };
 }
 
-/** The two statements of the search, explained on the seeded data (PostgreSQL only: PGlite is the server's). */
-async function explainSearch(client: Client, applicationId: string): Promise<string> {
+interface SearchPlans {
+  /** Markdown (a collapsed block) for RESULTS.md. */
+  markdown: string;
+  pageMs: number;
+  totalMs: number;
+  /** The `total` statement reads the whole table. */
+  totalSeqScan: boolean;
+}
+
+/** The two statements of the search, explained on the seeded data (PostgreSQL only: PGlite belongs to the server). */
+async function explainSearch(client: Client, applicationId: string): Promise<SearchPlans> {
   const filter = `o.application_id = '${applicationId}' and (o.name ilike '%${SEARCH_TERM}%' or o.slug ilike '%${SEARCH_TERM}%')`;
   const statements = [
     `select o.*, (select count(*) from organization_members m where m.organization_id = o.id) as member_count
@@ -160,26 +198,32 @@ async function explainSearch(client: Client, applicationId: string): Promise<str
   ];
   const plans: string[] = [];
   for (const sql of statements) {
-    const { rows } = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off, buffers off) ${sql}`);
+    const { rows } = await client.query<{ 'QUERY PLAN': string }>(`explain (analyze, costs off) ${sql}`);
     plans.push(rows.map((r) => r['QUERY PLAN']).join('\n'));
   }
-  return [
-    '<details><summary>Plans of the two statements <code>listOrganizations</code> runs per search request (EXPLAIN ANALYZE, ' +
-      'after the run)</summary>',
-    '',
-    '```text',
-    '-- the page',
-    plans[0],
-    '',
-    '-- the total',
-    plans[1],
-    '```',
-    '',
-    '</details>',
-  ].join('\n');
+  const executionMs = (plan = '') => Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? Number.NaN);
+  return {
+    markdown: [
+      '<details><summary>Plans of the two statements <code>listOrganizations</code> runs per search request ' +
+        '(EXPLAIN ANALYZE after the run, the server stopped)</summary>',
+      '',
+      '```text',
+      '-- the page',
+      plans[0],
+      '',
+      '-- the total',
+      plans[1],
+      '```',
+      '',
+      '</details>',
+    ].join('\n'),
+    pageMs: executionMs(plans[0]),
+    totalMs: executionMs(plans[1]),
+    totalSeqScan: /Seq Scan on organizations/.test(plans[1] ?? ''),
+  };
 }
 
-async function benchPostgres(): Promise<DatabaseRun> {
+async function benchPostgres(): Promise<DatabaseRun & { plans: SearchPlans }> {
   const admin = new Client({ connectionString: config.adminUrl });
   await admin.connect();
   cleanups.push({ what: 'close the admin connection', run: () => admin.end() });
@@ -209,17 +253,26 @@ async function benchPostgres(): Promise<DatabaseRun> {
   const seedSeconds = elapsed(seedStarted);
   log(`postgres: seeded ${config.organizations} organizations in ${seedSeconds.toFixed(1)} s`);
 
-  const { measurements, searchTotal } = await runScenarios('postgres', server, app);
+  const activeStatements = async () => {
+    const { rows } = await client.query<{ n: string }>(
+      'select count(*) as n from pg_stat_activity ' +
+        "where datname = current_database() and backend_type = 'client backend' and state <> 'idle' and pid <> pg_backend_pid()",
+    );
+    return Number(rows[0]?.n ?? 0);
+  };
+  const { measurements, searchTotal } = await runScenarios('postgres', server, app, activeStatements);
+  await server.stop(60_000); // graceful: requests still in flight finish first
   const plans = await explainSearch(client, app.id);
-  await server.stop();
   return {
     label: 'PostgreSQL',
-    description: `PostgreSQL ${version} (scratch database on ${url.host}, the server's default pool of 20 connections)`,
+    version: `PostgreSQL ${version}`,
+    description: `a scratch database on ${url.host}, used through the server's default pool of 20 connections`,
     seedSeconds,
     searchTotal,
     measurements,
     serverWarnings: server.warnings(),
-    notes: [plans],
+    notes: [plans.markdown],
+    plans,
   };
 }
 
@@ -252,13 +305,14 @@ async function benchPglite(): Promise<DatabaseRun> {
   log('pglite: second start on the seeded directory');
   const server = await serve('pglite', env);
   const { measurements, searchTotal } = await runScenarios('pglite', server, app);
-  await server.stop();
+  await server.stop(60_000);
   const pglite = JSON.parse(await readFile(join(ROOT, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as {
     version: string;
   };
   return {
     label: 'PGlite',
-    description: `PGlite ${pglite.version} (PostgreSQL ${seeded.version} in WASM, in the server process, one connection; data dir on local disk)`,
+    version: `PGlite ${pglite.version} (PostgreSQL ${seeded.version} compiled to WASM)`,
+    description: 'embedded in the server process, one connection, data directory in a temporary directory on local disk',
     seedSeconds,
     searchTotal,
     measurements,
@@ -267,47 +321,123 @@ async function benchPglite(): Promise<DatabaseRun> {
   };
 }
 
-function interpret(runs: DatabaseRun[]): string[] {
-  const by = (label: string) => runs.find((r) => r.label === label);
-  const pg = by('PostgreSQL');
-  const lite = by('PGlite');
+function interpret(
+  pg: (DatabaseRun & { plans: SearchPlans }) | undefined,
+  lite: DatabaseRun | undefined,
+  cores: number,
+): string[] {
   const lines: string[] = [];
-  const rate = (run: DatabaseRun | undefined, i: number) => run?.measurements[i]?.requestsPerSecond ?? 0;
+  const users = (run: DatabaseRun | undefined) => run?.measurements[0];
+  const search = (run: DatabaseRun | undefined) => run?.measurements[1];
+  const cpuPerRequest = (m: Measurement | undefined) => (m ? (m.serverCores * 1000) / m.requestsPerSecond : Number.NaN);
+  const ratio = (a: number | undefined, b: number | undefined) => (a && b ? (a / b).toFixed(1) : '?');
+  const pgUsers = users(pg);
+  if (pgUsers) {
+    const machineSaturated = pgUsers.machineCores >= 0.9 * cores;
+    const serverSaturated = pgUsers.serverCores >= 0.9;
+    const limit = machineSaturated
+      ? `: the ${cores} cores were the limit, shared by the server, PostgreSQL and autocannon`
+      : serverSaturated
+        ? ': the single Node process was the limit'
+        : ': neither was saturated, so requests also spent time waiting on PostgreSQL (round trips, commits)';
+    lines.push(
+      `Creating a user on PostgreSQL cost the server process about ${num(cpuPerRequest(pgUsers), 1)} ms of CPU ` +
+        `(ORM unit of work, tRPC/OpenAPI adapter, pg protocol). Under load it used ${num(pgUsers.serverCores * 100)} % ` +
+        `of a core, autocannon ${num(pgUsers.loadGeneratorCores * 100)} %, and the whole machine was ` +
+        `${num(pgUsers.machineCores * 100)} % busy (of ${cores * 100} %)${limit}. ` +
+        `p50 under load was ${num(pgUsers.p50Ms)} ms against ${num(pgUsers.unloadedMs, 1)} ms for one client: the ` +
+        'difference is queueing.',
+    );
+  }
   if (pg && lite) {
     lines.push(
-      `PostgreSQL served ${(rate(pg, 0) / rate(lite, 0)).toFixed(1)}× the user creations and ` +
-        `${(rate(pg, 1) / rate(lite, 1)).toFixed(1)}× the searches of PGlite. PGlite is one connection inside the server ` +
-        'process: every statement of every request is serialized (and its WASM runs on the server’s own event loop), ' +
-        'so 64 connections only queue, and latency is roughly queue length × per-request database time.',
+      `PostgreSQL served ${ratio(users(pg)?.requestsPerSecond, users(lite)?.requestsPerSecond)}× the user creations and ` +
+        `${ratio(search(pg)?.requestsPerSecond, search(lite)?.requestsPerSecond)}× the searches of PGlite. PGlite is one ` +
+        'connection inside the server process: every statement of every request is serialized, and the database work runs ' +
+        `on the server's own thread (the PGlite server process used ${num((users(lite)?.serverCores ?? 0) * 100)} % of a core ` +
+        `while creating users), so ${config.connections} connections only queue. It is the zero-setup default, not the ` +
+        'production database.',
+    );
+  }
+  // Little's law: with N connections always waiting, the mean latency is N ÷ throughput. A first-come-first-served
+  // server gives every request about that wait; a p99 far above it means some requests are overtaken again and again.
+  const uneven = [pg, lite].flatMap((run) =>
+    (run?.measurements ?? [])
+      .map((m) => ({ run, m, mean: (config.connections / m.requestsPerSecond) * 1000 }))
+      .filter(({ m, mean }) => m.p99Ms > 3 * mean || (m.p99Ms > 1.5 * mean && m.p50Ms < 0.5 * mean)),
+  );
+  if (uneven.length) {
+    lines.push(
+      `Waiting is unevenly shared in ${uneven
+        .map(
+          ({ run, m, mean }) => `${run?.label} ${m.name} (p50 ${num(m.p50Ms)} ms, p99 ${num(m.p99Ms)} ms, mean ${num(mean)} ms)`,
+        )
+        .join(' and ')}: ` +
+        `with ${config.connections} connections always waiting, a first-come-first-served server would give every request ` +
+        'about the mean (connections ÷ throughput), so some requests are served ahead of others that wait many times longer.',
+    );
+  }
+  const foreign = (lite?.measurements ?? [])
+    .map((m) => ({ m, other: m.machineCores - m.serverCores - m.loadGeneratorCores }))
+    .filter(({ other }) => other > 0.4); // below that, kernel time (loopback networking) and idle PostgreSQL explain it
+  if (foreign.length) {
+    lines.push(
+      'Other work was running on the machine during the PGlite run (machine CPU minus server and autocannon: ' +
+        `${foreign.map(({ m, other }) => `${num(other * 100)} % of a core during ${m.name}`).join(', ')}). ` +
+        'PGlite uses one thread, so its figures suffer less from that than a saturated 2-core run would, but compare ' +
+        'them with care.',
+    );
+  }
+  if (pg?.plans.totalSeqScan) {
+    lines.push(
+      `Search is the slow endpoint, because of its \`total\`: \`name ilike '%…%' or slug ilike '%…%'\` cannot use a btree, ` +
+        `so the \`count(*)\` is a sequential scan of all ${num(config.organizations)} organizations on every request ` +
+        `(${num(pg.plans.totalMs)} ms in the plan above, against ${num(pg.plans.pageMs, 1)} ms for the page, which walks the ` +
+        '(application_id, created_at, id) index and stops after 25 matches). Its cost grows linearly with the number of ' +
+        'organizations; trigram (pg_trgm GIN) indexes on name and slug would turn the scan into index look-ups.',
+    );
+  } else if (pg) {
+    lines.push(
+      `The \`total\` of the search took ${num(pg.plans.totalMs, 1)} ms and the page ${num(pg.plans.pageMs, 1)} ms ` +
+        'in the plans above (no sequential scan).',
     );
   }
   lines.push(
-    `The search is the expensive endpoint: \`name ilike '%…%' or slug ilike '%…%'\` cannot use a btree, so the \`count(*)\` ` +
-      `for \`total\` reads every organization of the application (${config.organizations.toLocaleString('en-US')} rows) on ` +
-      'every request, while the page itself stops after 25 matches on the (application_id, created_at, id) index. ' +
-      'Its cost grows linearly with the number of organizations (see the plans above).',
-    'Everything shares 2 CPUs: autocannon, the server’s single Node process and the database. The figures are a floor for ' +
-      'this machine size, not a capacity plan; the server is CPU-bound here, so more cores or more server processes ' +
-      '(behind a load balancer, on PostgreSQL) would scale it.',
+    `Everything shares ${cores} CPUs (autocannon, the server, the database): these figures are a floor for this machine size, ` +
+      'not a capacity plan. Several server processes on one PostgreSQL (and the cores to run them) would raise the ' +
+      'user-creation ceiling, not the search’s, whose cost is in the database.',
   );
   return lines;
 }
 
 const started = performance.now();
 try {
-  const machine = describeMachine();
-  const runs: DatabaseRun[] = [];
-  if (config.only !== 'pglite') runs.push(await benchPostgres());
+  const cpuBefore = machineCpuSeconds();
+  await new Promise((r) => setTimeout(r, 3000));
+  const machine = describeMachine(ROOT, (machineCpuSeconds() - cpuBefore) / 3);
+  if (machine.busyBefore > 0.2) {
+    log(
+      `warning: ${Math.round(machine.busyBefore * 100)} % CPU busy before the run — other work on this machine skews the figures`,
+    );
+  }
+  const pg = config.only !== 'pglite' ? await benchPostgres() : undefined;
   await cleanUp();
-  if (config.only !== 'postgres') runs.push(await benchPglite());
+  const lite = config.only !== 'postgres' ? await benchPglite() : undefined;
   await cleanUp();
+  const runs = [pg, lite].filter((run): run is DatabaseRun => run !== undefined);
   const autocannonVersion = (
     JSON.parse(await readFile(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')) as { version: string }
   ).version;
+  // The exact command: `npm run bench` with whatever BENCH_* knobs were set (a password in a URL is masked).
+  const knobs = Object.keys(process.env)
+    .filter((key) => key.startsWith('BENCH_'))
+    .sort()
+    .map((key) => `${key}=${(textEnv(key) ?? '').replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
   const settings: Settings = {
-    command: 'npm run bench',
+    command: [...knobs, 'npm run bench'].join(' '),
     connections: config.connections,
     warmupSeconds: config.warmupSeconds,
+    maxWarmupSeconds: config.maxWarmupSeconds,
     durationSeconds: config.durationSeconds,
     timeoutSeconds: config.timeoutSeconds,
     organizations: config.organizations,
@@ -315,7 +445,10 @@ try {
     autocannon: autocannonVersion,
     totalSeconds: elapsed(started),
   };
-  await writeFile(join(ROOT, 'bench/RESULTS.md'), renderResults(machine, settings, runs, interpret(runs)));
+  await writeFile(
+    join(ROOT, 'bench/RESULTS.md'),
+    renderResults(machine, settings, runs, interpret(pg, lite, Number(machine.nproc) || 2)),
+  );
   log(`wrote bench/RESULTS.md (${Math.round(elapsed(started))} s in all)`);
 } catch (error) {
   console.error(`\nBENCHMARK FAILED: ${(error as Error).message}`);

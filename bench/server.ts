@@ -1,6 +1,7 @@
 /** The real server as a child process (`node apps/server/src/main.ts`), on a free loopback port. */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -13,8 +14,38 @@ export interface ServerProcess {
   output: () => string;
   /** Log lines at warn or above seen so far (GATEHOUSE_LOG_LEVEL=warn prints nothing else but the banner). */
   warnings: () => number;
+  /** CPU seconds (user + system) the server process has used so far; NaN where /proc is not there. */
+  cpuSeconds: () => number;
   /** SIGTERM (graceful: in-flight requests finish, the database closes), SIGKILL after `graceMs`. */
   stop: (graceMs?: number) => Promise<void>;
+}
+
+let clockTicks: number | undefined;
+
+/** utime + stime of a process, from /proc/<pid>/stat (Linux), in seconds. */
+export function processCpuSeconds(pid: number | undefined): number {
+  try {
+    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at field 3; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU seconds all cores of the machine have spent busy (not idle, not waiting for I/O), from /proc/stat. */
+export function machineCpuSeconds(): number {
+  try {
+    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    const [, ...ticks] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/);
+    const values = ticks.map(Number);
+    const total = values.slice(0, 8).reduce((a, b) => a + b, 0); // user nice system idle iowait irq softirq steal
+    return (total - (values[3] ?? 0) - (values[4] ?? 0)) / clockTicks;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 export async function freePort(): Promise<number> {
@@ -89,7 +120,7 @@ export async function startServer(label: string, env: Record<string, string>, re
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, child, output, warnings: () => warnings, stop };
+  return { url, child, output, warnings: () => warnings, cpuSeconds: () => processCpuSeconds(child.pid), stop };
 }
 
 export interface BenchApplication {

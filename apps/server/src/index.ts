@@ -54,6 +54,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     orm,
     close: async () => {
       await app.close();
+      await services.inFlight.idle(10_000);
       await services.rateLimits.close();
       services.mailer.close();
       await orm.close();

@@ -27,6 +27,37 @@ export interface Services {
   signingKeys: SigningKeyCache;
   mailer: Mailer;
   rateLimits: RateLimits;
+  inFlight: InFlight;
+}
+
+/**
+ * Counts procedures running. Shutdown waits for them after the HTTP server stops accepting: a handler whose client
+ * has gone still runs to its end before the database closes.
+ */
+export class InFlight {
+  #count = 0;
+  #waiters: Array<() => void> = [];
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    this.#count++;
+    try {
+      return await work();
+    } finally {
+      if (--this.#count === 0) for (const wake of this.#waiters.splice(0)) wake();
+    }
+  }
+
+  /** Resolves when nothing runs (or after `timeoutMs`, so a stuck handler cannot hold shutdown forever). */
+  idle(timeoutMs: number): Promise<void> {
+    if (this.#count === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
 }
 
 export interface ServicesOptions {
@@ -51,6 +82,7 @@ export function createServices(options: ServicesOptions): Services {
     signingKeys: new SigningKeyCache(),
     mailer: createMailer(options.smtpUrl, options.mailFrom ?? 'Gatehouse <no-reply@gatehouse.local>'),
     rateLimits: new RateLimits(options.rateLimitStore),
+    inFlight: new InFlight(),
   };
 }
 

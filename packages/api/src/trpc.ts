@@ -90,7 +90,7 @@ export const createCallerFactory = t.createCallerFactory;
  * logged once with the request id (and nothing that could hold secrets), and REST creates answer 201.
  */
 const base = t.procedure.use(async ({ ctx, meta, next }) => {
-  const result = await next();
+  const result = await ctx.services.inFlight.run(() => next());
   if (result.ok) {
     if (meta?.successStatus) ctx.response.status = meta.successStatus;
     if (meta?.envelope === false) ctx.response.raw = true;

@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PgliteDriver } from '@mikro-orm/pglite';
@@ -16,6 +17,9 @@ export type DatabaseConfig =
   | { kind: 'pglite'; pglite: PGlite };
 
 export type Orm = MikroORM;
+
+/** The PostgreSQL extensions the migrations use, loaded into the embedded database (pg_trgm: literal search). */
+const PGLITE_EXTENSIONS = { pg_trgm };
 export type EntityManager = SqlEntityManager;
 
 export function ormOptions(db: DatabaseConfig): Partial<Options> {
@@ -34,7 +38,7 @@ export function ormOptions(db: DatabaseConfig): Partial<Options> {
   if ('pglite' in db) {
     return { ...common, driver: PgliteDriver, dbName: 'gatehouse', driverOptions: { pglite: db.pglite } };
   }
-  return { ...common, driver: PgliteDriver, dbName: db.dataDir };
+  return { ...common, driver: PgliteDriver, dbName: db.dataDir, driverOptions: { extensions: PGLITE_EXTENSIONS } };
 }
 
 export async function createOrm(db: DatabaseConfig): Promise<Orm> {
@@ -71,5 +75,9 @@ export async function pendingMigrations(orm: Orm): Promise<number> {
  * parsers MikroORM gives the instances it creates itself.
  */
 export async function openPglite(loadDataDir?: Blob): Promise<PGlite> {
-  return PGlite.create({ loadDataDir, parsers: createPostgreSqlTypeParsers((s) => array.parse(s)) });
+  return PGlite.create({
+    loadDataDir,
+    extensions: PGLITE_EXTENSIONS,
+    parsers: createPostgreSqlTypeParsers((s) => array.parse(s)),
+  });
 }

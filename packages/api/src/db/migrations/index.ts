@@ -1,10 +1,12 @@
 import { Migration20261122050914_initial } from './Migration20261122050914_initial.ts';
 import { Migration20261122053350_sign_in } from './Migration20261122053350_sign_in.ts';
 import { Migration20261122055611_traffic } from './Migration20261122055611_traffic.ts';
+import { Migration20261122062319_search_indexes } from './Migration20261122062319_search_indexes.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
   { name: 'Migration20261122050914_initial', class: Migration20261122050914_initial },
   { name: 'Migration20261122053350_sign_in', class: Migration20261122053350_sign_in },
   { name: 'Migration20261122055611_traffic', class: Migration20261122055611_traffic },
+  { name: 'Migration20261122062319_search_indexes', class: Migration20261122062319_search_indexes },
 ];

@@ -14,6 +14,17 @@ export const OrganizationEntity = defineEntity({
     updatedAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'organizations_application_slug_unique', properties: ['application', 'slug'] }],
-  indexes: [{ properties: ['application', 'createdAt', 'id'] }],
+  indexes: [
+    { properties: ['application', 'createdAt', 'id'] },
+    // Trigram indexes serve the literal, case-insensitive substring search (ILIKE '%…%') of S10.
+    {
+      name: 'organizations_name_trgm',
+      expression: 'create index "organizations_name_trgm" on "organizations" using gin ("name" gin_trgm_ops)',
+    },
+    {
+      name: 'organizations_slug_trgm',
+      expression: 'create index "organizations_slug_trgm" on "organizations" using gin ("slug" gin_trgm_ops)',
+    },
+  ],
 });
 export type Organization = InferEntity<typeof OrganizationEntity>;

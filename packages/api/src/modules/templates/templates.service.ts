@@ -168,9 +168,12 @@ export function sendTemplate(
   variables: Record<string, string>,
 ): void {
   setImmediate(() => {
-    deliver(services, application, key, to, variables).catch((error: unknown) => {
-      services.log.error({ err: { type: (error as Error)?.name }, template: key }, 'message delivery failed');
-    });
+    // Counted as work in flight: a shutdown waits for the send instead of dropping it.
+    services.inFlight
+      .run(() => deliver(services, application, key, to, variables))
+      .catch((error: unknown) => {
+        services.log.error({ err: { type: (error as Error)?.name }, template: key }, 'message delivery failed');
+      });
   });
 }
 

@@ -20,6 +20,12 @@ export const UserEntity = defineEntity({
     updatedAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'users_application_email_unique', properties: ['application', 'emailNormalized'] }],
-  indexes: [{ properties: ['application', 'createdAt', 'id'] }],
+  indexes: [
+    { properties: ['application', 'createdAt', 'id'] },
+    {
+      name: 'users_email_trgm',
+      expression: 'create index "users_email_trgm" on "users" using gin ("email_normalized" gin_trgm_ops)',
+    },
+  ],
 });
 export type User = InferEntity<typeof UserEntity>;
