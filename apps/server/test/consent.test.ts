@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { endUser } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 
 let server: TestServer;
@@ -20,18 +21,7 @@ afterAll(async () => {
 let seq = 0;
 const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
 
-/** An end-user REST call: publishable application id only, never the secret key. */
-const endUser = (app: TestApp, method: string, path: string, body?: unknown) =>
-  app.rest(method, path, body, { authorization: undefined });
-
 const accept = (app: TestApp, body: Record<string, unknown>) => endUser(app, 'POST', '/v1/auth/consent/accept', body);
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.data).toBeNull();
-  expect(res.body.error.code, label).toBe(code);
-}
 
 const sql = <T = Record<string, any>>(query: string, params: unknown[] = []) =>
   server.server.orm.em.fork().getConnection().execute<T[]>(query, params);

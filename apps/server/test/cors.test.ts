@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 
 let server: TestServer;
@@ -30,12 +30,6 @@ const browser = (app: TestApp, from: string | undefined, method: string, path: s
 
 const start = (app: TestApp, from: string | undefined, address = email()) =>
   browser(app, from, 'POST', '/v1/auth/magic-link/start', { email: address });
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.error.code, label).toBe(code);
-}
 
 const corsHeaders = (res: { headers: Headers }) =>
   [...res.headers.keys()].filter((name) => name.startsWith('access-control-')).sort();

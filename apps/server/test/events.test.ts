@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 let server: TestServer;
 
@@ -17,12 +17,6 @@ interface Event {
   type: string;
   data: Record<string, any>;
   created_at: string;
-}
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.error?.code, label).toBe(code);
 }
 
 async function ok(res: Promise<RestResponse>, status = 200) {

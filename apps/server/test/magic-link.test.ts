@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 
 let server: TestServer;
@@ -30,13 +30,6 @@ const endUser = (app: TestApp, method: string, path: string, body?: unknown, hea
 const start = (app: TestApp, address: string, extra: Record<string, unknown> = {}) =>
   endUser(app, 'POST', '/v1/auth/magic-link/start', { email: address, ...extra });
 const verify = (app: TestApp, token: string) => endUser(app, 'POST', '/v1/auth/magic-link/verify', { token });
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.data).toBeNull();
-  expect(res.body.error.code, label).toBe(code);
-}
 
 /** Starts a magic link and reads it from the real mail. */
 async function mailedLink(

@@ -1,6 +1,6 @@
 import { GatehouseError } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 let server: TestServer;
 let app: TestApp;
@@ -18,13 +18,6 @@ const isoDate = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$
 
 let seq = 0;
 const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.data).toBeNull();
-  expect(res.body.error?.code, label).toBe(code);
-}
 
 async function createOrg(on: TestApp, body: Record<string, unknown>) {
   const res = await on.rest('POST', '/v1/organizations', body);

@@ -1,6 +1,6 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { endUser, requestMagicLink, type SmtpSink, signIn, type Tokens } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
 
@@ -17,12 +17,6 @@ afterAll(async () => {
   await server.close();
   await smtp.close();
 });
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body?.success, label).toBe(false);
-  expect(res.body?.error?.code, label).toBe(code);
-}
 
 async function ok<T = any>(res: Promise<RestResponse<T>>, status = 200): Promise<T> {
   const r = await res;

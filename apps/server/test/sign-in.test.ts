@@ -1,6 +1,7 @@
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { endUser } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 
 let server: TestServer;
@@ -15,16 +16,6 @@ afterAll(async () => {
   await server.close();
   await smtp.close();
 });
-
-/** An end-user REST call: publishable application id, optional access token, no secret key. */
-const endUser = (
-  app: TestApp,
-  method: string,
-  path: string,
-  body?: unknown,
-  token?: string,
-  headers: Record<string, string> = {},
-) => app.rest(method, path, body, { authorization: token ? `Bearer ${token}` : undefined, ...headers });
 
 async function magicLinkToken(app: TestApp, email: string, body: Record<string, unknown> = {}) {
   const started = await endUser(app, 'POST', '/v1/auth/magic-link/start', { email, ...body });

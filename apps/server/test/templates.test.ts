@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { endUser } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+
+const start = (app: TestApp, address: string) => endUser(app, 'POST', '/v1/auth/magic-link/start', { email: address });
+const templatePath = (app: TestApp, key = 'magic_link', id = app.id) => `/v1/applications/${id}/templates/${key}`;
 
 let server: TestServer;
 let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
@@ -20,19 +24,6 @@ const isoDate = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const KEYS = ['magic_link', 'passkey_added', 'passkey_removed', 'mfa_factor_added', 'mfa_factor_removed'];
 const DEFAULT_SUBJECT = (name: string) => `Your sign-in link for ${name}`;
-
-/** An end-user REST call: publishable application id only, never the secret key. */
-const endUser = (app: TestApp, method: string, path: string, body?: unknown) =>
-  app.rest(method, path, body, { authorization: undefined });
-const start = (app: TestApp, address: string) => endUser(app, 'POST', '/v1/auth/magic-link/start', { email: address });
-const templatePath = (app: TestApp, key = 'magic_link', id = app.id) => `/v1/applications/${id}/templates/${key}`;
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.data).toBeNull();
-  expect(res.body.error.code, label).toBe(code);
-}
 
 async function ok(res: Promise<RestResponse>, status = 200) {
   const r = await res;

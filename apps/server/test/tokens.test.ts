@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { SecretBox } from '@gatehouse/api';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { endUser, type SmtpSink, signIn, type Tokens } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 
@@ -22,12 +22,6 @@ afterAll(async () => {
   await server.close();
   await smtp.close();
 });
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body?.success, label).toBe(false);
-  expect(res.body?.error?.code, label).toBe(code);
-}
 
 /** A fresh application with one signed-in user. */
 async function signedInApp(email = 'ada@example.com') {

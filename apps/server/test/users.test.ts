@@ -1,6 +1,6 @@
 import { GatehouseError } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 let server: TestServer;
 let app: TestApp;
@@ -18,13 +18,6 @@ const isoDate = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$
 let seq = 0;
 /** A unique email per call, so tests sharing an application never collide. */
 const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
-
-function expectError(res: RestResponse, status: number, code: string, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.data).toBeNull();
-  expect(res.body.error?.code).toBe(code);
-}
 
 async function createUser(on: TestApp, body: Record<string, unknown> = { primary_email: email() }) {
   const res = await on.rest('POST', '/v1/users', body);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { type DatabaseConfig, openPglite } from '@gatehouse/api';
 import { createGatehouse, type GatehouseClient } from '@gatehouse/sdk';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
 
 export interface Envelope<T = any> {
@@ -43,6 +43,14 @@ export interface TestApp {
   ): Promise<RestResponse<T>>;
   /** The typed SDK bound to this application. */
   sdk: GatehouseClient;
+}
+
+/** Asserts an error answer: the status, the error envelope, and its code. */
+export function expectError(res: RestResponse, status: number, code: string, label = '') {
+  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);
+  expect(res.body.success, label).toBe(false);
+  expect(res.body.data, label).toBeNull();
+  expect(res.body.error.code, label).toBe(code);
 }
 
 export async function rawRequest(
