@@ -1,9 +1,8 @@
 import type { AppRouter } from '@gatehouse/api';
-import { createTRPCUntypedClient, httpLink } from '@trpc/client';
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { decodeJwt } from 'jose';
 import { GatehouseError } from './errors.ts';
-import { PROCEDURES } from './procedures.ts';
+import { createTransport, type ProcedurePath } from './transport.ts';
 
 type AuthInputs = inferRouterInputs<AppRouter>['auth'];
 type AuthOutputs = inferRouterOutputs<AppRouter>['auth'];
@@ -119,29 +118,11 @@ interface HeldAccess {
  */
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseBrowserClient {
   const now = options.now ?? Date.now;
-  const transport = createTRPCUntypedClient<AppRouter>({
-    links: [
-      httpLink({
-        url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
-        fetch: options.fetch,
-        headers: ({ op }) => {
-          const token = (op.context as { accessToken?: string }).accessToken;
-          return { 'x-application-id': options.applicationId, ...(token ? { authorization: `Bearer ${token}` } : {}) };
-        },
-      }),
-    ],
+  const call = createTransport({
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    headers: (token) => ({ 'x-application-id': options.applicationId, ...(token ? { authorization: `Bearer ${token}` } : {}) }),
   });
-
-  const call = async <T>(path: keyof typeof PROCEDURES, input: unknown, accessToken?: string): Promise<T> => {
-    const request = { context: accessToken ? { accessToken } : {} };
-    try {
-      return (await (PROCEDURES[path] === 'query'
-        ? transport.query(path, input, request)
-        : transport.mutation(path, input, request))) as T;
-    } catch (error) {
-      throw GatehouseError.from(error);
-    }
-  };
 
   let memoryRefreshToken: string | null = null;
   let access: HeldAccess | null = null;
@@ -250,7 +231,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
   };
 
   /** A signed-in call: refreshes first when needed, and once more (then retries once) if the server refuses the token. */
-  const authed = async <T>(path: keyof typeof PROCEDURES, input: unknown, locked = false): Promise<T> => {
+  const authed = async <T>(path: ProcedurePath, input: unknown, locked = false): Promise<T> => {
     const renew = locked ? refreshLocked : refresh;
     if (!access && !readRefreshToken()) throw notSignedIn();
     if (needsRefresh()) await renew();

@@ -1,8 +1,6 @@
 import type { AppRouter } from '@gatehouse/api';
-import { createTRPCUntypedClient, httpLink } from '@trpc/client';
 import type { AnyProcedure, inferProcedureInput, inferProcedureOutput, inferRouterOutputs } from '@trpc/server';
-import { GatehouseError } from './errors.ts';
-import { PROCEDURES } from './procedures.ts';
+import { createTransport, type ProcedurePath } from './transport.ts';
 
 export {
   type AcceptConsentInput,
@@ -64,30 +62,18 @@ export interface GatehouseOptions {
  */
 export function createGatehouse(options: GatehouseOptions): GatehouseClient {
   const token = options.secretKey ?? options.operatorToken;
-  const client = createTRPCUntypedClient<AppRouter>({
-    links: [
-      httpLink({
-        url: `${options.baseUrl.replace(/\/+$/, '')}/trpc`,
-        fetch: options.fetch,
-        headers: () => ({
-          ...(options.applicationId ? { 'x-application-id': options.applicationId } : {}),
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-        }),
-      }),
-    ],
+  const call = createTransport({
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    headers: () => ({
+      ...(options.applicationId ? { 'x-application-id': options.applicationId } : {}),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    }),
   });
-  const call = async (path: string, input: unknown) => {
-    const kind = PROCEDURES[path as keyof typeof PROCEDURES];
-    try {
-      return await (kind === 'query' ? client.query(path, input) : client.mutation(path, input));
-    } catch (error) {
-      throw GatehouseError.from(error);
-    }
-  };
   const proxy = (path: string[]): unknown =>
     new Proxy(() => undefined, {
       get: (_target, key) => (typeof key === 'string' && key !== 'then' ? proxy([...path, key]) : undefined),
-      apply: (_target, _this, args: unknown[]) => call(path.join('.'), args[0]),
+      apply: (_target, _this, args: unknown[]) => call(path.join('.') as ProcedurePath, args[0]),
     });
   return proxy([]) as GatehouseClient;
 }
