@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { createGatehouse, type GatehouseClient } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { readConfig, type StoredConfig } from './config.ts';
@@ -97,8 +96,8 @@ export async function applicationClient(command: Command): Promise<{ gatehouse: 
 export async function operatorToken(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.GATEHOUSE_OPERATOR_TOKEN) return env.GATEHOUSE_OPERATOR_TOKEN;
   // Loaded on demand, from the light entry of the server package (no HTTP stack, no ORM).
-  const { operatorTokenPath } = await import('@gatehouse/server/config');
-  const path = operatorTokenPath(resolve(env.GATEHOUSE_DATA_DIR || './.gatehouse'));
+  const { dataDirOf, operatorTokenPath } = await import('@gatehouse/server/config');
+  const path = operatorTokenPath(dataDirOf({ GATEHOUSE_DATA_DIR: env.GATEHOUSE_DATA_DIR || './.gatehouse' }, env));
   try {
     const token = (await readFile(path, 'utf8')).trim();
     if (token) return token;

@@ -2,7 +2,7 @@ import { createOrm, createServices, type DatabaseConfig, migrate, type Orm, pend
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from './http.ts';
 
-export { databaseFromEnv, loadSecrets, masterKeyPath, operatorTokenPath, readEnv } from './config.ts';
+export { databaseFromEnv, dataDirOf, loadSecrets, masterKeyPath, operatorTokenPath, readEnv } from './config.ts';
 
 export interface GatehouseServerOptions {
   database: DatabaseConfig;

@@ -1,11 +1,10 @@
-import { resolve } from 'node:path';
 import { createOrm, migrate } from '@gatehouse/api';
-import { databaseFromEnv, readEnv } from './config.ts';
+import { databaseFromEnv, dataDirOf, readEnv } from './config.ts';
 import { createGatehouseServer, loadSecrets } from './index.ts';
 
 /** `node src/main.ts` serves; `node src/main.ts migrate` applies pending migrations and exits. */
 const env = readEnv();
-const dataDir = resolve(env.GATEHOUSE_DATA_DIR);
+const dataDir = dataDirOf(env);
 const { database, where } = await databaseFromEnv(env);
 
 if (process.argv[2] === 'migrate') {
