@@ -191,7 +191,18 @@ describe('the signed-in user’s sessions', () => {
     expect(list.map((s: { id: string }) => s.id).sort()).toEqual([laptop.session_id, phone.session_id].sort());
     for (const s of list) {
       expect(Object.keys(s).sort()).toEqual(
-        ['aal', 'created_at', 'current', 'expires_at', 'id', 'ip', 'last_active_at', 'organization_id', 'user_agent'].sort(),
+        [
+          'aal',
+          'created_at',
+          'current',
+          'expires_at',
+          'id',
+          'ip',
+          'last_active_at',
+          'mfa_enrollment_required',
+          'organization_id',
+          'user_agent',
+        ].sort(),
       );
       expect(s.current).toBe(s.id === laptop.session_id);
       expect(s.user_agent).toBe(s.id === laptop.session_id ? 'laptop/1.0' : 'phone/2.0');

@@ -8,7 +8,7 @@ type Json = Record<string, any>;
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Malformed JSON body (`invalid_json`)',
   401: 'Missing or invalid credentials, or no application resolved',
-  403: 'The credential lacks the scope or the right for this operation',
+  403: 'The credential lacks the scope or the right for this operation (`insufficient_scope`, `origin_not_allowed`, `step_up_required`, `access_denied`)',
   404: 'No such resource in this application',
   409: 'Conflicts with an existing resource',
   413: 'Body larger than 1 MiB (`payload_too_large`)',
@@ -30,7 +30,8 @@ function errorStatuses(method: string, meta: Meta): number[] {
   const statuses = new Set([422, 500]);
   if (method !== 'get' && method !== 'delete') for (const s of [400, 413, 415]) statuses.add(s);
   if (meta.caller !== 'public') statuses.add(401);
-  if (meta.caller === 'secret_key') statuses.add(403);
+  // 403: a scope (secret keys); an origin outside the allowlist, or a step-up (end users).
+  if (meta.caller === 'secret_key' || meta.caller === 'end_user' || meta.caller === 'signed_in') statuses.add(403);
   if (meta.caller !== 'operator' || method === 'delete') statuses.add(404);
   if (method === 'post' || method === 'patch' || method === 'put') statuses.add(409);
   return [...statuses].sort();

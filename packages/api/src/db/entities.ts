@@ -3,6 +3,7 @@ import { ApplicationEntity } from '../modules/applications/application.entity.ts
 import { ConsentEntity } from '../modules/consent/consent.entity.ts';
 import { EventEntity } from '../modules/events/event.entity.ts';
 import { MessageEntity } from '../modules/messages/message.entity.ts';
+import { MfaBackupCodeEntity, MfaFactorEntity } from '../modules/mfa/mfa-factor.entity.ts';
 import { MembershipEntity } from '../modules/organizations/membership.entity.ts';
 import { OrganizationEntity } from '../modules/organizations/organization.entity.ts';
 import { RefreshTokenEntity, SessionEntity } from '../modules/sessions/session.entity.ts';
@@ -30,4 +31,6 @@ export const entities = [
   MessageEntity,
   TemplateOverrideEntity,
   RateLimitEntity,
+  MfaFactorEntity,
+  MfaBackupCodeEntity,
 ];

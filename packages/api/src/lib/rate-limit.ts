@@ -69,6 +69,19 @@ export class RateLimits {
     }
   }
 
+  /**
+   * Gives back one point that `consume` counted for an attempt that turned out not to count (a correct second
+   * factor: limits count failures, but an attempt is counted before it is checked so that concurrent guesses cannot
+   * slip past the limit). Best effort: a refund that fails only over-counts, which errs on the safe side.
+   */
+  async refund(name: string, key: string, points: number, windowS: number): Promise<void> {
+    try {
+      await this.#limiter(name, points, windowS).reward(key);
+    } catch {
+      // Over-counting is safe; nothing to do.
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#client instanceof Redis) this.#client.disconnect();
     else await this.#client?.end();

@@ -2,8 +2,16 @@ import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../lib/schemas.ts';
 import { endUserProcedure, router, signedInProcedure } from '../trpc.ts';
 import { acceptConsent } from './consent/consent.service.ts';
+import { mfaRouter } from './mfa/mfa.router.ts';
 import { RefreshInputSchema, SessionSchema, SwitchOrganizationInputSchema, TokensSchema } from './sessions/sessions.schema.ts';
-import { listSessions, refreshSession, revokeOwnSession, signOut, switchOrganization } from './sessions/sessions.service.ts';
+import {
+  getCurrentSession,
+  listSessions,
+  refreshSession,
+  revokeOwnSession,
+  signOut,
+  switchOrganization,
+} from './sessions/sessions.service.ts';
 import {
   StartMagicLinkInputSchema,
   StartMagicLinkOutputSchema,
@@ -81,6 +89,18 @@ export const authRouter = router({
       .mutation(({ ctx, input }) => revokeOwnSession(ctx, input.id)),
   }),
   session: router({
+    get: signedInProcedure
+      .meta({
+        openapi: {
+          method: 'GET',
+          path: '/v1/auth/session',
+          tags,
+          summary: 'The current session (aal, mfa_enrollment_required, …)',
+        },
+      })
+      .input(none)
+      .output(SessionSchema)
+      .query(({ ctx }) => getCurrentSession(ctx)),
     switchOrganization: signedInProcedure
       .meta({
         openapi: {
@@ -94,4 +114,5 @@ export const authRouter = router({
       .output(TokensSchema)
       .mutation(({ ctx, input }) => switchOrganization(ctx, input.organization_id)),
   }),
+  mfa: mfaRouter,
 });

@@ -23,8 +23,13 @@ export const SessionSchema = z
     last_active_at: z.iso.datetime(),
     expires_at: z.iso.datetime(),
     current: z.boolean(),
+    mfa_enrollment_required: z.boolean().meta({
+      description:
+        "The application's settings.mfa is required and the user had no second factor when signing in: ask them to enroll one",
+    }),
   })
   .meta({ id: 'Session' });
+export type SessionRecord = z.infer<typeof SessionSchema>;
 
 export const RefreshInputSchema = z.strictObject({ refresh_token: z.string().min(1).max(200) });
 export const SwitchOrganizationInputSchema = z.strictObject({

@@ -14,7 +14,7 @@ import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../s
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
-import type { Tokens } from './sessions.schema.ts';
+import type { SessionRecord, Tokens } from './sessions.schema.ts';
 
 const newRefreshToken = () => randomSecret('rt_');
 
@@ -166,17 +166,32 @@ export async function listSessions(ctx: Context) {
   );
   return rows
     .filter((s) => s.id === ctx.session!.id || s.lastActiveAt.getTime() > idleSince)
-    .map((s) => ({
-      id: s.id,
-      aal: s.aal,
-      organization_id: s.organization ?? null,
-      user_agent: s.userAgent ?? null,
-      ip: s.ip ?? null,
-      created_at: s.createdAt.toISOString(),
-      last_active_at: s.lastActiveAt.toISOString(),
-      expires_at: s.expiresAt.toISOString(),
-      current: s.id === ctx.session!.id,
-    }));
+    .map((s) => toSessionRecord(s, ctx.session!.id));
+}
+
+const toSessionRecord = (s: Session, currentId: string): SessionRecord => ({
+  id: s.id,
+  aal: s.aal,
+  organization_id: s.organization ?? null,
+  user_agent: s.userAgent ?? null,
+  ip: s.ip ?? null,
+  created_at: s.createdAt.toISOString(),
+  last_active_at: s.lastActiveAt.toISOString(),
+  expires_at: s.expiresAt.toISOString(),
+  current: s.id === currentId,
+  mfa_enrollment_required: s.mfaEnrollmentRequired,
+});
+
+/** The caller's own session (verified with its access token): where `mfa_enrollment_required` is read. */
+export const getCurrentSession = (ctx: Context): SessionRecord => toSessionRecord(ctx.session!, ctx.session!.id);
+
+/** The user now has a second factor: none of their sessions still has to ask them to enroll one. */
+export async function clearMfaEnrollmentRequired(em: EntityManager, applicationId: string, userId: string) {
+  await em.nativeUpdate(
+    SessionEntity,
+    { application: applicationId, user: userId, mfaEnrollmentRequired: true },
+    { mfaEnrollmentRequired: false },
+  );
 }
 
 /** A signed-in user revokes one of their own sessions; anyone else's id is 404. */

@@ -1,0 +1,52 @@
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+import { ApplicationEntity } from '../applications/application.entity.ts';
+import { UserEntity } from '../users/user.entity.ts';
+
+/**
+ * A second factor of a user: a TOTP authenticator or a set of backup codes. A TOTP factor exists unconfirmed from
+ * enrollment until a first code proves the authenticator holds the seed; only confirmed factors count.
+ */
+export const MfaFactorEntity = defineEntity({
+  name: 'MfaFactor',
+  tableName: 'mfa_factors',
+  properties: {
+    id: p.uuid().primary(),
+    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
+    user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
+    /** `totp` or `backup_code`. */
+    kind: p.string().length(16),
+    name: p.string().length(200),
+    /** TOTP only: the seed sealed with the master key (context `totp:<id>`); never stored in clear. */
+    secretSealed: p.text().nullable(),
+    /** TOTP only: the last accepted time step. A code is accepted only for a later step (each step once). */
+    lastUsedStep: p.integer().nullable(),
+    confirmedAt: p.datetime().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    lastUsedAt: p.datetime().nullable(),
+  },
+  uniques: [
+    // One confirmed factor of each kind per user: one authenticator app, one live set of backup codes.
+    { name: 'mfa_factors_one_confirmed_per_kind', properties: ['user', 'kind'], where: { confirmedAt: { $ne: null } } },
+  ],
+  indexes: [{ properties: ['user', 'createdAt'] }],
+});
+export type MfaFactor = InferEntity<typeof MfaFactorEntity>;
+
+/** One backup code of a set: SHA-256 of its normalized form only; single use (`used_at`). */
+export const MfaBackupCodeEntity = defineEntity({
+  name: 'MfaBackupCode',
+  tableName: 'mfa_backup_codes',
+  properties: {
+    id: p.uuid().primary(),
+    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
+    user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
+    /** The set it belongs to: deleting the factor (a new set, or removal) voids every code of it. */
+    factor: () => p.manyToOne(MfaFactorEntity).mapToPk().deleteRule('cascade'),
+    codeHash: p.string().length(64),
+    usedAt: p.datetime().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+  uniques: [{ name: 'mfa_backup_codes_factor_code_unique', properties: ['factor', 'codeHash'] }],
+  indexes: [{ properties: ['user'] }],
+});
+export type MfaBackupCode = InferEntity<typeof MfaBackupCodeEntity>;

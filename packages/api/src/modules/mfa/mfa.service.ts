@@ -1,0 +1,398 @@
+import { randomInt } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
+import type { Context, Services } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { sha256 } from '../../lib/crypto.ts';
+import { newId } from '../../lib/ids.ts';
+import { iso } from '../../lib/time.ts';
+import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
+import type { MfaMethod, SignInResult } from '../sign-in/sign-in.schema.ts';
+import {
+  completeSignIn,
+  consumePendingToken,
+  peekPendingToken,
+  registerSecondFactorSource,
+  secondFactorMethods,
+} from '../sign-in/sign-in.service.ts';
+import { sendTemplate } from '../templates/templates.service.ts';
+import type { User } from '../users/user.entity.ts';
+import { registerMergeStep } from '../users/users.merge.ts';
+import type { MfaFactorKind, MfaFactorRecord } from './mfa.schema.ts';
+import { MfaBackupCodeEntity, type MfaFactor, MfaFactorEntity } from './mfa-factor.entity.ts';
+
+/** RFC 6238 as every authenticator app implements it. */
+const TOTP_OPTIONS = { algorithm: 'SHA1', digits: 6, period: 30 } as const;
+/** ±1 step (SECURITY 4): tolerates 30 s of clock drift either way, and no more. */
+const TOTP_WINDOW = 1;
+/** A pending sign-in dies after this many wrong second factors (SECURITY 6). */
+const MAX_FAILED_ATTEMPTS = 5;
+/**
+ * Failures across sign-ins, so that fresh pending tokens do not buy fresh guesses: per user (an attacker who has
+ * the first factor) and per client address (one client guessing for many users).
+ */
+const failureLimits = (applicationId: string, userId: string, ip: string): FailureLimit[] => [
+  { name: 'mfa_failures_user', key: `${applicationId}:${userId}`, points: 20, windowS: 900 },
+  { name: 'mfa_failures_address', key: `${applicationId}:${ip}`, points: 100, windowS: 900 },
+];
+interface FailureLimit {
+  name: string;
+  key: string;
+  points: number;
+  windowS: number;
+}
+const BACKUP_CODE_COUNT = 10;
+/** Crockford's base32 (no i, l, o, u): 10 characters are 50 bits, read aloud or typed without ambiguity. */
+const BACKUP_CODE_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const BACKUP_CODE_LENGTH = 10;
+const TOTP_NAME = 'Authenticator app';
+const BACKUP_CODES_NAME = 'Backup codes';
+
+const assertionFailed = () => new AppError('assertion_failed', 'The code is not valid');
+const invalidPendingToken = () => new AppError('invalid_pending_token', 'The pending token is invalid, expired or already used');
+const stepUpRequired = () =>
+  new AppError('step_up_required', 'This needs a session at aal 2: sign in again with your second factor');
+
+export const toFactorRecord = (factor: MfaFactor): MfaFactorRecord => ({
+  id: factor.id,
+  kind: factor.kind as MfaFactorKind,
+  name: factor.name,
+  created_at: factor.createdAt.toISOString(),
+  last_used_at: iso(factor.lastUsedAt),
+});
+
+function signedIn(ctx: Context) {
+  return { application: ctx.application!, session: ctx.session!, user: ctx.user! };
+}
+
+const confirmedFactors = (em: EntityManager, userId: string) =>
+  em.find(MfaFactorEntity, { user: userId, confirmedAt: { $ne: null } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+
+/**
+ * Adding a factor when the user already has one needs a session at aal 2: otherwise whoever holds only the first
+ * factor (a mailbox, a stolen aal 1 session) could enroll an authenticator of their own and pass every later
+ * second-factor check. Every registered source counts (passkeys too), and so does any confirmed factor of ours,
+ * even a set of backup codes that is used up.
+ */
+async function requireStepUpWhenEnrolled(ctx: Context) {
+  const { session, user } = signedIn(ctx);
+  if (session.aal >= 2) return;
+  if ((await secondFactorMethods(ctx.em, user)).length || (await confirmedFactors(ctx.em, user.id)).length) {
+    throw stepUpRequired();
+  }
+}
+
+function notify(ctx: Context, user: User, key: 'mfa_factor_added' | 'mfa_factor_removed', name: string) {
+  if (!user.primaryEmail) return;
+  sendTemplate(ctx.services, ctx.application!, key, user.primaryEmail, { name, occurred_at: new Date().toISOString() });
+}
+
+/** The time step a code belongs to within ±1 step of now, or null. The seed is decrypted only for this check. */
+function matchingStep(services: Services, factor: MfaFactor, code: string, now = Date.now()): number | null {
+  if (!factor.secretSealed) return null;
+  const seed = services.secretBox.decrypt(factor.secretSealed, `totp:${factor.id}`);
+  const totp = new TOTP({ ...TOTP_OPTIONS, secret: Secret.fromBase32(seed) });
+  const delta = totp.validate({ token: code, timestamp: now, window: TOTP_WINDOW });
+  return delta === null ? null : totp.counter({ timestamp: now }) + delta;
+}
+
+/**
+ * Accepts a time step once: the factor's last accepted step moves forward in one conditional UPDATE, so the same
+ * code twice — even twenty times at once, on any number of processes — is accepted once (SECURITY 3).
+ */
+async function acceptStep(em: EntityManager, factorId: string, step: number, used: boolean): Promise<boolean> {
+  const rows = await em.execute<Array<{ id: string }>>(
+    `update mfa_factors set last_used_step = ?${used ? ', last_used_at = now()' : ''}
+      where id = ? and (last_used_step is null or last_used_step < ?)
+      returning id`,
+    [step, factorId, step],
+  );
+  return rows.length === 1;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Enrollment and management (signed in)
+
+export async function enrollTotp(ctx: Context, input: { name?: string } | undefined) {
+  const { application, user } = signedIn(ctx);
+  await requireStepUpWhenEnrolled(ctx);
+  const id = newId();
+  const secret = new Secret({ size: 20 });
+  const totp = new TOTP({ ...TOTP_OPTIONS, issuer: application.name, label: user.primaryEmail ?? user.id, secret });
+  await ctx.em.transactional(async (em) => {
+    // One enrollment in progress at a time: a new one replaces an unconfirmed one.
+    await em.nativeDelete(MfaFactorEntity, { user: user.id, kind: 'totp', confirmedAt: null });
+    em.create(MfaFactorEntity, {
+      id,
+      application: application.id,
+      user: user.id,
+      kind: 'totp',
+      name: input?.name ?? TOTP_NAME,
+      secretSealed: ctx.services.secretBox.encrypt(secret.base32, `totp:${id}`),
+      lastUsedStep: null,
+      confirmedAt: null,
+      lastUsedAt: null,
+    });
+    await em.flush();
+  });
+  return { factor_id: id, secret: secret.base32, otpauth_uri: totp.toString() };
+}
+
+/**
+ * A first code proves the authenticator holds the seed; the factor then counts. Its step is spent, so the same code
+ * cannot sign in afterwards. Confirming replaces an authenticator the user already had (a new phone): that needs
+ * aal 2 like any addition when a factor exists.
+ */
+export async function confirmTotp(ctx: Context, input: { factor_id: string; code: string }) {
+  const { application, user } = signedIn(ctx);
+  const factor = await ctx.em.findOne(MfaFactorEntity, {
+    id: input.factor_id,
+    application: application.id,
+    user: user.id,
+    kind: 'totp',
+    confirmedAt: null,
+  });
+  if (!factor) throw notFound('Factor');
+  await requireStepUpWhenEnrolled(ctx);
+  const step = matchingStep(ctx.services, factor, input.code);
+  if (step === null) throw assertionFailed();
+  const replaced = await ctx.em.transactional(async (em) => {
+    const previous = await em.find(MfaFactorEntity, { user: user.id, kind: 'totp', confirmedAt: { $ne: null } });
+    if (previous.length) await em.nativeDelete(MfaFactorEntity, { id: { $in: previous.map((f) => f.id) } });
+    if (!(await acceptStep(em, factor.id, step, false))) throw assertionFailed();
+    const confirmed = await em.nativeUpdate(MfaFactorEntity, { id: factor.id, confirmedAt: null }, { confirmedAt: new Date() });
+    if (!confirmed) throw notFound('Factor');
+    await clearMfaEnrollmentRequired(em, application.id, user.id);
+    return previous;
+  });
+  for (const old of replaced) notify(ctx, user, 'mfa_factor_removed', old.name);
+  notify(ctx, user, 'mfa_factor_added', factor.name);
+  return toFactorRecord(factor);
+}
+
+const randomBackupCode = () => {
+  let code = '';
+  for (let i = 0; i < BACKUP_CODE_LENGTH; i++) code += BACKUP_CODE_ALPHABET[randomInt(BACKUP_CODE_ALPHABET.length)];
+  return `${code.slice(0, 5)}-${code.slice(5)}`;
+};
+
+/** The canonical form of a typed code: case, spaces and hyphens ignored; o, i and l read as 0, 1 and 1. */
+function normalizeBackupCode(code: string): string | null {
+  const canonical = code
+    .toLowerCase()
+    .replace(/[\s-]+/g, '')
+    .replace(/o/g, '0')
+    .replace(/[il]/g, '1');
+  return canonical.length === BACKUP_CODE_LENGTH && [...canonical].every((c) => BACKUP_CODE_ALPHABET.includes(c))
+    ? canonical
+    : null;
+}
+
+/** Salted with the set's id, so one precomputed table cannot crack every user's codes at once. */
+const backupCodeHash = (factorId: string, canonical: string) => sha256(`${factorId}:${canonical}`);
+
+/** 201: ten new codes, shown this once. The previous set (used or not) is void from the same commit on. */
+export async function createBackupCodes(ctx: Context) {
+  const { application, user } = signedIn(ctx);
+  await requireStepUpWhenEnrolled(ctx);
+  const codes = new Set<string>();
+  while (codes.size < BACKUP_CODE_COUNT) codes.add(randomBackupCode());
+  const id = newId();
+  await ctx.em.transactional(async (em) => {
+    // Two generations at once serialize on the user's row: the later one's set is the live one.
+    await em.execute('select id from users where id = ? for update', [user.id]);
+    await em.nativeDelete(MfaFactorEntity, { user: user.id, kind: 'backup_code' });
+    em.create(MfaFactorEntity, {
+      id,
+      application: application.id,
+      user: user.id,
+      kind: 'backup_code',
+      name: BACKUP_CODES_NAME,
+      secretSealed: null,
+      lastUsedStep: null,
+      confirmedAt: new Date(),
+      lastUsedAt: null,
+    });
+    for (const code of codes) {
+      em.create(MfaBackupCodeEntity, {
+        id: newId(),
+        application: application.id,
+        user: user.id,
+        factor: id,
+        codeHash: backupCodeHash(id, normalizeBackupCode(code)!),
+        usedAt: null,
+      });
+    }
+    await em.flush();
+    await clearMfaEnrollmentRequired(em, application.id, user.id);
+  });
+  notify(ctx, user, 'mfa_factor_added', BACKUP_CODES_NAME);
+  return { codes: [...codes] };
+}
+
+export async function listFactors(ctx: Context) {
+  const { user } = signedIn(ctx);
+  return (await confirmedFactors(ctx.em, user.id)).map(toFactorRecord);
+}
+
+/** Removal always needs aal 2: an aal 1 session must not be able to strip the factor that protects the account. */
+export async function deleteFactor(ctx: Context, id: string) {
+  const { application, session, user } = signedIn(ctx);
+  const factor = await ctx.em.findOne(MfaFactorEntity, {
+    id,
+    application: application.id,
+    user: user.id,
+    confirmedAt: { $ne: null },
+  });
+  if (!factor) throw notFound('Factor');
+  if (session.aal < 2) throw stepUpRequired();
+  // The backup codes of a set go with it (foreign key cascade).
+  if (!(await ctx.em.nativeDelete(MfaFactorEntity, { id: factor.id }))) throw notFound('Factor');
+  notify(ctx, user, 'mfa_factor_removed', factor.name);
+  return { id, deleted: true as const };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Second factor during sign-in
+
+/** Counts an attempt against every limit (429 `rate_limited` over one); a refused attempt counts nowhere. */
+async function countAttempt(ctx: Context, limits: FailureLimit[]) {
+  const counted: FailureLimit[] = [];
+  try {
+    for (const limit of limits) {
+      await ctx.services.rateLimits.consume(limit.name, limit.key, limit.points, limit.windowS);
+      counted.push(limit);
+    }
+  } catch (error) {
+    await refundAttempt(ctx, counted);
+    throw error;
+  }
+}
+
+async function refundAttempt(ctx: Context, limits: FailureLimit[]) {
+  for (const limit of limits) await ctx.services.rateLimits.refund(limit.name, limit.key, limit.points, limit.windowS);
+}
+
+/**
+ * Runs one second-factor attempt against a pending token. Each attempt takes one of the token's five attempts
+ * (a conditional UPDATE) *before* its code is checked: twenty guesses fired at once cannot all be checked before
+ * the failures are counted. `check` answers whether the code is right (no database effect); `consume` runs inside
+ * the sign-in transaction and spends the one-time secret (a time step, a backup code) with a conditional UPDATE,
+ * throwing `assertion_failed` when it was already spent. On success the pending token is consumed and the sign-in
+ * continues at aal 2; on failure nothing is consumed (the transaction rolls back) but the failure stays counted, and
+ * the fifth one kills the token.
+ */
+async function secondFactorAttempt(
+  ctx: Context,
+  pendingToken: string,
+  attempt: (userId: string) => Promise<((em: EntityManager) => Promise<void>) | null>,
+): Promise<SignInResult> {
+  const application = ctx.application!;
+  const pending = await peekPendingToken(ctx.em, application, pendingToken, 'mfa');
+  const keys = failureLimits(application.id, pending.user, ctx.ip);
+  await countAttempt(ctx, keys);
+  const reserved = await ctx.em.execute<Array<{ id: string }>>(
+    `update pending_tokens set failed_attempts = failed_attempts + 1
+      where id = ? and consumed_at is null and expires_at > now() and failed_attempts < ?
+      returning id`,
+    [pending.id, MAX_FAILED_ATTEMPTS],
+  );
+  if (!reserved.length) {
+    await refundAttempt(ctx, keys);
+    throw invalidPendingToken();
+  }
+  try {
+    const consume = await attempt(pending.user);
+    if (!consume) throw assertionFailed();
+    const result = await completeSignIn(ctx, application, async (em) => {
+      await consume(em);
+      const subject = await consumePendingToken(em, application, pendingToken, 'mfa');
+      return { ...subject, aal: 2 };
+    });
+    await refundAttempt(ctx, keys);
+    return result;
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'assertion_failed') {
+      // Outside the rolled-back transaction: the fifth failure makes the token unusable.
+      await ctx.em.execute(
+        'update pending_tokens set consumed_at = now() where id = ? and consumed_at is null and failed_attempts >= ?',
+        [pending.id, MAX_FAILED_ATTEMPTS],
+      );
+    }
+    throw error;
+  }
+}
+
+export function verifyTotp(ctx: Context, input: { pending_token: string; code: string }) {
+  const application = ctx.application!;
+  return secondFactorAttempt(ctx, input.pending_token, async (userId) => {
+    const factor = await ctx.em.findOne(MfaFactorEntity, {
+      application: application.id,
+      user: userId,
+      kind: 'totp',
+      confirmedAt: { $ne: null },
+    });
+    const step = factor ? matchingStep(ctx.services, factor, input.code) : null;
+    if (!factor || step === null) return null;
+    return async (em) => {
+      if (!(await acceptStep(em, factor.id, step, true))) throw assertionFailed();
+    };
+  });
+}
+
+export function verifyBackupCode(ctx: Context, input: { pending_token: string; code: string }) {
+  const application = ctx.application!;
+  return secondFactorAttempt(ctx, input.pending_token, async (userId) => {
+    const canonical = normalizeBackupCode(input.code);
+    const set = canonical
+      ? await ctx.em.findOne(MfaFactorEntity, {
+          application: application.id,
+          user: userId,
+          kind: 'backup_code',
+          confirmedAt: { $ne: null },
+        })
+      : null;
+    if (!set || !canonical) return null;
+    return async (em) => {
+      // Single use (SECURITY 3): of concurrent uses of one code, one UPDATE finds it unused.
+      const used = await em.execute<Array<{ id: string }>>(
+        `update mfa_backup_codes set used_at = now()
+          where factor_id = ? and code_hash = ? and used_at is null
+          returning id`,
+        [set.id, backupCodeHash(set.id, canonical)],
+      );
+      if (!used.length) throw assertionFailed();
+      await em.nativeUpdate(MfaFactorEntity, { id: set.id }, { lastUsedAt: new Date() });
+    };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Extension points: the sign-in state machine and user merges
+
+/** `mfa_required` lists TOTP when confirmed, and backup codes while an unused one remains. */
+registerSecondFactorSource(async (em, user): Promise<MfaMethod[]> => {
+  const rows = await em.execute<Array<{ kind: string }>>(
+    `select f.kind from mfa_factors f
+      where f.user_id = ? and f.confirmed_at is not null
+        and (f.kind = 'totp' or exists (select 1 from mfa_backup_codes c where c.factor_id = f.id and c.used_at is null))`,
+    [user.id],
+  );
+  const kinds = new Set(rows.map((r) => r.kind));
+  return (['totp', 'backup_code'] as const).filter((kind) => kinds.has(kind));
+});
+
+/**
+ * Merge: the source's factors move to the target. A kind the target already has wins (its TOTP, its set of backup
+ * codes); the source's enrollments still in progress are dropped.
+ */
+registerMergeStep('mfa_factors', async (em, { sourceUserId, targetUserId }) => {
+  await em.execute(
+    `delete from mfa_factors s where s.user_id = ?
+       and (s.confirmed_at is null
+            or exists (select 1 from mfa_factors t where t.user_id = ? and t.kind = s.kind and t.confirmed_at is not null))`,
+    [sourceUserId, targetUserId],
+  );
+  await em.nativeUpdate(MfaBackupCodeEntity, { user: sourceUserId }, { user: targetUserId });
+  await em.nativeUpdate(MfaFactorEntity, { user: sourceUserId }, { user: targetUserId });
+});
