@@ -5,13 +5,12 @@ import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { allowOrigin } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
-import { type User, UserEntity } from '../users/user.entity.ts';
+import type { User } from '../users/user.entity.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
 import type { SessionRecord, Tokens } from './sessions.schema.ts';
@@ -261,10 +260,56 @@ export async function authenticateSignedIn(ctx: Context): Promise<{ application:
     [claims.sid, applicationId, claims.sub],
   );
   if (!row) return refuse(new AppError('invalid_token', 'The session has ended'));
-  const application = ctx.em.map(ApplicationEntity, row.a);
+  // Plain records, not managed entities: this path only reads, and mapping three entities per request was a third
+  // of its cost. Writes on signed-in routes go through native statements or load what they change.
+  const application = applicationFromRow(row.a);
   allowOrigin(ctx, application);
-  return { application, session: ctx.em.map(SessionEntity, row.s), user: ctx.em.map(UserEntity, row.u) };
+  return { application, session: sessionFromRow(row.s), user: userFromRow(row.u) };
 }
+
+type JsonRow = Record<string, any>;
+const date = (value: string) => new Date(value);
+const dateOrNull = (value: string | null) => (value === null ? null : new Date(value));
+
+const applicationFromRow = (a: JsonRow): Application => ({
+  id: a.id,
+  name: a.name,
+  environment: a.environment,
+  allowedOrigins: a.allowed_origins,
+  settings: a.settings,
+  firstTrafficAt: dateOrNull(a.first_traffic_at),
+  createdAt: date(a.created_at),
+  updatedAt: date(a.updated_at),
+});
+
+const sessionFromRow = (s: JsonRow): Session => ({
+  id: s.id,
+  application: s.application_id,
+  user: s.user_id,
+  aal: s.aal,
+  organization: s.organization_id,
+  refreshTokenHash: s.refresh_token_hash,
+  mfaEnrollmentRequired: s.mfa_enrollment_required,
+  userAgent: s.user_agent,
+  ip: s.ip,
+  createdAt: date(s.created_at),
+  lastActiveAt: date(s.last_active_at),
+  expiresAt: date(s.expires_at),
+  revokedAt: dateOrNull(s.revoked_at),
+});
+
+const userFromRow = (u: JsonRow): User => ({
+  id: u.id,
+  application: u.application_id,
+  primaryEmail: u.primary_email,
+  emailNormalized: u.email_normalized,
+  emailVerified: u.email_verified,
+  status: u.status,
+  profile: u.profile,
+  mergedInto: u.merged_into,
+  createdAt: date(u.created_at),
+  updatedAt: date(u.updated_at),
+});
 
 /** Merge: the source's sessions are revoked (its identities now sign in the target). */
 registerMergeStep('sessions', async (em, { applicationId, sourceUserId }) => {
