@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -19,7 +20,6 @@ import {
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
-import { v7 as uuidv7 } from 'uuid';
 import { HOSTED_VERIFY_HTML } from './hosted-pages.ts';
 
 const ONE_MIB = 1024 * 1024;
@@ -74,7 +74,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     logger: options.logLevel
       ? {

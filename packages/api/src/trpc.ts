@@ -114,18 +114,18 @@ export const operatorProcedure = base.meta({ caller: 'operator' }).use(async ({ 
 export const secretKeyProcedure = (scope: Scope) =>
   base.meta({ caller: 'secret_key', scope }).use(async ({ ctx, next }) => {
     const { application, apiKey } = await authenticateSecretKey(ctx, scope);
-    return next({ ctx: { ...ctx, application, apiKey } });
+    return next({ ctx: { application, apiKey } });
   });
 
 /** End-user routes (ES): the application from `x-application-id`, then the browser's origin against its allowlist. */
 export const endUserProcedure = base.meta({ caller: 'end_user' }).use(async ({ ctx, next }) => {
   const application = await resolveApplication(ctx);
   allowOrigin(ctx, application);
-  return next({ ctx: { ...ctx, application } });
+  return next({ ctx: { application } });
 });
 
 /** Signed-in end-user routes (ES★): a valid access token of a session that is still live, of an active user. */
 export const signedInProcedure = base.meta({ caller: 'signed_in' }).use(async ({ ctx, next }) => {
   const { application, session, user } = await authenticateSignedIn(ctx);
-  return next({ ctx: { ...ctx, application, session, user } });
+  return next({ ctx: { application, session, user } });
 });

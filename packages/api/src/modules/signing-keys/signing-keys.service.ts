@@ -24,7 +24,15 @@ interface VerifyKey {
 export class SigningKeyCache {
   readonly active = new Map<string, { kid: string; key: KeyObject; loadedAt: number }>();
   readonly verify = new Map<string, { keys: Map<string, VerifyKey>; loadedAt: number }>();
+  /**
+   * Access tokens whose signature and claims verified, by their exact text, until they expire: a client presents
+   * the same token on every call for its whole lifetime, and the signature check is most of the cost of a signed-in
+   * request. (Revocation is not cached: the session is read on every request.)
+   */
+  readonly verified = new Map<string, { applicationId: string; expiresAt: number; claims: JWTPayload & AccessTokenClaims }>();
 }
+
+const MAX_REMEMBERED_TOKENS = 10_000;
 
 const sealContext = (kid: string) => `signing_key:${kid}`;
 
@@ -136,6 +144,13 @@ export async function verifyAccessToken(
   applicationId: string,
   token: string,
 ): Promise<JWTPayload & AccessTokenClaims> {
+  const remembered = ctx.services.signingKeys.verified;
+  const seen = remembered.get(token);
+  if (seen) {
+    if (seen.applicationId === applicationId && seen.expiresAt > Date.now()) return seen.claims;
+    if (seen.expiresAt <= Date.now()) remembered.delete(token);
+    throw invalidToken();
+  }
   try {
     const { payload } = await jwtVerify(
       token,
@@ -154,7 +169,11 @@ export async function verifyAccessToken(
     );
     if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string' || typeof payload.aal !== 'number')
       throw invalidToken();
-    return payload as JWTPayload & AccessTokenClaims;
+    const claims = payload as JWTPayload & AccessTokenClaims;
+    // Oldest out first: tokens are remembered in about the order they expire.
+    if (remembered.size >= MAX_REMEMBERED_TOKENS) remembered.delete(remembered.keys().next().value!);
+    remembered.set(token, { applicationId, expiresAt: (claims.exp ?? 0) * 1000, claims });
+    return claims;
   } catch (error) {
     if (error instanceof AppError || error instanceof joseErrors.JOSEError || error instanceof TypeError) throw invalidToken();
     throw error;
