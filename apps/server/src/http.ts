@@ -231,6 +231,11 @@ function registerRest(app: FastifyInstance, services: Services) {
         get headersSent() {
           return reply.sent;
         },
+        // Read by the adapter when the connection closes: without it, every request aborts a signal (and builds a
+        // DOMException) after it has already been answered.
+        get writableEnded() {
+          return reply.sent || reply.raw.writableEnded;
+        },
       };
       const req = Object.assign(request, {
         once: request.raw.once.bind(request.raw),
