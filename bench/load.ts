@@ -18,7 +18,23 @@ export interface Scenario {
   body?: () => string;
   /** The status every response must have. */
   expect: number;
+  /** Requests that depend on what the same connection was answered before (see `ConnectionHooks`). */
+  connection?: ConnectionHooks;
 }
+
+/**
+ * Per-connection requests: each connection (and the one client of `unloaded`) gets its own `state` object, empty at
+ * first and kept across all its requests, so that a connection can hold one credential (an access token, a session
+ * whose refresh token rotates) and never share it with another connection. With one request in flight per
+ * connection, a value learnt from a response is used by that connection's next request.
+ */
+export interface ConnectionHooks {
+  /** Headers (added to the scenario's) and body of the connection's next request. */
+  request: (state: ConnectionState) => { headers?: Record<string, string>; body?: string };
+  /** Every response the connection receives, with its body. */
+  response?: (state: ConnectionState, status: number, body: string) => void;
+}
+export type ConnectionState = Record<string, unknown>;
 
 export interface LoadOptions {
   url: string;
@@ -33,6 +49,8 @@ export interface LoadOptions {
   serverCpuSeconds: () => number;
   /** Busy CPU seconds of the whole machine so far. */
   machineCpuSeconds: () => number;
+  /** CPU seconds of the database's own processes so far (PostgreSQL backends), where known. */
+  databaseCpuSeconds?: () => number;
 }
 
 export interface Measurement {
@@ -41,6 +59,9 @@ export interface Measurement {
   unloadedMs: number;
   warmupSeconds: number;
   windowSeconds: number;
+  /** When the window opened and closed, on this process's `performance.now()` clock (ms). */
+  windowStart: number;
+  windowEnd: number;
   /** Responses that arrived within the window. */
   requests: number;
   requestsPerSecond: number;
@@ -53,6 +74,8 @@ export interface Measurement {
   machineCores: number;
   /** The benchmark process's own CPU use (autocannon) during the window, in cores. */
   loadGeneratorCores: number;
+  /** The database backends' CPU use during the window, in cores (NaN where not measured). */
+  databaseCores: number;
   /** Within the window: connection errors, timeouts included. */
   errors: number;
   timeouts: number;
@@ -76,18 +99,22 @@ const percentile = (sorted: number[], p: number): number =>
 /** Median latency of `samples` requests sent one at a time (after one uncounted request, which may wait behind others). */
 export async function unloaded(scenario: Scenario, url: string, samples = 10): Promise<number> {
   const times: number[] = [];
+  const state: ConnectionState = {}; // the one client is a connection of its own
   // The first request waits behind whatever the previous scenario left in flight; it is not counted.
   for (let i = -1; i < samples; i++) {
+    const next = scenario.connection?.request(state);
+    const body = next?.body ?? scenario.body?.();
     const started = performance.now();
     const response = await fetch(`${url}${scenario.path}`, {
       method: scenario.method,
-      headers: { ...scenario.headers, ...(scenario.body ? { 'content-type': 'application/json' } : {}) },
-      body: scenario.body?.(),
+      headers: { ...scenario.headers, ...next?.headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body,
       signal: AbortSignal.timeout(60_000),
     });
-    await response.arrayBuffer();
-    if (response.status !== scenario.expect) throw new Error(`${scenario.name} answered ${response.status} (one client)`);
+    const text = await response.text();
     if (i >= 0) times.push(performance.now() - started);
+    scenario.connection?.response?.(state, response.status, text);
+    if (response.status !== scenario.expect) throw new Error(`${scenario.name} answered ${response.status} (one client)`);
   }
   return percentile(
     times.sort((a, b) => a - b),
@@ -95,8 +122,34 @@ export async function unloaded(scenario: Scenario, url: string, samples = 10): P
   );
 }
 
+/**
+ * The autocannon request of a scenario. For per-connection hooks: autocannon deep-copies `requests` for each of its
+ * connections (so each gets its own `state` object), passes `setupRequest` a shallow copy of that connection's
+ * request and calls `onResponse` as a method of it, so `request.state` and `this.state` are the connection's state.
+ */
+function autocannonRequest(scenario: Scenario): autocannon.Request {
+  const { body, connection } = scenario;
+  const headers = { ...scenario.headers, ...(body ? { 'content-type': 'application/json' } : {}) };
+  const request = { method: scenario.method, path: scenario.path, headers };
+  if (connection) {
+    type WithState = autocannon.Request & { state: ConnectionState };
+    return {
+      ...request,
+      state: {},
+      setupRequest: (req: autocannon.Request) => {
+        const next = connection.request((req as WithState).state);
+        if (next.body === undefined) return { ...req, headers: { ...req.headers, ...next.headers } };
+        return { ...req, headers: { ...req.headers, ...next.headers, 'content-type': 'application/json' }, body: next.body };
+      },
+      onResponse(this: WithState, status: number, responseBody: string) {
+        connection.response?.(this.state, status, responseBody);
+      },
+    } as WithState;
+  }
+  return { ...request, ...(body ? { setupRequest: (req: autocannon.Request) => ({ ...req, body: body() }) } : {}) };
+}
+
 export async function measure(scenario: Scenario, options: LoadOptions): Promise<Measurement> {
-  const { body } = scenario;
   let finished!: (error: unknown) => void;
   const done = new Promise<void>((resolve, reject) => {
     finished = (error) => (error ? reject(error) : resolve());
@@ -108,14 +161,7 @@ export async function measure(scenario: Scenario, options: LoadOptions): Promise
       // An upper bound only: the run is stopped when the window closes.
       duration: options.maxWarmupSeconds + options.durationSeconds + 5,
       timeout: options.timeoutSeconds,
-      requests: [
-        {
-          method: scenario.method,
-          path: scenario.path,
-          headers: { ...scenario.headers, ...(body ? { 'content-type': 'application/json' } : {}) },
-          ...(body ? { setupRequest: (request) => ({ ...request, body: body() }) } : {}),
-        },
-      ],
+      requests: [autocannonRequest(scenario)],
     },
     (error) => finished(error),
   );
@@ -137,6 +183,8 @@ export async function measure(scenario: Scenario, options: LoadOptions): Promise
   let machineAtEnd = 0;
   let selfAtStart = 0;
   let selfAtEnd = 0;
+  let databaseAtStart = Number.NaN;
+  let databaseAtEnd = Number.NaN;
   const selfCpuSeconds = () => {
     const usage = process.cpuUsage();
     return (usage.user + usage.system) / 1e6;
@@ -147,11 +195,13 @@ export async function measure(scenario: Scenario, options: LoadOptions): Promise
     cpuAtStart = options.serverCpuSeconds();
     machineAtStart = options.machineCpuSeconds();
     selfAtStart = selfCpuSeconds();
+    databaseAtStart = options.databaseCpuSeconds?.() ?? Number.NaN;
     setTimeout(() => {
       windowEnd = performance.now();
       cpuAtEnd = options.serverCpuSeconds();
       machineAtEnd = options.machineCpuSeconds();
       selfAtEnd = selfCpuSeconds();
+      databaseAtEnd = options.databaseCpuSeconds?.() ?? Number.NaN;
       instance.stop();
     }, options.durationSeconds * 1000);
   };
@@ -187,6 +237,8 @@ export async function measure(scenario: Scenario, options: LoadOptions): Promise
     unloadedMs: Number.NaN, // measured after the load, once the server has drained
     warmupSeconds: (windowStart - started) / 1000,
     windowSeconds,
+    windowStart,
+    windowEnd: windowEnd || performance.now(),
     requests: latencies.length,
     requestsPerSecond: latencies.length / windowSeconds,
     p50Ms: percentile(latencies, 50),
@@ -195,6 +247,7 @@ export async function measure(scenario: Scenario, options: LoadOptions): Promise
     serverCores: (cpuAtEnd - cpuAtStart) / windowSeconds,
     machineCores: (machineAtEnd - machineAtStart) / windowSeconds,
     loadGeneratorCores: (selfAtEnd - selfAtStart) / windowSeconds,
+    databaseCores: (databaseAtEnd - databaseAtStart) / windowSeconds,
     errors,
     timeouts,
     non2xx,

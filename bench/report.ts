@@ -1,12 +1,19 @@
-/** bench/RESULTS.md, written by every complete run of `npm run bench`. */
+/**
+ * bench/RESULTS.md: one section per suite, each rewritten by the complete run that measured it (`npm run bench`
+ * rewrites both; `npm run bench -- <suite>` only its own and keeps the other's as it was).
+ */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
+import { join } from 'node:path';
 import type { Measurement } from './load.ts';
+import type { ProfiledRun, SignInRun } from './sign-in.ts';
+
+export const SUITES = ['organizations', 'sign-in'] as const;
+export type SuiteName = (typeof SUITES)[number];
 
 export interface Machine {
-  /** The commit measured, and whether the work tree (outside bench/) differed from it. */
-  revision: string;
   nproc: string;
   /** Cores busy during the 3 s before the run (other work on the machine skews every figure). */
   busyBefore: number;
@@ -31,8 +38,30 @@ export interface DatabaseRun {
   notes: string[];
 }
 
-export interface Settings {
+/** The 1-, 5- and 15-minute load averages (/proc/loadavg), e.g. `0.42 / 1.10 / 2.03`. */
+export function loadAverage(): string {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').trim().split(/\s+/).slice(0, 3).join(' / ');
+  } catch {
+    return 'n/a';
+  }
+}
+
+/** How busy the machine was around one suite, and which code it measured. */
+export interface SuiteClock {
+  /** The code when the suite started (see `revision`). */
+  revision: string;
+  /** The code outside bench/ changed on disk while the suite ran (see `codeDigest`). */
+  codeChanged: boolean;
+  /** The exact command line (BENCH_* knobs included). */
   command: string;
+  /** Load averages when the suite started and when it ended. */
+  loadBefore: string;
+  loadAfter: string;
+  totalSeconds: number;
+}
+
+export interface Settings {
   connections: number;
   warmupSeconds: number;
   maxWarmupSeconds: number;
@@ -41,11 +70,10 @@ export interface Settings {
   organizations: number;
   searchTerm: string;
   autocannon: string;
-  totalSeconds: number;
 }
 
 /** Read-only git queries (`--no-optional-locks`: not even the index's stat cache is written). */
-function revision(cwd: string): string {
+export function revision(cwd: string): string {
   try {
     const git = (...args: string[]) => execFileSync('git', ['--no-optional-locks', ...args], { cwd, encoding: 'utf8' }).trim();
     const head = git('rev-parse', '--short', 'HEAD');
@@ -56,7 +84,38 @@ function revision(cwd: string): string {
   }
 }
 
-export function describeMachine(root: string, busyBefore: number): Machine {
+/**
+ * A digest of the code outside bench/ as it is on disk: the content of every file git tracks or would track (not the
+ * ignored ones), read-only. Compared before and after a suite, it shows whether someone changed the code meanwhile: a
+ * server started before the change runs the old code, one started after it the new. (A commit of what was already on
+ * disk changes nothing here.)
+ */
+export function codeDigest(cwd: string): string {
+  try {
+    const files = execFileSync(
+      'git',
+      ['--no-optional-locks', 'ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '.', ':(exclude)bench'],
+      { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+    )
+      .split('\0')
+      .filter(Boolean)
+      .sort();
+    const hash = createHash('sha256');
+    for (const file of new Set(files)) {
+      hash.update(`${file}\0`);
+      try {
+        hash.update(readFileSync(join(cwd, file)));
+      } catch {
+        hash.update('(missing)'); // deleted in the work tree
+      }
+    }
+    return hash.digest('hex');
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function describeMachine(busyBefore: number): Machine {
   let nproc = 'unknown';
   try {
     nproc = execFileSync('nproc', { encoding: 'utf8' }).trim();
@@ -70,7 +129,6 @@ export function describeMachine(root: string, busyBefore: number): Machine {
     // not Linux
   }
   return {
-    revision: revision(root),
     nproc,
     busyBefore,
     memory: `${(totalmem() / 1024 ** 3).toFixed(1)} GiB`,
@@ -103,10 +161,42 @@ function table(run: DatabaseRun): string {
   ].join('\n');
 }
 
-export function renderResults(machine: Machine, settings: Settings, runs: DatabaseRun[], interpretation: string[]): string {
+/** The machine table of a suite's section; `databases` adds one row per database (label, version). */
+export function machineTable(machine: Machine, clock: SuiteClock, databases: Array<[string, string]>): string {
+  return [
+    '| | |',
+    '|---|---|',
+    `| code measured | ${clock.revision}${
+      clock.codeChanged
+        ? ' — **the code outside bench/ changed while this suite ran**: servers started before and after the change ran different code'
+        : ''
+    } |`,
+    `| CPUs (\`nproc\`) | ${machine.nproc} |`,
+    `| CPU busy in the 3 s before the run | ${num(machine.busyBefore * 100)} % |`,
+    `| load average (1 / 5 / 15 min) when the suite started | ${clock.loadBefore} |`,
+    `| load average (1 / 5 / 15 min) when the suite ended | ${clock.loadAfter} |`,
+    `| memory | ${machine.memory} |`,
+    `| CPU model | ${machine.cpu} |`,
+    `| Node | ${machine.node} |`,
+    ...databases.map(([label, version]) => `| ${label} | ${version} |`),
+  ].join('\n');
+}
+
+export const generatedLine = (clock: SuiteClock) =>
+  `Generated by \`${clock.command}\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ` +
+  `the suite took ${Math.round(clock.totalSeconds)} s.`;
+
+/** The organizations suite's section of RESULTS.md. */
+export function renderOrganizations(
+  machine: Machine,
+  settings: Settings,
+  clock: SuiteClock,
+  runs: DatabaseRun[],
+  interpretation: string[],
+): string {
   const sections = runs.map((run) =>
     [
-      `### ${run.label}`,
+      `#### ${run.label}`,
       '',
       `- ${run.version}: ${run.description}.`,
       `- Seeding ${num(settings.organizations)} organizations took ${run.seedSeconds.toFixed(1)} s; ` +
@@ -117,26 +207,20 @@ export function renderResults(machine: Machine, settings: Settings, runs: Databa
       ...run.notes.flatMap((note) => ['', note]),
     ].join('\n'),
   );
-  return `${[
-    '# Load benchmark results',
+  return [
+    '## Organizations: creating users and searching organizations',
     '',
-    `Generated by \`${settings.command}\` (bench/run.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ` +
-      `the whole run took ${Math.round(settings.totalSeconds)} s. This file is overwritten by every complete run; ` +
-      'see README.md for what is measured and how.',
+    generatedLine(clock),
     '',
-    '## Machine',
+    '### Machine',
     '',
-    '| | |',
-    '|---|---|',
-    `| code measured | ${machine.revision} |`,
-    `| CPUs (\`nproc\`) | ${machine.nproc} |`,
-    `| CPU busy in the 3 s before the run | ${num(machine.busyBefore * 100)} % |`,
-    `| memory | ${machine.memory} |`,
-    `| CPU model | ${machine.cpu} |`,
-    `| Node | ${machine.node} |`,
-    ...runs.map((run) => `| ${run.label} | ${run.version} |`),
+    machineTable(
+      machine,
+      clock,
+      runs.map((run) => [run.label, run.version]),
+    ),
     '',
-    '## Method',
+    '### Method',
     '',
     `- The real server (\`node apps/server/src/main.ts\`, \`GATEHOUSE_LOG_LEVEL=warn\`) runs as a child process on 127.0.0.1; ` +
       `one application is created through \`POST /v1/applications\` with the operator token, and every request uses its secret key.`,
@@ -157,12 +241,210 @@ export function renderResults(machine: Machine, settings: Settings, runs: Databa
       'for all processes (at most nproc × 100 %). A run fails (and writes nothing) when more than 0.1 % of ' +
       'its requests, warm-up included, fail or answer another status.',
     '',
-    '## Results',
+    '### Results',
     '',
     sections.join('\n\n'),
     '',
-    '## Interpretation',
+    '### Interpretation',
     '',
     ...interpretation.map((line) => `- ${line}`),
+  ].join('\n');
+}
+
+const begin = (suite: SuiteName) => `<!-- suite: ${suite} -->`;
+const end = (suite: SuiteName) => `<!-- /suite: ${suite} -->`;
+
+/**
+ * The previous file's section of `suite`. A file written before there were sections (one suite, the organizations
+ * one, with `##` headings) is taken as that suite's section, its headings one level down.
+ */
+function previousSection(previous: string, suite: SuiteName): string | undefined {
+  const from = previous.indexOf(begin(suite));
+  const to = previous.indexOf(end(suite));
+  if (from >= 0 && to > from) return previous.slice(from + begin(suite).length, to).trim();
+  if (suite === 'organizations' && !previous.includes('<!-- suite:') && previous.startsWith('# Load benchmark results')) {
+    const body = previous.slice(previous.indexOf('\n') + 1).trim();
+    return `## Organizations: creating users and searching organizations\n\n${body.replace(/^(#{2,5}) /gm, '#$1 ')}`;
+  }
+  return undefined;
+}
+
+/** The whole file: the sections given, and the other suites' sections from `previous` (the file as it was). */
+export function renderResults(sections: Partial<Record<SuiteName, string>>, previous: string | undefined): string {
+  const parts = SUITES.map((suite) => {
+    const section =
+      sections[suite] ??
+      (previous ? previousSection(previous, suite) : undefined) ??
+      `## ${suite}\n\nNot measured yet: run \`npm run bench -- ${suite}\`.`;
+    return [begin(suite), section.trim(), end(suite)].join('\n');
+  });
+  return `${[
+    '# Load benchmark results',
+    '',
+    'One section per suite. `npm run bench` rewrites both; `npm run bench -- <suite>` rewrites only its own and keeps the ' +
+      'other as it was, so the two sections may come from different runs (each says when and on what it ran). ' +
+      'See README.md for what is measured and how.',
+    '',
+    parts.join('\n\n'),
   ].join('\n')}\n`;
+}
+
+function signInTable(run: SignInRun): string {
+  const rows = run.servers.flatMap((server) =>
+    server.measurements.map(
+      (m) =>
+        `| ${server.label} | ${m.name} | ${num(m.unloadedMs, 1)} | ${num(m.requestsPerSecond, 1)} | ${num(m.p50Ms)} | ` +
+        `${num(m.p99Ms)} | ${num(m.maxMs)} | ${num(m.requests)} in ${num(m.windowSeconds, 1)} s | ${statusText(m)} | ` +
+        `${num(m.errors)} (${num(m.timeouts)}) | ${num(m.warmupSeconds, 1)} | ${percent(m.serverCores)} | ` +
+        `${num((m.serverCores * 1000) / m.requestsPerSecond, 2)} | ${percent(m.databaseCores)} | ` +
+        `${Number.isNaN(m.databaseCores) ? 'n/a' : num((m.databaseCores * 1000) / m.requestsPerSecond, 2)} | ` +
+        `${percent(m.loadGeneratorCores)} | ${percent(m.machineCores)} |`,
+    ),
+  );
+  return [
+    '| server | scenario | 1 client ms | req/s | p50 ms | p99 ms | max ms | responses | status codes | errors (timeouts) | warm-up s | server CPU | server CPU ms/request | PostgreSQL CPU | PostgreSQL CPU ms/request | autocannon CPU | machine CPU |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
+}
+
+function profileTables(profile: NonNullable<SignInRun['profile']>): string[] {
+  const [first, second] = profile.runs as [ProfiledRun, ProfiledRun];
+  const perRequest = (run: ProfiledRun, ms: number) => ms / Math.max(1, run.requests);
+  const names = [
+    ...new Set(
+      profile.runs.flatMap((run) => run.summary.packages.filter((p) => p.share >= 0.005 || p.ms >= 5).map((p) => p.name)),
+    ),
+  ];
+  const find = (run: ProfiledRun, name: string) => run.summary.packages.find((p) => p.name === name);
+  names.sort((a, b) => (find(first, b)?.ms ?? 0) - (find(first, a)?.ms ?? 0));
+  const cell = (run: ProfiledRun, name: string) => {
+    const p = find(run, name);
+    return p ? `${num(perRequest(run, p.ms), 3)} | ${num(p.share * 100, 1)} %` : '– | –';
+  };
+  const packageRows = names.map((name) => `| ${name} | ${cell(first, name)} | ${cell(second, name)} |`);
+  const total = (run: ProfiledRun) => `**${num(perRequest(run, run.summary.busyMs), 3)}** | 100 %`;
+  const functionTable = (run: ProfiledRun, count: number) => [
+    `Functions with the most self time in ${run.label} (package: the nearest package on the stack):`,
+    '',
+    '| function | where | package | ms/request | share |',
+    '|---|---|---|---:|---:|',
+    ...run.summary.functions
+      .slice(0, count)
+      .map(
+        (f) =>
+          `| \`${f.name.replaceAll('|', '\\|')}\` | ${f.where ? `\`${f.where}\`` : ''} | ${f.pkg} | ` +
+          `${num(perRequest(run, f.ms), 3)} | ${num(f.share * 100, 1)} % |`,
+      ),
+  ];
+  return [
+    `Why: ${profile.reason}. Each server was started again with \`node --cpu-prof\` and loaded with \`GET /v1/auth/me\` as ` +
+      `above (same connections, same tokens, a ${profile.seconds} s window); only the main thread\u2019s samples inside the ` +
+      'window count. Packages: each sample is charged to the nearest package on the stack, so Node\u2019s own modules and ' +
+      'native code count for the package that called them (the socket write of a response for fastify, of a query for pg; ' +
+      'the WebCrypto Ed25519 check for jose). Functions: the function on top of the stack. ms/request = sampled time ÷ ' +
+      'responses in the window. Samples are taken at fixed wall-clock intervals while the thread is not idle, so a call ' +
+      'during which the thread was preempted (a socket write that wakes a PostgreSQL backend on the same core, say) counts ' +
+      'that wait too; the totals are close to the CPU time per request measured above, single rows less so. The profiler ' +
+      'changes the speed of both servers ' +
+      `(${profile.runs.map((r) => `${r.label} ${num(r.requestsPerSecond)} req/s`).join(', ')} under it).`,
+    '',
+    `| package (with the Node built-ins it calls) | ${first.label} ms/request | share | ${second.label} ms/request | share |`,
+    '|---|---:|---:|---:|---:|',
+    ...packageRows,
+    `| **busy in all** | ${total(first)} | ${total(second)} |`,
+    '',
+    ...functionTable(first, 20),
+    '',
+    ...functionTable(second, 10),
+  ];
+}
+
+/** The sign-in suite's section of RESULTS.md. */
+export function renderSignIn(machine: Machine, settings: Settings, clock: SuiteClock, run: SignInRun): string {
+  const verdict = (pass: boolean) => (pass ? '**PASS**' : '**FAIL**');
+  const v = run.verify;
+  return [
+    '## Sign-in: `/v1/auth/me` and token refresh against a minimal server, and `verifyToken`',
+    '',
+    generatedLine(clock),
+    '',
+    '### Machine',
+    '',
+    machineTable(machine, clock, [['PostgreSQL', run.version]]),
+    '',
+    '### Targets',
+    '',
+    '| target | Gatehouse | baseline | ratio | required | result |',
+    '|---|---:|---:|---:|---|---|',
+    ...run.targets.map(
+      (t) => `| ${t.name} | ${t.gatehouse} | ${t.baseline} | ${num(t.ratio, 2)}× | ${t.required} | ${verdict(t.pass)} |`,
+    ),
+    '',
+    '### Method',
+    '',
+    `- Both servers run as child processes on 127.0.0.1 against the same PostgreSQL scratch database, one after the ` +
+      `other (never at the same time), with the same load: autocannon ${settings.autocannon}, ${settings.connections} ` +
+      `connections, closed loop, a warm-up of at least ${settings.warmupSeconds} s and until ${settings.connections} responses ` +
+      `have come back (at most ${settings.maxWarmupSeconds} s), then a ${settings.durationSeconds} s window. A response slower ` +
+      `than ${settings.timeoutSeconds} s counts as a timeout.`,
+    `- ${run.users} users sign in through Gatehouse's own API, as people would: \`POST /v1/auth/magic-link/start\`, the link ` +
+      `from the message log (\`GET /v1/messages\` of a development application), \`POST /v1/auth/magic-link/verify\`; each ` +
+      `gets a session. Connection i uses user i (the ${run.users}th is the single client after the load). The application ` +
+      'allows sign-in links for all of them from one address and gives access tokens an hour, so that none expires during ' +
+      'the suite.',
+    '- `GET /v1/auth/me`: connection i sends user i\u2019s access token on every request, as a client does for the ' +
+      'token\u2019s lifetime. A server that remembers tokens it verified checks each signature once; the minimal server ' +
+      'checks it on every request (`jwtVerify` with its key), as the issue specifies it.',
+    '- `POST /v1/auth/token/refresh`: connection i owns session i alone and always presents its current refresh token: ' +
+      'the one the previous response gave it (autocannon keeps one state per connection, one request in flight each). A ' +
+      'token presented twice would revoke the session (reuse detection) and fail the run; afterwards the revoked sessions ' +
+      `are counted: ${run.revokedSessions}.`,
+    '- The minimal server (bench/minimal-server.ts) has its own Ed25519 key; the benchmark signs it tokens with the same ' +
+      'header (`alg` EdDSA, `kid`, `typ` at+jwt) and claims (`iss`, `aud`, `sub`, `sid`, `aal`, `org`, `org_role`, `iat`, ' +
+      '`exp`) for the same users, and one opaque refresh token per session, stored as SHA-256 in `minimal_refresh`.',
+    '- "server CPU": CPU time of the server process during the window ÷ its length (100 % = one core); ' +
+      '"server CPU ms/request": that CPU time ÷ the responses in the window. "PostgreSQL CPU": the same for the ' +
+      'PostgreSQL backends of the scratch database (from /proc; the shared WAL writer and checkpointer are not counted). ' +
+      '"1 client ms": median of 10 requests sent one ' +
+      'at a time after the load, once the server has drained. A run fails (and writes nothing) when more than 0.1 % of ' +
+      'its requests fail or answer another status than 200.',
+    '- `verifyToken` (bench/verify.ts, its own process, after the servers have stopped): a token the SDK verified ' +
+      'before, against `crypto.verify` of the same token\u2019s Ed25519 signature with a KeyObject; best of three rounds ' +
+      'each. The ratio judged is the slower of "the same string again" and "an equal string, as a new request\u2019s header ' +
+      'would be" (whose hash V8 has not cached yet).',
+    '',
+    '### Results',
+    '',
+    `- ${run.version}: ${run.database}.`,
+    ...run.servers.map((server) => `- ${server.label}: ${server.description}.`),
+    `- ${run.users} sign-ins took ${run.signInSeconds.toFixed(1)} s. Server log lines at warn or above: ` +
+      `${run.servers.map((s) => `${s.label} ${s.serverWarnings}`).join(', ')}.`,
+    '',
+    signInTable(run),
+    '',
+    '<details><summary>The statement each server sends per <code>GET /v1/auth/me</code> (the last query of its pool ' +
+      'connections in <code>pg_stat_activity</code>), with EXPLAIN ANALYZE after its load</summary>',
+    '',
+    '```text',
+    ...run.plans.flatMap((p, i) => [...(i ? [''] : []), `-- ${p.label}`, p.sql, '', p.plan]),
+    '```',
+    '',
+    '</details>',
+    '',
+    '#### verifyToken',
+    '',
+    '| | ops/s | × raw |',
+    '|---|---:|---:|',
+    `| raw Ed25519 \`crypto.verify\` (KeyObject) | ${num(v.rawOpsPerSecond)} | 1× |`,
+    `| \`verifyToken\`, the same string again | ${num(v.sameStringOpsPerSecond)} | ${num(v.sameStringOpsPerSecond / v.rawOpsPerSecond)}× |`,
+    `| \`verifyToken\`, an equal string from a new request | ${num(v.newStringOpsPerSecond)} | ${num(v.newStringOpsPerSecond / v.rawOpsPerSecond)}× |`,
+    '',
+    `The first call, which fetches the JWKS from a local server and checks the signature, took ${num(v.firstMs, 1)} ms.`,
+    ...(run.profile ? ['', '### Where the time goes (CPU profiles)', '', ...profileTables(run.profile)] : []),
+    '',
+    '### Interpretation',
+    '',
+    ...run.interpretation.map((line) => `- ${line}`),
+  ].join('\n');
 }

@@ -1,11 +1,16 @@
 /**
- * `npm run bench`: the load benchmark of the real server, on PostgreSQL (a scratch database, created and dropped) and
- * on embedded PGlite (a temporary data directory, deleted after). Writes bench/RESULTS.md. Never part of `npm test`.
+ * `npm run bench [-- organizations | sign-in]`: the load benchmark of the real server. Writes bench/RESULTS.md (one
+ * section per suite; a run of one suite keeps the other's section). Never part of `npm test`.
+ * - organizations: creating users and searching organizations, on PostgreSQL (a scratch database, created and
+ *   dropped) and on embedded PGlite (a temporary data directory, deleted after);
+ * - sign-in (bench/sign-in.ts): `/v1/auth/me` and token refresh on PostgreSQL against a minimal server, and the SDK's
+ *   verifyToken against a raw Ed25519 verification.
  *
  * Knobs (environment): BENCH_DATABASE_URL (an existing database on the PostgreSQL server to administer from;
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_DURATION (s, 20), BENCH_WARMUP (s, 3),
  * BENCH_MAX_WARMUP (s, 60), BENCH_CONNECTIONS (64), BENCH_ORGANIZATIONS (100000), BENCH_TIMEOUT (s per response, 120),
- * BENCH_ONLY (postgres | pglite).
+ * BENCH_ONLY (postgres | pglite; organizations only), BENCH_PROFILE (auto | always | never; sign-in),
+ * BENCH_PROFILE_DURATION (s, 10), BENCH_PROFILE_DIR (keep the .cpuprofile files there).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -15,9 +20,34 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { assertSuccessful, type LoadOptions, type Measurement, measure, type Scenario, unloaded } from './load.ts';
-import { type DatabaseRun, describeMachine, num, renderResults, type Settings } from './report.ts';
+import {
+  codeDigest,
+  type DatabaseRun,
+  describeMachine,
+  loadAverage,
+  num,
+  renderOrganizations,
+  renderResults,
+  renderSignIn,
+  revision,
+  type Settings,
+  SUITES,
+  type SuiteClock,
+  type SuiteName,
+} from './report.ts';
 import { ANALYZE_SQL, expectedMatches, SEARCH_TERM, seedOrganizationsSql } from './seed.ts';
-import { type BenchApplication, createApplication, machineCpuSeconds, ROOT, type ServerProcess, startServer } from './server.ts';
+import {
+  activeStatements,
+  type BenchApplication,
+  createApplication,
+  drain,
+  machineCpuSeconds,
+  ROOT,
+  type ServerProcess,
+  type StartOptions,
+  startServer,
+} from './server.ts';
+import { benchSignIn } from './sign-in.ts';
 
 /** Read through a name, not `process.env.X`: these knobs belong to this script, not to any turbo task. */
 const textEnv = (name: string): string | undefined => process.env[name] || undefined;
@@ -39,8 +69,22 @@ const config = {
   timeoutSeconds: intEnv('BENCH_TIMEOUT', 120, 1, 300),
   organizations: intEnv('BENCH_ORGANIZATIONS', 100_000, 100, 1_000_000),
   only: textEnv('BENCH_ONLY'),
+  profile: textEnv('BENCH_PROFILE') ?? 'auto',
+  profileSeconds: intEnv('BENCH_PROFILE_DURATION', 10, 1, 120),
+  profileDir: textEnv('BENCH_PROFILE_DIR'),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');
+if (config.profile !== 'auto' && config.profile !== 'always' && config.profile !== 'never') {
+  throw new Error('BENCH_PROFILE is auto, always or never');
+}
+
+/** `npm run bench -- <suite>…` runs those suites; no argument, all of them. */
+const requested = process.argv.slice(2);
+for (const name of requested) {
+  if (!(SUITES as readonly string[]).includes(name))
+    throw new Error(`unknown suite ${name}: the suites are ${SUITES.join(', ')}`);
+}
+const suites = SUITES.filter((suite) => requested.length === 0 || requested.includes(suite));
 
 /** Undo steps, run newest first, on success, failure and Ctrl-C alike. */
 const cleanups: Array<{ what: string; run: () => Promise<unknown> }> = [];
@@ -72,8 +116,8 @@ async function tempDir(kind: string): Promise<string> {
   return dir;
 }
 
-async function serve(label: string, env: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServer(label, env);
+async function serve(label: string, env: Record<string, string>, options?: StartOptions): Promise<ServerProcess> {
+  const server = await startServer(label, env, options);
   cleanups.push({ what: `stop the ${label} server`, run: () => server.stop() });
   return server;
 }
@@ -88,23 +132,6 @@ async function getJson(server: ServerProcess, app: BenchApplication, path: strin
   const body = (await response.json()) as { data?: unknown };
   if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}: ${JSON.stringify(body)}`);
   return body.data;
-}
-
-/**
- * Waits until the requests autocannon abandoned when it stopped have been served: the server process's CPU is idle
- * (with PGlite the database works inside it) and, on PostgreSQL, no statement of the scratch database is running.
- * Stopping the server earlier would measure its shutdown, and the next scenario would start behind a queue.
- */
-async function drain(server: ServerProcess, activeStatements?: () => Promise<number>, maxSeconds = 90): Promise<void> {
-  const deadline = Date.now() + maxSeconds * 1000;
-  let quiet = 0;
-  while (quiet < 2 && Date.now() < deadline) {
-    const before = server.cpuSeconds();
-    await new Promise((r) => setTimeout(r, 500));
-    const busy = (server.cpuSeconds() - before) / 0.5;
-    const active = activeStatements ? await activeStatements() : 0;
-    quiet = busy < 0.05 && active === 0 ? quiet + 1 : 0;
-  }
 }
 
 /** Both scenarios against a server that has the application and the seeded organizations. */
@@ -253,14 +280,7 @@ async function benchPostgres(): Promise<DatabaseRun & { plans: SearchPlans }> {
   const seedSeconds = elapsed(seedStarted);
   log(`postgres: seeded ${config.organizations} organizations in ${seedSeconds.toFixed(1)} s`);
 
-  const activeStatements = async () => {
-    const { rows } = await client.query<{ n: string }>(
-      'select count(*) as n from pg_stat_activity ' +
-        "where datname = current_database() and backend_type = 'client backend' and state <> 'idle' and pid <> pg_backend_pid()",
-    );
-    return Number(rows[0]?.n ?? 0);
-  };
-  const { measurements, searchTotal } = await runScenarios('postgres', server, app, activeStatements);
+  const { measurements, searchTotal } = await runScenarios('postgres', server, app, () => activeStatements(client));
   await server.stop(60_000); // graceful: requests still in flight finish first
   const plans = await explainSearch(client, app.id);
   return {
@@ -410,31 +430,53 @@ function interpret(
   return lines;
 }
 
+/** The exact command: `npm run bench` with the suites named and whatever BENCH_* knobs were set (passwords masked). */
+function commandLine(): string {
+  const knobs = Object.keys(process.env)
+    .filter((key) => key.startsWith('BENCH_'))
+    .sort()
+    .map((key) => `${key}=${(textEnv(key) ?? '').replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
+  return [...knobs, 'npm run bench', ...(requested.length ? ['--', ...requested] : [])].join(' ');
+}
+
+/** Runs one suite between two readings of the clock and the load average; its undo steps run when it ends. */
+async function timed<T>(run: () => Promise<T>): Promise<{ result: T; clock: SuiteClock }> {
+  const started = performance.now();
+  const loadBefore = loadAverage();
+  const code = { revision: revision(ROOT), digest: codeDigest(ROOT) };
+  const result = await run();
+  await cleanUp();
+  const codeChanged = codeDigest(ROOT) !== code.digest;
+  if (codeChanged) log('warning: the code outside bench/ changed while the suite ran; its figures may mix two versions');
+  return {
+    result,
+    clock: {
+      command: commandLine(),
+      revision: code.revision,
+      codeChanged,
+      loadBefore,
+      loadAfter: loadAverage(),
+      totalSeconds: elapsed(started),
+    },
+  };
+}
+
 const started = performance.now();
 try {
+  log(`suites: ${suites.join(', ')}; load average ${loadAverage()}`);
   const cpuBefore = machineCpuSeconds();
   await new Promise((r) => setTimeout(r, 3000));
-  const machine = describeMachine(ROOT, (machineCpuSeconds() - cpuBefore) / 3);
+  const machine = describeMachine((machineCpuSeconds() - cpuBefore) / 3);
   if (machine.busyBefore > 0.2) {
     log(
       `warning: ${Math.round(machine.busyBefore * 100)} % CPU busy before the run — other work on this machine skews the figures`,
     );
   }
-  const pg = config.only !== 'pglite' ? await benchPostgres() : undefined;
-  await cleanUp();
-  const lite = config.only !== 'postgres' ? await benchPglite() : undefined;
-  await cleanUp();
-  const runs = [pg, lite].filter((run): run is DatabaseRun => run !== undefined);
+  const cores = Number(machine.nproc) || 2;
   const autocannonVersion = (
     JSON.parse(await readFile(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')) as { version: string }
   ).version;
-  // The exact command: `npm run bench` with whatever BENCH_* knobs were set (a password in a URL is masked).
-  const knobs = Object.keys(process.env)
-    .filter((key) => key.startsWith('BENCH_'))
-    .sort()
-    .map((key) => `${key}=${(textEnv(key) ?? '').replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
   const settings: Settings = {
-    command: [...knobs, 'npm run bench'].join(' '),
     connections: config.connections,
     warmupSeconds: config.warmupSeconds,
     maxWarmupSeconds: config.maxWarmupSeconds,
@@ -443,13 +485,37 @@ try {
     organizations: config.organizations,
     searchTerm: SEARCH_TERM,
     autocannon: autocannonVersion,
-    totalSeconds: elapsed(started),
   };
-  await writeFile(
-    join(ROOT, 'bench/RESULTS.md'),
-    renderResults(machine, settings, runs, interpret(pg, lite, Number(machine.nproc) || 2)),
-  );
-  log(`wrote bench/RESULTS.md (${Math.round(elapsed(started))} s in all)`);
+  const sections: Partial<Record<SuiteName, string>> = {};
+
+  if (suites.includes('organizations')) {
+    const { result, clock } = await timed(async () => {
+      const pg = config.only !== 'pglite' ? await benchPostgres() : undefined;
+      await cleanUp();
+      const lite = config.only !== 'postgres' ? await benchPglite() : undefined;
+      return { pg, lite };
+    });
+    const runs = [result.pg, result.lite].filter((run): run is DatabaseRun => run !== undefined);
+    sections.organizations = renderOrganizations(machine, settings, clock, runs, interpret(result.pg, result.lite, cores));
+  }
+
+  if (suites.includes('sign-in')) {
+    const { result, clock } = await timed(() =>
+      benchSignIn(
+        { ...config, profile: config.profile as 'auto' | 'always' | 'never' },
+        { log, onCleanup: (what, run) => cleanups.push({ what, run }), tempDir, serve, secrets },
+        cores,
+      ),
+    );
+    sections['sign-in'] = renderSignIn(machine, settings, clock, result);
+    for (const t of result.targets)
+      log(`target: ${t.name.replaceAll('`', '')}: ${t.ratio.toFixed(2)}× (${t.required}) ${t.pass ? 'PASS' : 'FAIL'}`);
+  }
+
+  const path = join(ROOT, 'bench/RESULTS.md');
+  const previous = await readFile(path, 'utf8').catch(() => undefined);
+  await writeFile(path, renderResults(sections, previous));
+  log(`wrote bench/RESULTS.md (${Math.round(elapsed(started))} s in all; load average ${loadAverage()})`);
 } catch (error) {
   console.error(`\nBENCHMARK FAILED: ${(error as Error).message}`);
   await cleanUp();

@@ -1,9 +1,13 @@
-/** The real server as a child process (`node apps/server/src/main.ts`), on a free loopback port. */
+/**
+ * A server as a child process on a free loopback port: the real server (`node apps/server/src/main.ts`) or the
+ * benchmark's own minimal server (`bench/minimal-server.ts`).
+ */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { Client } from 'pg';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -66,11 +70,23 @@ function baseEnv(): NodeJS.ProcessEnv {
   );
 }
 
-export async function startServer(label: string, env: Record<string, string>, readyTimeoutMs = 120_000): Promise<ServerProcess> {
+export interface StartOptions {
+  /** The script to run, relative to the repository root; it must answer `GET /readyz` with 200 once it serves. */
+  script?: string;
+  /** Node options before the script (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
+  readyTimeoutMs?: number;
+}
+
+export async function startServer(
+  label: string,
+  env: Record<string, string>,
+  { script = 'apps/server/src/main.ts', nodeArgs = [], readyTimeoutMs = 120_000 }: StartOptions = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // process.execPath is the project's Node 24: `npm run bench` puts node_modules/.bin first on PATH.
-  const child = spawn(process.execPath, ['apps/server/src/main.ts'], {
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     cwd: ROOT,
     env: { ...baseEnv(), ...env, PORT: String(port), HOST: '127.0.0.1', GATEHOUSE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -123,17 +139,73 @@ export async function startServer(label: string, env: Record<string, string>, re
   return { url, child, output, warnings: () => warnings, cpuSeconds: () => processCpuSeconds(child.pid), stop };
 }
 
+/**
+ * CPU time of the PostgreSQL backends of `client`'s database (read from /proc: the server must be on this machine).
+ * `refresh` (async) learns which backends there are; `seconds` (sync, so it can be read when a window opens and
+ * closes) sums the CPU time of those it knows, so call `refresh` after the pool has opened its connections (the
+ * warm-up does) and keep calling it. Background processes shared by all databases (WAL writer, checkpointer) are
+ * not counted.
+ */
+export function databaseCpu(client: Client) {
+  let pids: number[] = [];
+  return {
+    refresh: async () => {
+      const { rows } = await client.query<{ pid: number }>(
+        'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+      );
+      pids = rows.map((r) => r.pid);
+    },
+    seconds: () => {
+      const values = pids.map((pid) => processCpuSeconds(pid)).filter((v) => !Number.isNaN(v));
+      return values.length ? values.reduce((a, b) => a + b, 0) : Number.NaN;
+    },
+  };
+}
+
+/** Statements of the current database other than this connection's own that are running now. */
+export async function activeStatements(client: Client): Promise<number> {
+  const { rows } = await client.query<{ n: string }>(
+    'select count(*) as n from pg_stat_activity ' +
+      "where datname = current_database() and backend_type = 'client backend' and state <> 'idle' and pid <> pg_backend_pid()",
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * Waits until the requests autocannon abandoned when it stopped have been served: the server process's CPU is idle
+ * (with PGlite the database works inside it) and, on PostgreSQL, no statement of the scratch database is running.
+ * Stopping the server earlier would measure its shutdown, and the next scenario would start behind a queue.
+ */
+export async function drain(server: ServerProcess, statements?: () => Promise<number>, maxSeconds = 90): Promise<void> {
+  const deadline = Date.now() + maxSeconds * 1000;
+  let quiet = 0;
+  while (quiet < 2 && Date.now() < deadline) {
+    const before = server.cpuSeconds();
+    await new Promise((r) => setTimeout(r, 500));
+    const busy = (server.cpuSeconds() - before) / 0.5;
+    const active = statements ? await statements() : 0;
+    quiet = busy < 0.05 && active === 0 ? quiet + 1 : 0;
+  }
+}
+
 export interface BenchApplication {
   id: string;
   secretKey: string;
 }
 
-/** Creates the application the benchmark works in, through the operator API (as an operator would). */
-export async function createApplication(url: string, operatorToken: string): Promise<BenchApplication> {
+/**
+ * Creates the application the benchmark works in, through the operator API (as an operator would); `settings` as in
+ * `POST /v1/applications` (each top-level key named replaces the default).
+ */
+export async function createApplication(
+  url: string,
+  operatorToken: string,
+  settings?: Record<string, unknown>,
+): Promise<BenchApplication> {
   const response = await fetch(`${url}/v1/applications`, {
     method: 'POST',
     headers: { authorization: `Bearer ${operatorToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Benchmark' }),
+    body: JSON.stringify({ name: 'Benchmark', ...(settings ? { settings } : {}) }),
   });
   const body = (await response.json()) as { data?: { application: { id: string }; secret_key: { secret: string } } };
   if (response.status !== 201 || !body.data) {
