@@ -1,13 +1,20 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { expectError, type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import {
+  expectError,
+  type RestResponse,
+  rawRequest,
+  startServer,
+  type TestApp,
+  type TestServer,
+  UUID,
+} from './helpers/server.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 
 let server: TestServer;
 let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
 const ORIGIN = 'https://app.example.com';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 beforeAll(async () => {
   smtp = await startSmtpSink();

@@ -1,13 +1,12 @@
 import { decodeJwt } from 'jose';
 import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, type RestResponse, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
 import { beginSignIn, endUser, type SignInResult, type SmtpSink, signIn } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
 
 let server: TestServer;
 let smtp: SmtpSink;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const UNKNOWN_ID = '01890000-0000-7000-8000-000000000000';
 const STEP_MS = 30_000;
 

@@ -1,6 +1,6 @@
 import { GatehouseError } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, isoDate, MISSING, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
 
 let server: TestServer;
 let app: TestApp;
@@ -11,10 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
-const MISSING = '00000000-0000-7000-8000-000000000000';
-const isoDate = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
 
 let seq = 0;
 const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;

@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import {
+  expectError,
+  isoDate,
+  type RestResponse,
+  rawRequest,
+  startServer,
+  type TestApp,
+  type TestServer,
+  UUID,
+} from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 
@@ -20,8 +29,6 @@ afterAll(async () => {
 
 let seq = 0;
 const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
-const isoDate = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const KEYS = ['magic_link', 'passkey_added', 'passkey_removed', 'mfa_factor_added', 'mfa_factor_removed'];
 const DEFAULT_SUBJECT = (name: string) => `Your sign-in link for ${name}`;
 

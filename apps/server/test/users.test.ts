@@ -1,6 +1,15 @@
 import { GatehouseError } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, type RestResponse, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import {
+  expectError,
+  isoDate,
+  MISSING,
+  type RestResponse,
+  startServer,
+  type TestApp,
+  type TestServer,
+  UUID,
+} from './helpers/server.ts';
 
 let server: TestServer;
 let app: TestApp;
@@ -10,10 +19,6 @@ beforeAll(async () => {
   app = await server.createApp();
 });
 afterAll(() => server.close());
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const MISSING = '00000000-0000-7000-8000-000000000000';
-const isoDate = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
 
 let seq = 0;
 /** A unique email per call, so tests sharing an application never collide. */

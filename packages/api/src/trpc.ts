@@ -28,6 +28,8 @@ export type Meta = OpenApiMeta<{
 /** tRPC's own error codes (thrown by tRPC before our middlewares run) mapped to ours. */
 const TRPC_TO_CODE: Partial<Record<TRPCError['code'], ErrorCode>> = {
   PARSE_ERROR: 'invalid_json',
+  // tRPC's own refusal of an input it cannot read (zod failures arrive with their ZodError, handled above).
+  BAD_REQUEST: 'validation_failed',
   NOT_FOUND: 'not_found',
   METHOD_NOT_SUPPORTED: 'method_not_allowed',
   PAYLOAD_TOO_LARGE: 'payload_too_large',
@@ -45,9 +47,6 @@ export function errorBody(error: unknown): ErrorBody {
     return { code: 'validation_failed', message: 'The request does not match the schema', details: zodDetails(cause) };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
-  if (error instanceof TRPCError && error.code === 'BAD_REQUEST' && error.message.includes('input')) {
-    return { code: 'validation_failed', message: 'The request does not match the schema', details: [] };
-  }
   const mapped = error instanceof TRPCError ? TRPC_TO_CODE[error.code] : undefined;
   if (mapped) return { code: mapped, message: (error as TRPCError).message };
   return { code: 'internal_error', message: 'Internal error' };

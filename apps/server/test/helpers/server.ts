@@ -45,6 +45,11 @@ export interface TestApp {
   sdk: GatehouseClient;
 }
 
+/** A UUID (any version), an id that exists nowhere, and an ISO 8601 UTC timestamp as the API writes them. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const MISSING = '00000000-0000-7000-8000-000000000000';
+export const isoDate = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+
 /** Asserts an error answer: the status, the error envelope, and its code. */
 export function expectError(res: RestResponse, status: number, code: string, label = '') {
   expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(status);

@@ -39,4 +39,3 @@ export const RefreshTokenEntity = defineEntity({
   },
   indexes: [{ properties: ['session'] }],
 });
-export type RefreshToken = InferEntity<typeof RefreshTokenEntity>;

@@ -88,5 +88,4 @@ export const CATALOG: CatalogEntry[] = [
   ),
 ];
 
-export const TEMPLATE_KEYS = CATALOG.map((t) => t.key) as [string, ...string[]];
 export const catalogEntry = (key: string): CatalogEntry | undefined => CATALOG.find((t) => t.key === key);

@@ -23,5 +23,3 @@ export function registerMergeStep(name: string, step: MergeStep): void {
 export async function runMergeSteps(em: EntityManager, input: MergeInput): Promise<void> {
   for (const step of steps.values()) await step(em, input);
 }
-
-export const mergeStepNames = (): string[] => [...steps.keys()];
