@@ -1,6 +1,6 @@
 /**
  * bench/RESULTS.md: one section per suite, each rewritten by the complete run that measured it (`npm run bench`
- * rewrites both; `npm run bench -- <suite>` only its own and keeps the other's as it was).
+ * rewrites all; `npm run bench -- <suite>` only its own and keeps the others' as they were).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -8,9 +8,10 @@ import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Measurement } from './load.ts';
+import type { MfaRun } from './mfa.ts';
 import type { ProfiledRun, SignInRun } from './sign-in.ts';
 
-export const SUITES = ['organizations', 'sign-in'] as const;
+export const SUITES = ['organizations', 'sign-in', 'mfa'] as const;
 export type SuiteName = (typeof SUITES)[number];
 
 export interface Machine {
@@ -281,40 +282,50 @@ export function renderResults(sections: Partial<Record<SuiteName, string>>, prev
   return `${[
     '# Load benchmark results',
     '',
-    'One section per suite. `npm run bench` rewrites both; `npm run bench -- <suite>` rewrites only its own and keeps the ' +
-      'other as it was, so the two sections may come from different runs (each says when and on what it ran). ' +
+    'One section per suite. `npm run bench` rewrites all; `npm run bench -- <suite>` rewrites only its own and keeps the ' +
+      'others as they were, so the sections may come from different runs (each says when and on what it ran). ' +
       'See README.md for what is measured and how.',
     '',
     parts.join('\n\n'),
   ].join('\n')}\n`;
 }
 
-function signInTable(run: SignInRun): string {
-  const rows = run.servers.flatMap((server) =>
-    server.measurements.map(
-      (m) =>
-        `| ${server.label} | ${m.name} | ${num(m.unloadedMs, 1)} | ${num(m.requestsPerSecond, 1)} | ${num(m.p50Ms)} | ` +
-        `${num(m.p99Ms)} | ${num(m.maxMs)} | ${num(m.requests)} in ${num(m.windowSeconds, 1)} s | ${statusText(m)} | ` +
-        `${num(m.errors)} (${num(m.timeouts)}) | ${num(m.warmupSeconds, 1)} | ${percent(m.serverCores)} | ` +
-        `${num((m.serverCores * 1000) / m.requestsPerSecond, 2)} | ${percent(m.databaseCores)} | ` +
-        `${Number.isNaN(m.databaseCores) ? 'n/a' : num((m.databaseCores * 1000) / m.requestsPerSecond, 2)} | ` +
-        `${percent(m.loadGeneratorCores)} | ${percent(m.machineCores)} |`,
-    ),
+/**
+ * Load measurements with their CPU per request (server process and PostgreSQL backends); `columns` name the leading
+ * cells of each row (server, scenario…).
+ */
+function loadTable(columns: string[], rows: Array<{ cells: string[]; m: Measurement }>): string {
+  const lines = rows.map(
+    ({ cells, m }) =>
+      `| ${cells.join(' | ')} | ${num(m.unloadedMs, 1)} | ${num(m.requestsPerSecond, 1)} | ${num(m.p50Ms)} | ` +
+      `${num(m.p99Ms)} | ${num(m.maxMs)} | ${num(m.requests)} in ${num(m.windowSeconds, 1)} s | ${statusText(m)} | ` +
+      `${num(m.errors)} (${num(m.timeouts)}) | ${num(m.warmupSeconds, 1)} | ${percent(m.serverCores)} | ` +
+      `${num((m.serverCores * 1000) / m.requestsPerSecond, 2)} | ${percent(m.databaseCores)} | ` +
+      `${Number.isNaN(m.databaseCores) ? 'n/a' : num((m.databaseCores * 1000) / m.requestsPerSecond, 2)} | ` +
+      `${percent(m.loadGeneratorCores)} | ${percent(m.machineCores)} |`,
   );
   return [
-    '| server | scenario | 1 client ms | req/s | p50 ms | p99 ms | max ms | responses | status codes | errors (timeouts) | warm-up s | server CPU | server CPU ms/request | PostgreSQL CPU | PostgreSQL CPU ms/request | autocannon CPU | machine CPU |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows,
+    `| ${columns.join(' | ')} | 1 client ms | req/s | p50 ms | p99 ms | max ms | responses | status codes | errors (timeouts) | warm-up s | server CPU | server CPU ms/request | PostgreSQL CPU | PostgreSQL CPU ms/request | autocannon CPU | machine CPU |`,
+    `|${columns.map(() => '---|').join('')}---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|`,
+    ...lines,
   ].join('\n');
 }
 
-function profileTables(profile: NonNullable<SignInRun['profile']>): string[] {
-  const [first, second] = profile.runs as [ProfiledRun, ProfiledRun];
+const signInTable = (run: SignInRun): string =>
+  loadTable(
+    ['server', 'scenario'],
+    run.servers.flatMap((server) => server.measurements.map((m) => ({ cells: [server.label, m.name], m }))),
+  );
+
+/**
+ * Two profiled runs side by side: CPU ms per request by package, then the functions with the most self time in each
+ * (`functions`: how many rows for the first and the second run).
+ */
+function profileComparison(runs: ProfiledRun[], functions: [number, number]): string[] {
+  const [first, second] = runs as [ProfiledRun, ProfiledRun];
   const perRequest = (run: ProfiledRun, ms: number) => ms / Math.max(1, run.requests);
   const names = [
-    ...new Set(
-      profile.runs.flatMap((run) => run.summary.packages.filter((p) => p.share >= 0.005 || p.ms >= 5).map((p) => p.name)),
-    ),
+    ...new Set(runs.flatMap((run) => run.summary.packages.filter((p) => p.share >= 0.005 || p.ms >= 5).map((p) => p.name))),
   ];
   const find = (run: ProfiledRun, name: string) => run.summary.packages.find((p) => p.name === name);
   names.sort((a, b) => (find(first, b)?.ms ?? 0) - (find(first, a)?.ms ?? 0));
@@ -338,25 +349,38 @@ function profileTables(profile: NonNullable<SignInRun['profile']>): string[] {
       ),
   ];
   return [
-    `Why: ${profile.reason}. Each server was started again with \`node --cpu-prof\` and loaded with \`GET /v1/auth/me\` as ` +
-      `above (same connections, same tokens, a ${profile.seconds} s window); only the main thread\u2019s samples inside the ` +
-      'window count. Packages: each sample is charged to the nearest package on the stack, so Node\u2019s own modules and ' +
-      'native code count for the package that called them (the socket write of a response for fastify, of a query for pg; ' +
-      'the WebCrypto Ed25519 check for jose). Functions: the function on top of the stack. ms/request = sampled time ÷ ' +
-      'responses in the window. Samples are taken at fixed wall-clock intervals while the thread is not idle, so a call ' +
-      'during which the thread was preempted (a socket write that wakes a PostgreSQL backend on the same core, say) counts ' +
-      'that wait too; the totals are close to the CPU time per request measured above, single rows less so. The profiler ' +
-      'changes the speed of both servers ' +
-      `(${profile.runs.map((r) => `${r.label} ${num(r.requestsPerSecond)} req/s`).join(', ')} under it).`,
-    '',
     `| package (with the Node built-ins it calls) | ${first.label} ms/request | share | ${second.label} ms/request | share |`,
     '|---|---:|---:|---:|---:|',
     ...packageRows,
     `| **busy in all** | ${total(first)} | ${total(second)} |`,
     '',
-    ...functionTable(first, 20),
+    ...functionTable(first, functions[0]),
     '',
-    ...functionTable(second, 10),
+    ...functionTable(second, functions[1]),
+  ];
+}
+
+/** How a profile is read (the packages, the functions, ms/request); `what` says which runs and why. */
+const profileReading = (what: string, runs: ProfiledRun[]) =>
+  `${what}; only the main thread\u2019s samples inside the window count. Packages: each sample is charged to the ` +
+  'nearest package on the stack, so Node\u2019s own modules and native code count for the package that called them ' +
+  '(the socket write of a response for fastify, of a query for pg; a node:crypto call for the library that made it; ' +
+  'WebCrypto (`crypto.subtle`) runs its signature jobs on libuv\u2019s thread pool, which a profile of the main thread ' +
+  'does not see). Functions: the function on top of the stack. ms/request = sampled time ÷ responses in the ' +
+  'window. Samples are taken at fixed wall-clock intervals while the thread is not idle, so a call during which the ' +
+  'thread was preempted (a socket write that wakes a PostgreSQL backend on the same core, say) counts that wait too; ' +
+  'the totals are close to the CPU time per request measured above, single rows less so. The profiler slows the ' +
+  `server down (${runs.map((r) => `${r.label} ${num(r.requestsPerSecond)} req/s`).join(', ')} under it).`;
+
+function profileTables(profile: NonNullable<SignInRun['profile']>): string[] {
+  return [
+    profileReading(
+      `Why: ${profile.reason}. Each server was started again with \`node --cpu-prof\` and loaded with \`GET /v1/auth/me\` ` +
+        `as above (same connections, same tokens, a ${profile.seconds} s window)`,
+      profile.runs,
+    ),
+    '',
+    ...profileComparison(profile.runs, [20, 10]),
   ];
 }
 
@@ -442,6 +466,166 @@ export function renderSignIn(machine: Machine, settings: Settings, clock: SuiteC
     '',
     `The first call, which fetches the JWKS from a local server and checks the signature, took ${num(v.firstMs, 1)} ms.`,
     ...(run.profile ? ['', '### Where the time goes (CPU profiles)', '', ...profileTables(run.profile)] : []),
+    '',
+    '### Interpretation',
+    '',
+    ...run.interpretation.map((line) => `- ${line}`),
+  ].join('\n');
+}
+
+/** The mfa suite's section of RESULTS.md. */
+export function renderMfa(machine: Machine, settings: Settings, clock: SuiteClock, run: MfaRun): string {
+  const us = (opsPerSecond: number) => 1e6 / opsPerSecond;
+  const c = run.crypto;
+  const cpuMs = (m: Measurement) => (m.serverCores * 1000) / m.requestsPerSecond;
+  const checks = [
+    { s: run.passkey, raw: us(c.ecdsaRawOpsPerSecond), served: us(c.ecdsaLibraryOpsPerSecond), what: 'ECDSA P-256 verify' },
+    { s: run.totp, raw: us(c.totpRawOpsPerSecond), served: us(c.totpServiceOpsPerSecond), what: 'HMAC-SHA1 (TOTP, window 1)' },
+  ];
+  const pct = (part: number, whole: number) => `${num((part / whole) * 100, 1)} %`;
+  const traced = run.traces[0]?.requests ?? 0;
+  const statementBlock = (t: MfaRun['traces'][number]) => [
+    `<details><summary>The ${t.roundTrips} round trips of one <code>${t.scenario}</code> (traced, one client; ` +
+      'the time is from the statement leaving the tracer to PostgreSQL\u2019s ReadyForQuery)</summary>',
+    '',
+    '```text',
+    ...t.statements.map((line, i) => `${String(i + 1).padStart(2)}. ${line}`),
+    '```',
+    '',
+    '</details>',
+  ];
+  const waitBlock = (label: string, w: MfaRun['passkey']['waits']) => [
+    `<details><summary>${label}: what the PostgreSQL backends were doing during the window (<code>pg_stat_activity</code> ` +
+      `every 100 ms, ${num(w.samples)} samples; on average ${num(w.busyBackends, 1)} backends were not idle)</summary>`,
+    '',
+    '| state, or what the backend waited for | mean backends |',
+    '|---|---:|',
+    ...w.kinds.map((k) => `| ${k.what} | ${num(k.backends, 2)} |`),
+    '',
+    'By statement (values the ORM inlines shown as … and N):',
+    '',
+    '| state | statement | mean backends |',
+    '|---|---|---:|',
+    ...w.rows.map((r) => `| ${r.what} | \`${r.statement.replaceAll('|', '\\|')}\` | ${num(r.backends, 2)} |`),
+    '',
+    '</details>',
+  ];
+  return [
+    '## MFA: a passkey MFA finish and a TOTP verify per request, against the raw signature and code checks',
+    '',
+    generatedLine(clock),
+    '',
+    '### Machine',
+    '',
+    machineTable(machine, clock, [
+      ['PostgreSQL', run.version],
+      ['crypto', c.libraries],
+    ]),
+    '',
+    '### Method',
+    '',
+    `- The real server runs as a child process on 127.0.0.1 against a PostgreSQL scratch database, with one ` +
+      `\`development\` application whose \`allowed_origins\` is \`${run.origin}\` (the relying party). Load: autocannon ` +
+      `${settings.autocannon}, ${settings.connections} connections, closed loop, a warm-up of at least ${settings.warmupSeconds} s ` +
+      `and until ${settings.connections} responses have come back (at most ${settings.maxWarmupSeconds} s), then a ` +
+      `${settings.durationSeconds} s window; after it, the drain and 10 requests from one client (the median is "1 client ms").`,
+    `- Through the API first (not timed, ${num(run.setupSeconds, 1)} s): ${run.passkey.users + 1} users sign in by magic ` +
+      'link and register a passkey (`register/start`, the tests\u2019 software authenticator\u2019s `create()` with a new ' +
+      'P-256 key, `register/finish`); one of them signs in again all the way (magic link → `mfa_required` → ' +
+      '`passkeys/mfa/start` → `get()` → `passkeys/mfa/finish` → `complete`, aal 2). One user enrolls TOTP ' +
+      '(`totp/enroll`, `totp/confirm`) and signs in with it the same way (`totp/verify`).',
+    '- What the load consumes is prepared before it (not timed): each request needs a pending sign-in of its own (a ' +
+      '`pending_tokens` row at stage `mfa`, which only a first factor makes: a magic link per request would take a ' +
+      'message and ~30 ms each) and, for a passkey, an `mfa/start` ceremony of its own (which the API allows 100 times ' +
+      'per client address per 5 minutes). They are inserted with SQL as copies of what the server wrote for the sign-ins ' +
+      'above (same stage, aal and first factor; the token\u2019s and state\u2019s SHA-256, a 32-byte challenge bound to ' +
+      'the user and the pending sign-in, 10 and 5 minutes of life), with tokens and states as long as the server\u2019s.',
+    `- \`POST /v1/auth/passkeys/mfa/finish\`: ${run.passkey.usersText}. Each user\u2019s assertions are signed before the ` +
+      'load by its authenticator, in order (the counter grows by one each time), over the challenge of each prepared ' +
+      'ceremony; with one request in flight per connection they reach the server in that order, as from one device. ' +
+      `${num(run.passkey.prepared)} prepared (${num(run.passkey.prepareSeconds, 1)} s), ${num(run.passkey.used)} used by the load.`,
+    `- \`POST /v1/auth/mfa/totp/verify\`: ${run.totp.usersText}. The users are copies of the enrolled one (its row, ` +
+      'its factor\u2019s kind and name), each with a seed of its own sealed with the master key for its factor id as ' +
+      '`enrollTotp` does, a confirmed factor and one pending sign-in; one of them first signs in through the API (magic ' +
+      'link → `mfa_required` with `totp` → `totp/verify` → `complete`), so the copies are users the server recognizes. ' +
+      'The code is computed when the request is sent. ' +
+      `${num(run.totp.prepared)} prepared (${num(run.totp.prepareSeconds, 1)} s), ${num(run.totp.used)} used by the load.`,
+    `- Every 200 must have made a session at aal 2: counted after each load (${num(run.passkey.sessions)} and ` +
+      `${num(run.totp.sessions)}). A run fails (and writes nothing) when more than 0.1 % of the requests fail or answer ` +
+      'another status than 200, or when the prepared requests run out (`BENCH_MFA_MAX_RATE`).',
+    '- The checks alone (bench/mfa-crypto.ts, a process of its own after the server has stopped; best of three ' +
+      'rounds): node:crypto `verify` of a real assertion (ECDSA P-256, SHA-256 over authenticatorData || ' +
+      'SHA-256(clientDataJSON), the hash and concatenation included; KeyObject made once); the same assertion through ' +
+      '@simplewebauthn/server\u2019s `verifyAuthenticationResponse` with the options the server passes; otpauth ' +
+      '`TOTP.validate` with window 1 for the current step\u2019s code (one HMAC-SHA1); and that check as the service ' +
+      'does it per request (unseal the seed with AES-256-GCM, decode it, build the TOTP, validate).',
+    '- Where the time goes: after the loads the server is started again on the same database with `DATABASE_URL` ' +
+      'pointing at a protocol tracer in the benchmark process (bench/pg-trace.ts), and each scenario is sent one request ' +
+      `at a time (${run.traceWarmup} uncounted, then ${traced}): the round trips to PostgreSQL (to ReadyForQuery) per ` +
+      'request, which pool sent them, and the time the request spent waiting on them. Under load, `pg_stat_activity` is ' +
+      'sampled every 100 ms.',
+    '',
+    '### Results',
+    '',
+    `- ${run.version}: ${run.database}. The server: \`node apps/server/src/main.ts\` as in the code measured ` +
+      '(fastify, tRPC + trpc-to-openapi, zod, MikroORM, a pg pool of 20, and rate-limiter-flexible\u2019s own pool of 4 ' +
+      `for the rate limits). Server log lines at warn or above: ${run.serverWarnings}.`,
+    '',
+    loadTable(
+      ['scenario'],
+      [run.passkey, run.totp].map((s) => ({ cells: [s.measurement.name], m: s.measurement })),
+    ),
+    '',
+    '#### The check in the request',
+    '',
+    '| scenario | 1 client ms | server CPU ms/request under load | the check | raw µs | as the server calls it µs | raw ÷ 1 client | raw ÷ server CPU | as called ÷ server CPU |',
+    '|---|---:|---:|---|---:|---:|---:|---:|---:|',
+    ...checks.map(
+      ({ s, raw, served, what }) =>
+        `| ${s.measurement.name} | ${num(s.measurement.unloadedMs, 1)} | ${num(cpuMs(s.measurement), 2)} | ${what} | ` +
+        `${num(raw, 1)} | ${num(served, 1)} | ${pct(raw / 1000, s.measurement.unloadedMs)} | ` +
+        `${pct(raw / 1000, cpuMs(s.measurement))} | ${pct(served / 1000, cpuMs(s.measurement))} |`,
+    ),
+    '',
+    '| the check alone | µs/op | ops/s |',
+    '|---|---:|---:|',
+    `| ECDSA P-256 raw (node:crypto \`verify\`, KeyObject) | ${num(us(c.ecdsaRawOpsPerSecond), 1)} | ${num(c.ecdsaRawOpsPerSecond)} |`,
+    `| the same assertion through \`verifyAuthenticationResponse\` | ${num(us(c.ecdsaLibraryOpsPerSecond), 1)} | ${num(c.ecdsaLibraryOpsPerSecond)} |`,
+    `| TOTP raw (otpauth \`validate\`, window 1, current step) | ${num(us(c.totpRawOpsPerSecond), 1)} | ${num(c.totpRawOpsPerSecond)} |`,
+    `| TOTP as the service checks it (unseal, build, validate) | ${num(us(c.totpServiceOpsPerSecond), 1)} | ${num(c.totpServiceOpsPerSecond)} |`,
+    '',
+    '#### Where the time goes',
+    '',
+    '| scenario (traced, one client) | latency ms | waiting on PostgreSQL ms | share | round trips | of which the rate limiter | transactions | commits | waiting on commits ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...run.traces.map(
+      (t) =>
+        `| ${t.scenario} | ${num(t.latencyMs, 1)} | ${num(t.databaseMs, 1)} | ${pct(t.databaseMs, t.latencyMs)} | ` +
+        `${t.roundTrips} | ${t.rateLimitRoundTrips} | ${t.transactions} | ${t.commits} | ${num(t.commitMs, 1)} |`,
+    ),
+    '',
+    `Medians of ${traced} requests (after ${run.traceWarmup} uncounted ones). "commits": round trips that commit — a ` +
+      'transaction\u2019s COMMIT, or a write sent outside a transaction (PostgreSQL commits it on its own); with ' +
+      `${run.durability} each waits for its WAL flush.`,
+    '',
+    ...run.traces.flatMap((t) => [...statementBlock(t), '']),
+    ...waitBlock(run.passkey.measurement.name, run.passkey.waits),
+    '',
+    ...waitBlock(run.totp.measurement.name, run.totp.waits),
+    ...(run.profile
+      ? [
+          '',
+          '#### CPU profiles under load',
+          '',
+          profileReading(
+            'After the loads, the server was started again with `node --cpu-prof` for each scenario and loaded as ' +
+              `above (${settings.connections} connections, the next of the prepared requests, a ${run.profile.seconds} s window)`,
+            run.profile.runs,
+          ),
+          '',
+          ...profileComparison(run.profile.runs, [15, 15]),
+        ]
+      : []),
     '',
     '### Interpretation',
     '',

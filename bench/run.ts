@@ -1,16 +1,19 @@
 /**
- * `npm run bench [-- organizations | sign-in]`: the load benchmark of the real server. Writes bench/RESULTS.md (one
- * section per suite; a run of one suite keeps the other's section). Never part of `npm test`.
+ * `npm run bench [-- organizations | sign-in | mfa]`: the load benchmark of the real server. Writes bench/RESULTS.md
+ * (one section per suite; a run of some suites keeps the others' sections). Never part of `npm test`.
  * - organizations: creating users and searching organizations, on PostgreSQL (a scratch database, created and
  *   dropped) and on embedded PGlite (a temporary data directory, deleted after);
  * - sign-in (bench/sign-in.ts): `/v1/auth/me` and token refresh on PostgreSQL against a minimal server, and the SDK's
- *   verifyToken against a raw Ed25519 verification.
+ *   verifyToken against a raw Ed25519 verification;
+ * - mfa (bench/mfa.ts): a passkey MFA finish and a TOTP verify per request on PostgreSQL, against the raw ECDSA P-256
+ *   and HMAC-SHA1 checks in the same run.
  *
  * Knobs (environment): BENCH_DATABASE_URL (an existing database on the PostgreSQL server to administer from;
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_DURATION (s, 20), BENCH_WARMUP (s, 3),
  * BENCH_MAX_WARMUP (s, 60), BENCH_CONNECTIONS (64), BENCH_ORGANIZATIONS (100000), BENCH_TIMEOUT (s per response, 120),
  * BENCH_ONLY (postgres | pglite; organizations only), BENCH_PROFILE (auto | always | never; sign-in),
- * BENCH_PROFILE_DURATION (s, 10), BENCH_PROFILE_DIR (keep the .cpuprofile files there).
+ * BENCH_PROFILE_DURATION (s, 10), BENCH_PROFILE_DIR (keep the .cpuprofile files there), BENCH_MFA_MAX_RATE (req/s the
+ * mfa suite prepares for, 600).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,12 +23,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { assertSuccessful, type LoadOptions, type Measurement, measure, type Scenario, unloaded } from './load.ts';
+import { benchMfa } from './mfa.ts';
 import {
   codeDigest,
   type DatabaseRun,
   describeMachine,
   loadAverage,
   num,
+  renderMfa,
   renderOrganizations,
   renderResults,
   renderSignIn,
@@ -45,6 +50,7 @@ import {
   ROOT,
   type ServerProcess,
   type StartOptions,
+  scratchDatabase,
   startServer,
 } from './server.ts';
 import { benchSignIn } from './sign-in.ts';
@@ -72,6 +78,7 @@ const config = {
   profile: textEnv('BENCH_PROFILE') ?? 'auto',
   profileSeconds: intEnv('BENCH_PROFILE_DURATION', 10, 1, 120),
   profileDir: textEnv('BENCH_PROFILE_DIR'),
+  mfaMaxRate: intEnv('BENCH_MFA_MAX_RATE', 600, 10, 20_000),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');
 if (config.profile !== 'auto' && config.profile !== 'always' && config.profile !== 'never') {
@@ -88,6 +95,7 @@ const suites = SUITES.filter((suite) => requested.length === 0 || requested.incl
 
 /** Undo steps, run newest first, on success, failure and Ctrl-C alike. */
 const cleanups: Array<{ what: string; run: () => Promise<unknown> }> = [];
+const onCleanup = (what: string, run: () => Promise<unknown>) => void cleanups.push({ what, run });
 async function cleanUp(): Promise<void> {
   while (cleanups.length) {
     const step = cleanups.pop()!;
@@ -251,19 +259,7 @@ async function explainSearch(client: Client, applicationId: string): Promise<Sea
 }
 
 async function benchPostgres(): Promise<DatabaseRun & { plans: SearchPlans }> {
-  const admin = new Client({ connectionString: config.adminUrl });
-  await admin.connect();
-  cleanups.push({ what: 'close the admin connection', run: () => admin.end() });
-  const { rows } = await admin.query<{ server_version: string }>('show server_version');
-  const version = rows[0]?.server_version ?? 'unknown';
-  const database = `gatehouse_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  await admin.query(`create database ${database}`);
-  cleanups.push({
-    what: `drop database ${database}`,
-    run: () => admin.query(`drop database if exists ${database} with (force)`),
-  });
-  const url = new URL(config.adminUrl);
-  url.pathname = `/${database}`;
+  const { name: database, url, version } = await scratchDatabase(config.adminUrl, onCleanup);
   log(`postgres: scratch database ${database} on PostgreSQL ${version}`);
 
   const dataDir = await tempDir('pg'); // secrets are given in the environment; nothing is generated here
@@ -503,13 +499,24 @@ try {
     const { result, clock } = await timed(() =>
       benchSignIn(
         { ...config, profile: config.profile as 'auto' | 'always' | 'never' },
-        { log, onCleanup: (what, run) => cleanups.push({ what, run }), tempDir, serve, secrets },
+        { log, onCleanup, tempDir, serve, secrets },
         cores,
       ),
     );
     sections['sign-in'] = renderSignIn(machine, settings, clock, result);
     for (const t of result.targets)
       log(`target: ${t.name.replaceAll('`', '')}: ${t.ratio.toFixed(2)}× (${t.required}) ${t.pass ? 'PASS' : 'FAIL'}`);
+  }
+
+  if (suites.includes('mfa')) {
+    const { result, clock } = await timed(() =>
+      benchMfa(
+        { ...config, maxRate: config.mfaMaxRate, profile: config.profile !== 'never' },
+        { log, onCleanup, tempDir, serve, secrets },
+        cores,
+      ),
+    );
+    sections.mfa = renderMfa(machine, settings, clock, result);
   }
 
   const path = join(ROOT, 'bench/RESULTS.md');

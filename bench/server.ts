@@ -3,11 +3,12 @@
  * benchmark's own minimal server (`bench/minimal-server.ts`).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { Client } from 'pg';
+import { Client } from 'pg';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -195,21 +196,115 @@ export interface BenchApplication {
 
 /**
  * Creates the application the benchmark works in, through the operator API (as an operator would); `settings` as in
- * `POST /v1/applications` (each top-level key named replaces the default).
+ * `POST /v1/applications` (each top-level key named replaces the default); `fields`, other top-level fields of the
+ * body (e.g. `allowed_origins`).
  */
 export async function createApplication(
   url: string,
   operatorToken: string,
   settings?: Record<string, unknown>,
+  fields?: Record<string, unknown>,
 ): Promise<BenchApplication> {
   const response = await fetch(`${url}/v1/applications`, {
     method: 'POST',
     headers: { authorization: `Bearer ${operatorToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Benchmark', ...(settings ? { settings } : {}) }),
+    body: JSON.stringify({ name: 'Benchmark', ...fields, ...(settings ? { settings } : {}) }),
   });
   const body = (await response.json()) as { data?: { application: { id: string }; secret_key: { secret: string } } };
   if (response.status !== 201 || !body.data) {
     throw new Error(`POST /v1/applications answered ${response.status}: ${JSON.stringify(body)}`);
   }
   return { id: body.data.application.id, secretKey: body.data.secret_key.secret };
+}
+
+export interface ScratchDatabase {
+  /** The administration connection (to `adminUrl`); closed by the undo step registered. */
+  admin: Client;
+  name: string;
+  /** `adminUrl` with the scratch database's name. */
+  url: URL;
+  /** `show server_version`, e.g. `15.20 (Debian 15.20-0+deb12u1)`. */
+  version: string;
+}
+
+/**
+ * A new database `gatehouse_bench_<pid>_<random>` beside `adminUrl`'s, dropped (WITH FORCE) by the undo step it
+ * registers through `onCleanup`, as is the administration connection.
+ */
+export async function scratchDatabase(
+  adminUrl: string,
+  onCleanup: (what: string, run: () => Promise<unknown>) => void,
+): Promise<ScratchDatabase> {
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  onCleanup('close the admin connection', () => admin.end());
+  const { rows } = await admin.query<{ server_version: string }>('show server_version');
+  const name = `gatehouse_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  await admin.query(`create database ${name}`);
+  onCleanup(`drop database ${name}`, () => admin.query(`drop database if exists ${name} with (force)`));
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { admin, name, url, version: rows[0]?.server_version ?? 'unknown' };
+}
+
+/**
+ * Runs a benchmark script (relative to the repository root) in a process of its own, so that nothing of this
+ * process (autocannon, its buffers, its garbage) shares its thread; the script prints its result as JSON on its last
+ * line of output.
+ */
+export async function runJsonScript<T>(
+  script: string,
+  args: string[] = [],
+  { nodeArgs = [], timeoutMs = 120_000 }: { nodeArgs?: string[]; timeoutMs?: number } = {},
+): Promise<T> {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString('utf8');
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(timer);
+  if (code !== 0) throw new Error(`${script} exited with ${code}: ${out}`);
+  return JSON.parse(out.trim().split('\n').pop() ?? '{}') as T;
+}
+
+/** What the backends of a database were doing at one moment (`pg_stat_activity`, the sampling connection excepted). */
+export interface ActivitySample {
+  /** On this process's `performance.now()` clock (ms), like a measurement's window. */
+  at: number;
+  /** One entry per client backend that was not idle: `state`, `wait_event_type:wait_event` (or ''), its statement. */
+  backends: Array<{ state: string; wait: string; query: string }>;
+}
+
+/**
+ * Samples `pg_stat_activity` of `client`'s database every `intervalMs` until `stop()`, which returns the samples.
+ * `client` should be a connection of its own: a sample must not wait behind other queries.
+ */
+export function sampleActivity(client: Client, intervalMs = 100) {
+  const samples: ActivitySample[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const at = performance.now();
+      try {
+        const { rows } = await client.query<{ state: string; wait: string | null; query: string }>(
+          "select state, wait_event_type || ':' || wait_event as wait, left(query, 300) as query from pg_stat_activity " +
+            "where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid() " +
+            "and state <> 'idle'",
+        );
+        samples.push({ at, backends: rows.map((r) => ({ state: r.state, wait: r.wait ?? '', query: r.query })) });
+      } catch {
+        // a missed sample is only a missed sample
+      }
+      await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (performance.now() - at))));
+    }
+  })();
+  return {
+    stop: async (): Promise<ActivitySample[]> => {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
 }

@@ -4,9 +4,7 @@
  * after the other; the issue's targets; when a target fails, a CPU profile of both servers by package; and
  * verifyToken (@gatehouse/sdk) against a raw Ed25519 verification (bench/verify.ts, in a child process).
  */
-import { spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
@@ -30,18 +28,24 @@ import {
   drain,
   machineCpuSeconds,
   ROOT,
+  runJsonScript,
   type ServerProcess,
   type StartOptions,
+  scratchDatabase,
 } from './server.ts';
 import type { VerifyResult } from './verify.ts';
 
-export interface SignInConfig {
-  adminUrl: string;
+/** The load of every scenario (see load.ts). */
+export interface LoadConfig {
   connections: number;
   warmupSeconds: number;
   maxWarmupSeconds: number;
   durationSeconds: number;
   timeoutSeconds: number;
+}
+
+export interface SignInConfig extends LoadConfig {
+  adminUrl: string;
   /** `auto`: profile when a `/v1/auth/me` target fails; `always`; `never`. */
   profile: 'auto' | 'always' | 'never';
   /** Measured window of each profiled run, seconds. */
@@ -118,7 +122,8 @@ const APPLICATION_SETTINGS = {
 export const ME_THROUGHPUT_TARGET = 0.6;
 export const ME_P99_TARGET = 3;
 
-interface SignedIn {
+export interface SignedIn {
+  email: string;
   userId: string;
   sessionId: string;
   accessToken: string;
@@ -127,7 +132,8 @@ interface SignedIn {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function call(url: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+/** One JSON request; the answer's status and parsed body (the text when it is not JSON). */
+export async function call(url: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
   const response = await fetch(`${url}${path}`, {
     method,
     headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -153,50 +159,71 @@ function linkToken(body: string): string | undefined {
 }
 
 /**
- * Signs `count` new users in as a person would, by magic link: start (ES), the link from the message log (a
- * development application keeps links there when no SMTP server is configured), verify → `complete` with tokens.
+ * Signs each address in as a person would, by magic link: start (ES), the link from the message log (a development
+ * application keeps links there when no SMTP server is configured), verify. Returns what each verify answered (`data`):
+ * `complete` with tokens for a new user, `mfa_required` with a pending token for one with a second factor.
  */
-async function signIn(url: string, app: BenchApplication, count: number): Promise<SignedIn[]> {
+export async function magicLinkSignIns(url: string, app: BenchApplication, emails: string[]): Promise<any[]> {
   const es = { 'x-application-id': app.id };
   const sk = { ...es, authorization: `Bearer ${app.secretKey}` };
-  const tag = randomBytes(4).toString('hex');
-  const emails = Array.from({ length: count }, (_, i) => `signin-${tag}-${i}@bench.example.com`);
+  const count = emails.length;
+  const previous = new Set<string>(); // links already in the log (an earlier sign-in of the same address)
+  for (let offset = 0; ; offset += 100) {
+    const page = await call(url, 'GET', `/v1/messages?limit=100&offset=${offset}`, sk);
+    if (page.status !== 200) throw new Error(`GET /v1/messages answered ${page.status}: ${JSON.stringify(page.body)}`);
+    const messages = page.body.data.messages as Array<{ body: string }>;
+    for (const m of messages) {
+      const token = linkToken(m.body);
+      if (token) previous.add(token);
+    }
+    if (messages.length < 100) break;
+  }
   for (const email of emails) {
     const started = await call(url, 'POST', '/v1/auth/magic-link/start', es, { email });
     if (started.status !== 200) throw new Error(`magic-link start answered ${started.status}: ${JSON.stringify(started.body)}`);
   }
-  // Mail leaves after the answer: wait until the message log holds a link for every address (at most 60 s).
+  // Mail leaves after the answer: wait until the message log holds a new link for every address (at most 60 s).
   const tokens = new Map<string, string>();
   const deadline = Date.now() + 60_000;
   while (tokens.size < count) {
     if (Date.now() > deadline) throw new Error(`the message log holds ${tokens.size} of ${count} magic links after 60 s`);
-    for (let offset = 0; offset < count + 100; offset += 100) {
+    for (let offset = 0; ; offset += 100) {
       const page = await call(url, 'GET', `/v1/messages?limit=100&offset=${offset}`, sk);
       if (page.status !== 200) throw new Error(`GET /v1/messages answered ${page.status}: ${JSON.stringify(page.body)}`);
       const messages = page.body.data.messages as Array<{ to: string; template_key: string; body: string }>;
       for (const m of messages) {
         const token = m.template_key === 'magic_link' ? linkToken(m.body) : undefined;
-        if (token) tokens.set(m.to, token);
+        if (token && !previous.has(token)) tokens.set(m.to, token);
       }
       if (messages.length < 100) break;
     }
     if (tokens.size < count) await sleep(200);
   }
-  const signedIn: SignedIn[] = [];
+  const answers: any[] = [];
   for (const email of emails) {
     const verified = await call(url, 'POST', '/v1/auth/magic-link/verify', es, { token: tokens.get(email) });
-    const data = verified.body?.data;
-    if (verified.status !== 200 || data?.status !== 'complete') {
+    if (verified.status !== 200 || !verified.body?.data?.status) {
       throw new Error(`magic-link verify answered ${verified.status}: ${JSON.stringify(verified.body)}`);
     }
-    signedIn.push({
+    answers.push(verified.body.data);
+  }
+  return answers;
+}
+
+/** Signs `count` new users in by magic link (`magicLinkSignIns`); each must complete with tokens. */
+export async function signIn(url: string, app: BenchApplication, count: number, label = 'signin'): Promise<SignedIn[]> {
+  const tag = randomBytes(4).toString('hex');
+  const emails = Array.from({ length: count }, (_, i) => `${label}-${tag}-${i}@bench.example.com`);
+  return (await magicLinkSignIns(url, app, emails)).map((data, i) => {
+    if (data.status !== 'complete') throw new Error(`magic-link verify answered ${JSON.stringify(data)}`);
+    return {
+      email: emails[i]!,
       userId: data.user.id,
       sessionId: data.tokens.session_id,
       accessToken: data.tokens.access_token,
       refreshToken: data.tokens.refresh_token,
-    });
-  }
-  return signedIn;
+    };
+  });
 }
 
 /** `GET /v1/auth/me`: connection i sends the access token of user i (the one client after the load, the next one). */
@@ -251,9 +278,13 @@ function refreshScenario(applicationId: string, refreshTokens: string[]): Scenar
   };
 }
 
-async function runScenario(
+/**
+ * One scenario on one server: the load (warm-up, window) with the PostgreSQL backends' CPU, the success check, the
+ * drain, then the one-client latency.
+ */
+export async function runScenario(
   h: Harness,
-  config: SignInConfig,
+  config: LoadConfig,
   label: string,
   server: ServerProcess,
   scenario: Scenario,
@@ -344,10 +375,13 @@ async function profileFile(dir: string, pid: number | undefined): Promise<string
   return join(dir, main);
 }
 
-/** A short extra run of `GET /v1/auth/me` on a server started with `--cpu-prof`; the window's samples, summarized. */
-async function profiled(
+/** What a profiled run needs of a suite's configuration. */
+export type ProfileConfig = LoadConfig & Pick<SignInConfig, 'profileSeconds' | 'profileDir'>;
+
+/** A short extra run of a scenario on a server started with `--cpu-prof`; the window's samples, summarized. */
+export async function profiled(
   h: Harness,
-  config: SignInConfig,
+  config: ProfileConfig,
   label: string,
   env: Record<string, string>,
   options: StartOptions,
@@ -382,33 +416,15 @@ async function profiled(
   return { label, requests: m.requests, requestsPerSecond: m.requestsPerSecond, summary };
 }
 
-async function verifyBenchmark(): Promise<VerifyResult> {
-  const child = spawn(process.execPath, ['bench/verify.ts', '--json'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString('utf8');
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  clearTimeout(timer);
-  if (code !== 0) throw new Error(`bench/verify.ts exited with ${code}: ${out}`);
-  return JSON.parse(out.trim().split('\n').pop() ?? '{}') as VerifyResult;
-}
+const verifyBenchmark = () => runJsonScript<VerifyResult>('bench/verify.ts', ['--json']);
 
 const ratioText = (ratio: number) => `${ratio.toFixed(2)}×`;
 
 export async function benchSignIn(config: SignInConfig, h: Harness, cores: number): Promise<SignInRun> {
-  const admin = new Client({ connectionString: config.adminUrl });
-  await admin.connect();
-  h.onCleanup('close the admin connection', () => admin.end());
-  const { rows } = await admin.query<{ server_version: string }>('show server_version');
-  const version = `PostgreSQL ${rows[0]?.server_version ?? 'unknown'}`;
-  const database = `gatehouse_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  await admin.query(`create database ${database}`);
-  h.onCleanup(`drop database ${database}`, () => admin.query(`drop database if exists ${database} with (force)`));
-  const url = new URL(config.adminUrl);
-  url.pathname = `/${database}`;
-  h.log(`sign-in: scratch database ${database} on ${version}`);
+  const scratch = await scratchDatabase(config.adminUrl, h.onCleanup);
+  const { url } = scratch;
+  const version = `PostgreSQL ${scratch.version}`;
+  h.log(`sign-in: scratch database ${scratch.name} on ${version}`);
 
   // The real server: an application, then one signed-in user (and session) per connection, plus one for the
   // single-client measurements after the load.
@@ -614,7 +630,16 @@ export async function benchSignIn(config: SignInConfig, h: Harness, cores: numbe
   };
 }
 
-const cpuMsPerRequest = (m: Measurement) => (m.serverCores * 1000) / m.requestsPerSecond;
+export const cpuMsPerRequest = (m: Measurement) => (m.serverCores * 1000) / m.requestsPerSecond;
+
+/** What limited a server under load: its one Node thread, the machine's cores, or neither (it waited on PostgreSQL). */
+export const saturation = (m: Measurement, cores: number) =>
+  m.serverCores >= 0.9
+    ? `its process used ${num(m.serverCores * 100)} % of a core, so the single Node process was the limit`
+    : m.machineCores >= 0.9 * cores
+      ? `the machine was ${num(m.machineCores * 100)} % busy: the cores, shared with PostgreSQL and autocannon, were the limit`
+      : `its process used ${num(m.serverCores * 100)} % of a core and the machine ${num(m.machineCores * 100)} % of ` +
+        `${cores * 100} %: neither was saturated, so requests also waited on PostgreSQL (round trips, the pool of 20)`;
 
 /** Packages whose code the minimal server runs as well (the rest is what Gatehouse adds). */
 function sharedPackages(profile: NonNullable<SignInRun['profile']>): Set<string> {
@@ -635,13 +660,7 @@ function interpret(
 ): string[] {
   const lines: string[] = [];
   const [throughput, p99] = targets as [Target, Target];
-  const limit = (m: Measurement) =>
-    m.serverCores >= 0.9
-      ? `its process used ${num(m.serverCores * 100)} % of a core, so the single Node process was the limit`
-      : m.machineCores >= 0.9 * cores
-        ? `the machine was ${num(m.machineCores * 100)} % busy: the cores, shared with PostgreSQL and autocannon, were the limit`
-        : `its process used ${num(m.serverCores * 100)} % of a core and the machine ${num(m.machineCores * 100)} % of ` +
-          `${cores * 100} %: neither was saturated, so requests also waited on PostgreSQL (round trips, the pool of 20)`;
+  const limit = (m: Measurement) => saturation(m, cores);
   const databaseMs = (m: Measurement) => (m.databaseCores * 1000) / m.requestsPerSecond;
   lines.push(
     `\`/v1/auth/me\`: Gatehouse served ${num(gMe.requestsPerSecond)} req/s, ${ratioText(throughput.ratio)} the minimal ` +

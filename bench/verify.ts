@@ -11,6 +11,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyToken } from '@gatehouse/sdk/verify';
 import { SignJWT } from 'jose';
+import { measure, measureSync } from './ops.ts';
 
 const TARGET = 50;
 
@@ -47,42 +48,6 @@ const token = await new SignJWT({ sid: randomUUID(), aal: 1, org: null, org_role
 const [header, payload, signature] = token.split('.') as [string, string, string];
 const signingInput = Buffer.from(`${header}.${payload}`);
 const signatureBytes = Buffer.from(signature, 'base64url');
-
-/** Operations per second of `run` over about `ms` milliseconds; the best of three rounds, after a warm-up. */
-async function measure(run: () => unknown, ms = 700): Promise<number> {
-  for (let i = 0; i < 1_000; i++) await run();
-  let best = 0;
-  for (let round = 0; round < 3; round++) {
-    let count = 0;
-    const start = performance.now();
-    let elapsed = 0;
-    while (elapsed < ms) {
-      for (let i = 0; i < 1_000; i++) await run();
-      count += 1_000;
-      elapsed = performance.now() - start;
-    }
-    best = Math.max(best, (count / elapsed) * 1000);
-  }
-  return best;
-}
-
-/** The same, synchronously: no promise per call, so the raw baseline is not slowed by the harness. */
-function measureSync(run: () => unknown, ms = 700): number {
-  for (let i = 0; i < 200; i++) run();
-  let best = 0;
-  for (let round = 0; round < 3; round++) {
-    let count = 0;
-    const start = performance.now();
-    let elapsed = 0;
-    while (elapsed < ms) {
-      for (let i = 0; i < 100; i++) run();
-      count += 100;
-      elapsed = performance.now() - start;
-    }
-    best = Math.max(best, (count / elapsed) * 1000);
-  }
-  return best;
-}
 
 const options = { baseUrl, applicationId };
 const first = performance.now();

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
-import { openPglite } from '@gatehouse/api';
+import { createOrm, type DatabaseConfig, openPglite } from '@gatehouse/api';
 import { createGatehouse, createGatehouseClient, GatehouseError } from '@gatehouse/sdk';
 import { createGatehouseServer, type GatehouseServer } from '@gatehouse/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +23,7 @@ interface Result {
 }
 
 let server: GatehouseServer;
-let closePglite: () => Promise<void>;
+let closeDatabase: () => Promise<void>;
 let url: string;
 let operatorToken: string;
 let tmp: string;
@@ -50,6 +50,30 @@ async function json<T = any>(args: string[], env?: Record<string, string | undef
   return JSON.parse(result.stdout) as T;
 }
 
+/**
+ * The server's database: a new embedded PGlite, or with DATABASE_URL a scratch PostgreSQL database created for this
+ * run and dropped after it (the tests count rows, so they need an empty one). The server migrates it on start.
+ */
+async function openDatabase(): Promise<{ config: DatabaseConfig; close: () => Promise<void> }> {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    const pglite = await openPglite();
+    return { config: { kind: 'pglite', pglite }, close: () => pglite.close() };
+  }
+  const name = `gatehouse_cli_test_${Date.now()}_${process.pid}`;
+  const admin = await createOrm({ kind: 'postgres', url, poolSize: 1 });
+  await admin.em.getConnection().execute(`create database ${name}`);
+  const scratch = new URL(url);
+  scratch.pathname = `/${name}`;
+  return {
+    config: { kind: 'postgres', url: scratch.toString(), poolSize: 5 },
+    close: async () => {
+      await admin.em.getConnection().execute(`drop database if exists ${name} with (force)`);
+      await admin.close();
+    },
+  };
+}
+
 beforeAll(async () => {
   expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
   tmp = await mkdtemp(join(tmpdir(), 'gatehouse-cli-'));
@@ -58,11 +82,11 @@ beforeAll(async () => {
   // The first `migrate` builds a new embedded database (seconds of CPU): run it beside the server's start-up.
   firstMigration = gatehouse(['migrate', '--json'], { GATEHOUSE_DATA_DIR: join(tmp, 'migrate', 'data') });
 
-  const pglite = await openPglite();
-  closePglite = () => pglite.close();
+  const database = await openDatabase();
+  closeDatabase = database.close;
   operatorToken = `op_${randomBytes(24).toString('hex')}`;
   server = await createGatehouseServer({
-    database: { kind: 'pglite', pglite },
+    database: database.config,
     operatorToken,
     masterKey: randomBytes(32),
     baseUrl: 'http://gatehouse.test',
@@ -77,7 +101,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await firstMigration;
   await server?.close();
-  await closePglite?.();
+  await closeDatabase?.();
   await rm(tmp, { recursive: true, force: true });
 });
 
@@ -266,12 +290,17 @@ describe('gatehouse CLI against a real server', () => {
     expect(response.status).toBe(200);
   }
 
-  /** Waits until the message log holds a message to `to` that is not in `known` (mail is logged after the answer). */
-  async function loggedMessage(to: string, known: Set<string> = new Set()) {
+  /**
+   * Waits until the message log holds a message to `to` that is not in `known` (mail is logged after the answer),
+   * of the template `template` when given.
+   */
+  async function loggedMessage(to: string, known: Set<string> = new Set(), template?: string) {
     const sdk = createGatehouse({ baseUrl: url, applicationId: app.id, secretKey: app.secret });
     for (let attempt = 0; attempt < 100; attempt++) {
       const { messages } = await sdk.messages.list({ limit: 100 });
-      const found = messages.find((m) => m.to === to && !known.has(m.id));
+      const found = messages.find(
+        (m) => m.to === to && !known.has(m.id) && (template === undefined || m.template_key === template),
+      );
       if (found) return found;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -426,6 +455,103 @@ describe('gatehouse CLI against a real server', () => {
     const kid = /^kid\t(\S+)\n/.exec(plain.stdout)![1]!;
     expect(plain.stdout).toContain(`published\t${kid},${rotated.kid},${before[0]}\n`);
     expect(plain.stderr).toMatch(/new key/);
+  });
+
+  /**
+   * Signs `email` in with a new sign-in link from the message log, as the person would, and generates backup codes
+   * with the session (`POST /v1/auth/mfa/backup-codes`): the user then has one second factor and one live session.
+   */
+  async function signInWithBackupCodes(email: string) {
+    const sdk = createGatehouse({ baseUrl: url, applicationId: app.id, secretKey: app.secret });
+    const known = new Set((await sdk.messages.list({ limit: 100 })).messages.map((m) => m.id));
+    await startMagicLink(email);
+    const mail = await loggedMessage(email, known, 'magic_link');
+    // The logged text keeps Mustache's HTML escapes (see the sessions test above): decode.
+    const body = mail.body!.replace(/&#x([0-9a-f]+);/gi, (_m, hex: string) => String.fromCodePoint(Number.parseInt(hex, 16)));
+    const browser = createGatehouseClient({ baseUrl: url, applicationId: app.id });
+    const result = await browser.magicLink.verify({ token: /token=(ml_[0-9A-Za-z]+)/.exec(body)![1]! });
+    if (result.status !== 'complete') throw new Error(`sign-in ended with ${result.status}`);
+    const response = await fetch(`${url}/v1/auth/mfa/backup-codes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${result.tokens.access_token}`, 'x-application-id': app.id },
+    });
+    expect(response.status).toBe(201);
+    return browser;
+  }
+
+  it("users factors lists a user's factors; factors remove --yes removes one and signs the user out", async () => {
+    const user = await json(['users', 'create', '--email', 'factors@example.com', '--verified']);
+    expect(await json(['users', 'factors', user.id])).toEqual([]);
+    const header = 'id\tkind\tname\tcreated_at\tlast_used_at\n';
+    expect(await gatehouse(['users', 'factors', user.id])).toMatchObject({ code: 0, stdout: header, stderr: '' });
+
+    const browser = await signInWithBackupCodes('factors@example.com');
+    const [factor, ...more] = await json<any[]>(['users', 'factors', user.id]);
+    expect(more).toEqual([]);
+    expect(factor).toEqual({
+      id: expect.any(String),
+      kind: 'backup_code',
+      name: 'Backup codes',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      last_used_at: null,
+    });
+    const table = await gatehouse(['users', 'factors', user.id]);
+    expect(table).toMatchObject({ code: 0, stderr: '' });
+    expect(table.stdout).toBe(`${header}${factor.id}\tbackup_code\tBackup codes\t${factor.created_at}\t\n`);
+
+    // Without a terminal to ask on, removing needs --yes: nothing is removed, nobody is signed out.
+    const unconfirmed = await gatehouse(['users', 'factors', 'remove', user.id, factor.id]);
+    expect(unconfirmed).toMatchObject({ code: 2, stdout: '' });
+    expect(unconfirmed.stderr).toBe(
+      'error: removing a factor signs the user out everywhere: pass --yes to confirm ' +
+        '(standard input is not a terminal, so the CLI cannot ask)\n',
+    );
+    expect((await browser.me()).id).toBe(user.id);
+
+    const removed = await gatehouse(['users', 'factors', 'remove', user.id, factor.id, '--yes']);
+    expect(removed).toMatchObject({ code: 0, stderr: '' });
+    expect(removed.stdout).toBe(
+      `Removed backup code set "Backup codes" (${factor.id}) of user ${user.id}; revoked 1 session (signed out everywhere)\n`,
+    );
+    expect(await json(['users', 'factors', user.id])).toEqual([]);
+    await expect(browser.me()).rejects.toMatchObject({ code: 'invalid_token' });
+
+    // --json prints the API's answer.
+    const again = await signInWithBackupCodes('factors@example.com');
+    const [second] = await json<any[]>(['users', 'factors', user.id]);
+    expect(await json(['users', 'factors', 'remove', user.id, second.id, '-y'])).toEqual({
+      id: second.id,
+      deleted: true,
+      revoked_sessions: 1,
+    });
+    await expect(again.me()).rejects.toMatchObject({ code: 'invalid_token' });
+
+    const unknown = await gatehouse(['users', 'factors', 'remove', user.id, second.id, '--yes']);
+    expect(unknown).toMatchObject({ code: 1, stdout: '', stderr: 'error: not_found: Factor not found\n' });
+    const unknownJson = await gatehouse(['users', 'factors', 'remove', user.id, second.id, '--yes', '--json']);
+    expect(unknownJson).toMatchObject({ code: 1, stdout: '', stderr: 'error: not_found: Factor not found\n' });
+  });
+
+  it('users factors does not reach the users of another application', async () => {
+    const user = await json(['users', 'create', '--email', 'tenant@example.com']);
+    await signInWithBackupCodes('tenant@example.com');
+    const [factor] = await json<any[]>(['users', 'factors', user.id]);
+    const other = await json(['apps', 'create', 'Other tenant']);
+    const asOther = { GATEHOUSE_APPLICATION_ID: other.application.id, GATEHOUSE_SECRET_KEY: other.secret_key.secret };
+    const stranger = await json(['users', 'create', '--email', 'tenant@example.com'], asOther);
+
+    const cases = await Promise.all([
+      gatehouse(['users', 'factors', user.id], asOther),
+      gatehouse(['users', 'factors', 'remove', user.id, factor.id, '--yes'], asOther),
+      gatehouse(['users', 'factors', 'remove', user.id, factor.id, '--yes', '--json'], asOther),
+      gatehouse(['users', 'factors', stranger.id]),
+      gatehouse(['users', 'factors', 'remove', stranger.id, factor.id, '--yes']),
+    ]);
+    for (const result of cases) {
+      expect(result).toMatchObject({ code: 1, stdout: '', stderr: 'error: not_found: User not found\n' });
+    }
+    expect(await json(['users', 'factors', user.id])).toEqual([factor]);
+    await json(['apps', 'delete', other.application.id]);
   });
 
   it('runs from the TypeScript sources with tsx (development)', async () => {

@@ -1,4 +1,12 @@
-import { createOrm, createServices, type DatabaseConfig, migrate, type Orm, pendingMigrations } from '@gatehouse/api';
+import {
+  createOrm,
+  createServices,
+  type DatabaseConfig,
+  migrate,
+  type Orm,
+  pendingMigrations,
+  purgeExpired,
+} from '@gatehouse/api';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from './http.ts';
 
@@ -17,6 +25,9 @@ export interface GatehouseServerOptions {
   /** Shared rate-limit counters; unset uses the database (PostgreSQL) or memory (PGlite, one process). */
   redisUrl?: string;
 }
+
+/** How often each process deletes long-expired one-time secrets (any process may; they do not conflict). */
+const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
 
 export interface GatehouseServer {
   app: FastifyInstance;
@@ -49,10 +60,15 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     logLevel: options.logLevel ?? 'info',
     ready: async () => (await pendingMigrations(orm)) === 0,
   });
+  const housekeeping = setInterval(() => {
+    purgeExpired(orm).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
+  }, HOUSEKEEPING_INTERVAL_MS);
+  housekeeping.unref();
   return {
     app,
     orm,
     close: async () => {
+      clearInterval(housekeeping);
       await app.close();
       await services.inFlight.idle(10_000);
       await services.rateLimits.close();

@@ -1,17 +1,14 @@
 import { sha256 } from '@gatehouse/api';
 import { GatehouseError } from '@gatehouse/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type TestServer } from './helpers/server.ts';
+import { describe, expect, it } from 'vitest';
+import { sql } from './helpers/server.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startServer();
-});
-afterAll(() => server.close());
+const suite = serverSuite({ smtp: false });
 
 describe('secret API keys (S1)', () => {
   it('creates a key: 201, the record plus the secret shown once', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const res = await app.rest('POST', '/v1/api-keys', { name: 'backend', scopes: ['users:write', 'organizations:read'] });
     expect(res.status).toBe(201);
     expect(res.body.data).toEqual({
@@ -32,16 +29,16 @@ describe('secret API keys (S1)', () => {
   });
 
   it('stores only the SHA-256 of the secret', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { secret, id } = (await app.rest('POST', '/v1/api-keys', { name: 'stored', scopes: ['users:read'] })).body.data;
-    const rows = await server.server.orm.em.fork().getConnection().execute('select * from api_keys where id = ?', [id]);
+    const rows = await sql(suite.server, 'select * from api_keys where id = ?', [id]);
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(secret);
     expect(rows[0].secret_hash).toBe(sha256(secret));
   });
 
   it('records last_used_at', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { secret, id } = (await app.rest('POST', '/v1/api-keys', { name: 'used', scopes: ['users:read'] })).body.data;
     await app.rest('GET', '/v1/users', undefined, { authorization: `Bearer ${secret}` });
     const key = (await app.rest('GET', '/v1/api-keys')).body.data.find((k: { id: string }) => k.id === id);
@@ -49,7 +46,7 @@ describe('secret API keys (S1)', () => {
   });
 
   it('revocation is effective immediately', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { secret, id } = (await app.rest('POST', '/v1/api-keys', { name: 'temp', scopes: ['users:read'] })).body.data;
     const auth = { authorization: `Bearer ${secret}` };
     expect((await app.rest('GET', '/v1/users', undefined, auth)).status).toBe(200);
@@ -64,7 +61,7 @@ describe('secret API keys (S1)', () => {
   });
 
   it('unknown scopes are 422 unknown_scope; empty or missing scopes are 422', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const unknown = await app.rest('POST', '/v1/api-keys', { name: 'x', scopes: ['users:read', 'users:delete'] });
     expect(unknown.status).toBe(422);
     expect(unknown.body.error.code).toBe('unknown_scope');
@@ -77,7 +74,7 @@ describe('secret API keys (S1)', () => {
   });
 
   it('a key cannot create a key with scopes beyond its own (no escalation)', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const limited = (await app.rest('POST', '/v1/api-keys', { name: 'limited', scopes: ['api_keys:write', 'users:read'] })).body
       .data.secret;
     const auth = { authorization: `Bearer ${limited}` };
@@ -92,7 +89,7 @@ describe('secret API keys (S1)', () => {
   });
 
   it('enforces the scope each operation declares; write implies read', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const writer = (await app.rest('POST', '/v1/api-keys', { name: 'w', scopes: ['users:write'] })).body.data.secret;
     const auth = { authorization: `Bearer ${writer}` };
     expect((await app.rest('GET', '/v1/users', undefined, auth)).status).toBe(200);
@@ -106,7 +103,7 @@ describe('secret API keys (S1)', () => {
 
 describe('secret-key authentication and tenant isolation', () => {
   it('checks x-application-id first: missing, malformed or unknown is 401 application_not_resolved', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     for (const id of [undefined, 'not-a-uuid', '00000000-0000-7000-8000-000000000000']) {
       const res = await app.rest('POST', '/v1/users', { primary_email: 'a@example.com' }, { 'x-application-id': id });
       expect(res.status, String(id)).toBe(401);
@@ -118,7 +115,7 @@ describe('secret-key authentication and tenant isolation', () => {
   });
 
   it('401 missing_credentials without a key, invalid_api_key for a wrong one', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const missing = await app.rest('GET', '/v1/users', undefined, { authorization: undefined });
     expect(missing.status).toBe(401);
     expect(missing.body.error.code).toBe('missing_credentials');
@@ -130,8 +127,8 @@ describe('secret-key authentication and tenant isolation', () => {
   });
 
   it("a key of application A with B's x-application-id is 401", async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
     const res = await a.rest('GET', '/v1/users', undefined, { 'x-application-id': b.id });
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('invalid_api_key');
@@ -141,8 +138,8 @@ describe('secret-key authentication and tenant isolation', () => {
   });
 
   it("B's key ids through A's key are 404 and change nothing", async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
     const bKey = (await b.rest('GET', '/v1/api-keys')).body.data[0];
     const res = await a.rest('DELETE', `/v1/api-keys/${bKey.id}`);
     expect(res.status).toBe(404);
@@ -152,7 +149,7 @@ describe('secret-key authentication and tenant isolation', () => {
 
 describe('SDK', () => {
   it('creates and lists keys, and throws GatehouseError with code and status', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const created = await app.sdk.apiKeys.create({ name: 'sdk', scopes: ['users:read'] });
     expect(created.secret).toMatch(/^sk_test_/);
     expect((await app.sdk.apiKeys.list()).map((k) => k.id)).toContain(created.id);

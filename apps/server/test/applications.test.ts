@@ -1,14 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest, startServer, type TestServer } from './helpers/server.ts';
+import { describe, expect, it } from 'vitest';
+import { rawRequest } from './helpers/server.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startServer();
-});
-afterAll(() => server.close());
+const suite = serverSuite({ smtp: false });
 
-const operator = (method: string, path: string, body?: unknown, token = server.operatorToken) =>
-  rawRequest(server.url, method, path, { body, headers: { authorization: `Bearer ${token}` } });
+const operator = (method: string, path: string, body?: unknown, token = suite.server.operatorToken) =>
+  rawRequest(suite.server.url, method, path, { body, headers: { authorization: `Bearer ${token}` } });
 
 describe('operator token', () => {
   it('is required to create, list and delete applications', async () => {
@@ -17,7 +14,7 @@ describe('operator token', () => {
       ['GET', '/v1/applications'],
       ['DELETE', '/v1/applications/00000000-0000-7000-8000-000000000000'],
     ] as const) {
-      const missing = await rawRequest(server.url, method, path, { body: method === 'POST' ? { name: 'x' } : undefined });
+      const missing = await rawRequest(suite.server.url, method, path, { body: method === 'POST' ? { name: 'x' } : undefined });
       expect(missing.status, `${method} ${path}`).toBe(401);
       expect(missing.body.error.code).toBe('missing_credentials');
       const wrong = await operator(method, path, method === 'POST' ? { name: 'x' } : undefined, 'op_wrong');
@@ -27,7 +24,7 @@ describe('operator token', () => {
   });
 
   it('a secret key is never an operator token', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const res = await operator('GET', '/v1/applications', undefined, app.secretKey);
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('invalid_credentials');
@@ -93,7 +90,7 @@ describe('applications', () => {
   });
 
   it('deletes an application and everything it owns', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     await app.rest('POST', '/v1/users', { primary_email: 'gone@example.com' });
     const res = await operator('DELETE', `/v1/applications/${app.id}`);
     expect(res.status).toBe(200);
@@ -107,8 +104,8 @@ describe('applications', () => {
 
 describe('application settings (secret key)', () => {
   it('GET and PATCH answer only for the application of x-application-id', async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
     expect((await a.rest('GET', `/v1/applications/${a.id}`)).body.data.id).toBe(a.id);
     for (const [method, body] of [
       ['GET', undefined],
@@ -122,7 +119,7 @@ describe('application settings (secret key)', () => {
   });
 
   it('PATCH replaces each top-level settings key it names and keeps the others', async () => {
-    const app = await server.createApp({ allowed_origins: ['https://app.example.com'] });
+    const app = await suite.server.createApp({ allowed_origins: ['https://app.example.com'] });
     const first = await app.rest('PATCH', `/v1/applications/${app.id}`, {
       settings: {
         sign_up: 'closed',
@@ -145,7 +142,7 @@ describe('application settings (secret key)', () => {
   });
 
   it('refuses a magic-link redirect outside the allowed origins (422 invalid_url)', async () => {
-    const app = await server.createApp({ allowed_origins: ['https://app.example.com'] });
+    const app = await suite.server.createApp({ allowed_origins: ['https://app.example.com'] });
     const refused = await app.rest('PATCH', `/v1/applications/${app.id}`, {
       settings: { magic_link: { redirect_url: 'https://evil.example.net/callback' } },
     });
@@ -162,7 +159,7 @@ describe('application settings (secret key)', () => {
   });
 
   it('needs settings scopes', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const reader = (await app.rest('POST', '/v1/api-keys', { name: 'reader', scopes: ['settings:read'] })).body.data.secret;
     const headers = { authorization: `Bearer ${reader}` };
     expect((await app.rest('GET', `/v1/applications/${app.id}`, undefined, headers)).status).toBe(200);

@@ -2,22 +2,19 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { appRouter } from '@gatehouse/api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROCEDURES } from '../../../packages/sdk/src/procedures.ts';
-import { startServer, type TestServer } from './helpers/server.ts';
+import { serverSuite } from './helpers/suite.ts';
+
+const suite = serverSuite({ smtp: false });
 
 const run = promisify(execFile);
-let server: TestServer;
-beforeAll(async () => {
-  server = await startServer();
-});
-afterAll(() => server.close());
 
 describe('a plain REST client in another language', () => {
   it('Python (standard library only) creates a user and lists organizations', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const script = fileURLToPath(new URL('./clients/rest_client.py', import.meta.url));
-    const { stdout } = await run('python3', [script, server.url, app.id, app.secretKey, 'py@example.com']);
+    const { stdout } = await run('python3', [script, suite.server.url, app.id, app.secretKey, 'py@example.com']);
     const seen = JSON.parse(stdout);
     expect(seen.created_status).toBe(201);
     expect(seen.user).toMatchObject({ primary_email: 'py@example.com', status: 'active', email_verified: false });
@@ -41,7 +38,7 @@ describe('the SDK', () => {
   });
 
   it('runs the main flows over tRPC with typed results', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const user = await app.sdk.users.create({ primary_email: 'sdk@example.com', profile: { plan: 'pro' } });
     expect(user).toMatchObject({ primary_email: 'sdk@example.com', profile: { plan: 'pro' }, merged_into: null });
     const org = await app.sdk.organizations.create({ name: 'SDK Org' });

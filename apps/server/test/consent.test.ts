@@ -1,39 +1,25 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { expectError, type RestResponse, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { describe, expect, inject, it } from 'vitest';
+import { expectError, type RestResponse, rawRequest, sql, startServer, type TestApp } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
-import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+import { linkIn } from './helpers/smtp.ts';
+import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
+const suite = serverSuite();
+
 const ORIGIN = 'https://app.example.com';
 const TERMS = { doc_type: 'terms', url: `${ORIGIN}/terms`, version: '2026-01' };
 const PRIVACY = { doc_type: 'privacy', url: `${ORIGIN}/privacy`, version: '2026-01' };
 
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
-
-let seq = 0;
-const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
-
 const accept = (app: TestApp, body: Record<string, unknown>) => endUser(app, 'POST', '/v1/auth/consent/accept', body);
 
-const sql = <T = Record<string, any>>(query: string, params: unknown[] = []) =>
-  server.server.orm.em.fork().getConnection().execute<T[]>(query, params);
-
 const appWithDocuments = (documents = [TERMS, PRIVACY]) =>
-  server.createApp({ allowed_origins: [ORIGIN], settings: { consent_documents: documents } });
+  suite.server.createApp({ allowed_origins: [ORIGIN], settings: { consent_documents: documents } });
 
 /** Signs in by magic link (real mail) and answers the sign-in result of the verify. */
 async function signIn(app: TestApp, address: string) {
   const started = await endUser(app, 'POST', '/v1/auth/magic-link/start', { email: address });
   expect(started.status, JSON.stringify(started.body)).toBe(200);
-  const token = linkIn(await smtp.next(address)).searchParams.get('token')!;
+  const token = linkIn(await suite.smtp.next(address)).searchParams.get('token')!;
   const verified = await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token });
   expect(verified.status, JSON.stringify(verified.body)).toBe(200);
   return verified.body.data;
@@ -61,19 +47,22 @@ function expectComplete(res: RestResponse) {
 
 const consentsOf = (userId: string) =>
   sql<{ application_id: string; doc_type: string; version: string }>(
+    suite.server,
     'select application_id, doc_type, version from consents where user_id = ? order by doc_type, version',
     [userId],
   );
 
 const sessionCount = async (app: TestApp) => {
-  const [row] = await sql<{ n: number }>('select count(*)::int as n from sessions where application_id = ?', [app.id]);
+  const [row] = await sql<{ n: number }>(suite.server, 'select count(*)::int as n from sessions where application_id = ?', [
+    app.id,
+  ]);
   return Number(row!.n);
 };
 
 describe('POST /v1/auth/consent/accept', () => {
   it('doc_types missing, empty or not covering every document: 422 consent_incomplete, consuming nothing', async () => {
     const app = await appWithDocuments();
-    const pending = await consentRequired(app, email('incomplete'), [TERMS, PRIVACY]);
+    const pending = await consentRequired(app, uniqueEmail('incomplete'), [TERMS, PRIVACY]);
     const attempts: Array<[string, Record<string, unknown>]> = [
       ['missing', { pending_token: pending }],
       ['empty', { pending_token: pending, doc_types: [] }],
@@ -82,9 +71,9 @@ describe('POST /v1/auth/consent/accept', () => {
       ['an unlisted type', { pending_token: pending, doc_types: ['terms', 'cookies'] }],
     ];
     for (const [label, body] of attempts) expectError(await accept(app, body), 422, 'consent_incomplete', label);
-    const [{ n }] = (await sql<{ n: number }>('select count(*)::int as n from consents where application_id = ?', [app.id])) as [
-      { n: number },
-    ];
+    const [{ n }] = (await sql<{ n: number }>(suite.server, 'select count(*)::int as n from consents where application_id = ?', [
+      app.id,
+    ])) as [{ n: number }];
     expect(Number(n)).toBe(0);
     expect(await sessionCount(app)).toBe(0);
 
@@ -97,13 +86,13 @@ describe('POST /v1/auth/consent/accept', () => {
     const app = await appWithDocuments();
     const first = expectComplete(
       await accept(app, {
-        pending_token: await consentRequired(app, email('one'), [TERMS, PRIVACY]),
+        pending_token: await consentRequired(app, uniqueEmail('one'), [TERMS, PRIVACY]),
         doc_types: ['terms', 'privacy'],
       }),
     );
     const second = expectComplete(
       await accept(app, {
-        pending_token: await consentRequired(app, email('two'), [TERMS, PRIVACY]),
+        pending_token: await consentRequired(app, uniqueEmail('two'), [TERMS, PRIVACY]),
         doc_types: ['terms', 'privacy'],
       }),
     );
@@ -121,7 +110,7 @@ describe('POST /v1/auth/consent/accept', () => {
 
   it('a consumed pending token is 401 invalid_pending_token', async () => {
     const app = await appWithDocuments();
-    const pending = await consentRequired(app, email('replay'), [TERMS, PRIVACY]);
+    const pending = await consentRequired(app, uniqueEmail('replay'), [TERMS, PRIVACY]);
     expectComplete(await accept(app, { pending_token: pending, doc_types: ['terms', 'privacy'] }));
     expectError(await accept(app, { pending_token: pending, doc_types: ['terms', 'privacy'] }), 401, 'invalid_pending_token');
     expect(await sessionCount(app)).toBe(1);
@@ -137,13 +126,15 @@ describe('POST /v1/auth/consent/accept', () => {
         token,
       );
     }
-    const address = email('expired');
+    const address = uniqueEmail('expired');
     const pending = await consentRequired(app, address, [TERMS, PRIVACY]);
-    const [user] = await sql<{ id: string }>('select id from users where application_id = ? and email_normalized = ?', [
-      app.id,
-      address.toLowerCase(),
-    ]);
+    const [user] = await sql<{ id: string }>(
+      suite.server,
+      'select id from users where application_id = ? and email_normalized = ?',
+      [app.id, address.toLowerCase()],
+    );
     const moved = await sql(
+      suite.server,
       `update pending_tokens set expires_at = now() - interval '1 second' where user_id = ? and consumed_at is null returning id`,
       [user!.id],
     );
@@ -154,8 +145,9 @@ describe('POST /v1/auth/consent/accept', () => {
 
   it('the pending token lives 10 minutes and is stored only as a hash', async () => {
     const app = await appWithDocuments();
-    const pending = await consentRequired(app, email('stored'), [TERMS, PRIVACY]);
+    const pending = await consentRequired(app, uniqueEmail('stored'), [TERMS, PRIVACY]);
     const rows = await sql<{ ttl: number }>(
+      suite.server,
       'select *, extract(epoch from (expires_at - created_at))::float8 as ttl from pending_tokens where application_id = ?',
       [app.id],
     );
@@ -168,17 +160,17 @@ describe('POST /v1/auth/consent/accept', () => {
 
   it('20 concurrent accepts of one pending token: exactly one 200, one session, one record per document', async () => {
     const app = await appWithDocuments();
-    const pending = await consentRequired(app, email('race'), [TERMS, PRIVACY]);
+    const pending = await consentRequired(app, uniqueEmail('race'), [TERMS, PRIVACY]);
     // On PostgreSQL, over two server processes sharing the database (SECURITY 3); PGlite belongs to one process.
-    const peer = inject('databaseUrl') ? await startServer({ smtpUrl: smtp.url }) : server;
+    const peer = inject('databaseUrl') ? await startServer({ smtpUrl: suite.smtp.url }) : suite.server;
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        rawRequest((i % 2 ? peer : server).url, 'POST', '/v1/auth/consent/accept', {
+        rawRequest((i % 2 ? peer : suite.server).url, 'POST', '/v1/auth/consent/accept', {
           body: { pending_token: pending, doc_types: ['terms', 'privacy'] },
           headers: { 'x-application-id': app.id },
         }),
       ),
-    ).finally(() => (peer === server ? undefined : peer.close()));
+    ).finally(() => (peer === suite.server ? undefined : peer.close()));
     const ok = results.filter((r) => r.status === 200);
     expect(ok, JSON.stringify(results.map((r) => r.status))).toHaveLength(1);
     const { user } = expectComplete(ok[0]!);
@@ -189,7 +181,7 @@ describe('POST /v1/auth/consent/accept', () => {
 
   it('a new version of one document asks again, listing only that document', async () => {
     const app = await appWithDocuments();
-    const address = email('bump');
+    const address = uniqueEmail('bump');
     const { user } = expectComplete(
       await accept(app, {
         pending_token: await consentRequired(app, address, [TERMS, PRIVACY]),
@@ -216,7 +208,7 @@ describe('POST /v1/auth/consent/accept', () => {
   it('a pending token of one application is 401 with another, and still works with its own', async () => {
     const app = await appWithDocuments();
     const other = await appWithDocuments();
-    const pending = await consentRequired(app, email('tenant'), [TERMS, PRIVACY]);
+    const pending = await consentRequired(app, uniqueEmail('tenant'), [TERMS, PRIVACY]);
     expectError(await accept(other, { pending_token: pending, doc_types: ['terms', 'privacy'] }), 401, 'invalid_pending_token');
     expect(await sessionCount(other)).toBe(0);
     expectComplete(await accept(app, { pending_token: pending, doc_types: ['terms', 'privacy'] }));

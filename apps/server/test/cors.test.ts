@@ -1,23 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
-import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+import { describe, expect, it } from 'vitest';
+import { expectError, rawRequest, sql, type TestApp } from './helpers/server.ts';
+import { linkIn } from './helpers/smtp.ts';
+import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
+const suite = serverSuite();
+
 /** The service's own origin: the base URL the harness configures. */
 const OWN_ORIGIN = 'http://gatehouse.test';
 
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
-
 let seq = 0;
-const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
 /**
  * A fresh origin per test: preflight answers may be cached per origin, and origins of one test must not be allowed
  * by an application of another.
@@ -28,7 +19,7 @@ const origin = (label: string) => `https://${label}-${Date.now().toString(36)}-$
 const browser = (app: TestApp, from: string | undefined, method: string, path: string, body?: unknown, token?: string) =>
   app.rest(method, path, body, { authorization: token ? `Bearer ${token}` : undefined, origin: from });
 
-const start = (app: TestApp, from: string | undefined, address = email()) =>
+const start = (app: TestApp, from: string | undefined, address = uniqueEmail()) =>
   browser(app, from, 'POST', '/v1/auth/magic-link/start', { email: address });
 
 const corsHeaders = (res: { headers: Headers }) =>
@@ -51,9 +42,9 @@ function expectNoCors(res: { headers: Headers }) {
 
 /** Signs in by magic link without an Origin (as a server would) and answers the tokens. */
 async function signIn(app: TestApp) {
-  const address = email('signed-in');
+  const address = uniqueEmail('signed-in');
   expect((await start(app, undefined, address)).status).toBe(200);
-  const token = linkIn(await smtp.next(address)).searchParams.get('token')!;
+  const token = linkIn(await suite.smtp.next(address)).searchParams.get('token')!;
   const verified = await browser(app, undefined, 'POST', '/v1/auth/magic-link/verify', { token });
   expect(verified.status, JSON.stringify(verified.body)).toBe(200);
   expect(verified.body.data.status).toBe('complete');
@@ -61,14 +52,14 @@ async function signIn(app: TestApp) {
 }
 
 const preflight = (path: string, from: string | undefined, requestHeaders = 'content-type, x-application-id, authorization') =>
-  rawRequest(server.url, 'OPTIONS', path, {
+  rawRequest(suite.server.url, 'OPTIONS', path, {
     headers: { origin: from, 'access-control-request-method': 'POST', 'access-control-request-headers': requestHeaders },
   });
 
 describe('end-user routes, actual requests', () => {
   it('an allowed origin gets access-control-allow-origin = that origin and vary: Origin (start and /me)', async () => {
     const from = origin('allowed');
-    const app = await server.createApp({ allowed_origins: [origin('first'), from] });
+    const app = await suite.server.createApp({ allowed_origins: [origin('first'), from] });
     const started = await start(app, from);
     expect(started.status, JSON.stringify(started.body)).toBe(200);
     expectAllowed(started, from);
@@ -81,7 +72,7 @@ describe('end-user routes, actual requests', () => {
 
   it('an allowed origin can read the error answers of end-user routes too', async () => {
     const from = origin('errors');
-    const app = await server.createApp({ allowed_origins: [from] });
+    const app = await suite.server.createApp({ allowed_origins: [from] });
     const me = await browser(app, from, 'GET', '/v1/auth/me');
     expectError(me, 401, 'missing_credentials');
     expectAllowed(me, from);
@@ -89,11 +80,11 @@ describe('end-user routes, actual requests', () => {
 
   it('an allowed origin can read a 429 and its retry-after', async () => {
     const from = origin('limited');
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       allowed_origins: [from],
       settings: { rate_limits: { magic_link_per_email: 1, magic_link_per_address: 100, window_s: 60 } },
     });
-    const address = email('limited');
+    const address = uniqueEmail('limited');
     expect((await start(app, from, address)).status).toBe(200);
     const limited = await start(app, from, address);
     expectError(limited, 429, 'rate_limited');
@@ -108,15 +99,12 @@ describe('end-user routes, actual requests', () => {
 
   it('a disallowed origin is 403 origin_not_allowed without any allow-origin header, and nothing happens', async () => {
     const from = origin('allowed');
-    const app = await server.createApp({ allowed_origins: [from] });
-    const address = email('refused');
+    const app = await suite.server.createApp({ allowed_origins: [from] });
+    const address = uniqueEmail('refused');
     const refused = await start(app, origin('evil'), address);
     expectError(refused, 403, 'origin_not_allowed');
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
-    const rows = await server.server.orm.em
-      .fork()
-      .getConnection()
-      .execute('select id from magic_links where application_id = ?', [app.id]);
+    const rows = await sql(suite.server, 'select id from magic_links where application_id = ?', [app.id]);
     expect(rows).toEqual([]);
 
     const { access_token } = await signIn(app);
@@ -128,15 +116,15 @@ describe('end-user routes, actual requests', () => {
   it('an origin allowed by another application only is refused', async () => {
     const mine = origin('mine');
     const theirs = origin('theirs');
-    const app = await server.createApp({ allowed_origins: [mine] });
-    await server.createApp({ allowed_origins: [theirs] });
+    const app = await suite.server.createApp({ allowed_origins: [mine] });
+    await suite.server.createApp({ allowed_origins: [theirs] });
     const refused = await start(app, theirs);
     expectError(refused, 403, 'origin_not_allowed');
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   it('Origin: null is never allowed', async () => {
-    const app = await server.createApp({ allowed_origins: [origin('real')] });
+    const app = await suite.server.createApp({ allowed_origins: [origin('real')] });
     const refused = await start(app, 'null');
     expectError(refused, 403, 'origin_not_allowed');
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
@@ -144,7 +132,7 @@ describe('end-user routes, actual requests', () => {
 
   it('origins compare exactly: scheme, host and port', async () => {
     const host = `exact-${Date.now().toString(36)}.example.com`;
-    const app = await server.createApp({ allowed_origins: [`https://${host}`, `http://localhost:3000`] });
+    const app = await suite.server.createApp({ allowed_origins: [`https://${host}`, `http://localhost:3000`] });
     expect((await start(app, `https://${host}`)).status).toBe(200);
     expect((await start(app, 'http://localhost:3000')).status).toBe(200);
     for (const near of [
@@ -167,20 +155,20 @@ describe('end-user routes, actual requests', () => {
   });
 
   it('a request without Origin (not a browser) is not subject to CORS', async () => {
-    const app = await server.createApp({ allowed_origins: [origin('some')] });
+    const app = await suite.server.createApp({ allowed_origins: [origin('some')] });
     const res = await start(app, undefined);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
-    const bare = await server.createApp();
+    const bare = await suite.server.createApp();
     expect((await start(bare, undefined)).status).toBe(200);
   });
 
   it('the service’s own origin (the hosted page) is allowed', async () => {
-    const app = await server.createApp({ allowed_origins: [origin('app')] });
+    const app = await suite.server.createApp({ allowed_origins: [origin('app')] });
     const res = await start(app, OWN_ORIGIN);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expectAllowed(res, OWN_ORIGIN);
-    const bare = await server.createApp();
+    const bare = await suite.server.createApp();
     const verify = await browser(bare, OWN_ORIGIN, 'POST', '/v1/auth/magic-link/verify', { token: `ml_${'x'.repeat(43)}` });
     expectError(verify, 401, 'invalid_verification');
     expectAllowed(verify, OWN_ORIGIN);
@@ -188,10 +176,10 @@ describe('end-user routes, actual requests', () => {
 
   it('the tRPC transport gets the same treatment', async () => {
     const from = origin('trpc');
-    const app = await server.createApp({ allowed_origins: [from] });
+    const app = await suite.server.createApp({ allowed_origins: [from] });
     const call = (callOrigin: string | undefined) =>
-      rawRequest(server.url, 'POST', '/trpc/auth.magicLink.start', {
-        body: { email: email('trpc') },
+      rawRequest(suite.server.url, 'POST', '/trpc/auth.magicLink.start', {
+        body: { email: uniqueEmail('trpc') },
         headers: { 'x-application-id': app.id, origin: callOrigin },
       });
     const ok = await call(from);
@@ -209,7 +197,7 @@ describe('end-user routes, actual requests', () => {
 describe('preflight', () => {
   it('an origin allowed by some application: 204 with allow-origin, methods and headers', async () => {
     const from = origin('preflight');
-    await server.createApp({ allowed_origins: [from] });
+    await suite.server.createApp({ allowed_origins: [from] });
     for (const path of ['/v1/auth/magic-link/start', '/v1/auth/me', '/v1/auth/consent/accept']) {
       const res = await preflight(path, from);
       expect(res.status, path).toBe(204);
@@ -229,7 +217,7 @@ describe('preflight', () => {
   // The SDK's tRPC transport sends content-type and x-application-id, so every browser call through it preflights.
   it('a preflight of the tRPC transport’s end-user procedures is approved too', async () => {
     const from = origin('trpc-preflight');
-    await server.createApp({ allowed_origins: [from] });
+    await suite.server.createApp({ allowed_origins: [from] });
     const res = await preflight('/trpc/auth.magicLink.start', from);
     expect(res.status, JSON.stringify(res.body)).toBe(204);
     expectAllowed(res, from);
@@ -248,7 +236,7 @@ describe('preflight', () => {
 
   it('an unknown origin, a near miss or null is refused without allow-origin', async () => {
     const from = origin('known');
-    await server.createApp({ allowed_origins: [from] });
+    await suite.server.createApp({ allowed_origins: [from] });
     for (const bad of [origin('unknown'), `${from}/`, from.replace('https://', 'http://'), `${from}:8443`, 'null']) {
       const res = await preflight('/v1/auth/magic-link/start', bad);
       expect(res.status, bad).toBe(403);
@@ -260,7 +248,7 @@ describe('preflight', () => {
 
   it('a management route gets no preflight approval', async () => {
     const from = origin('manager');
-    await server.createApp({ allowed_origins: [from] });
+    await suite.server.createApp({ allowed_origins: [from] });
     for (const path of ['/v1/users', '/v1/api-keys', '/v1/applications']) {
       const res = await preflight(path, from);
       expect(res.status, path).toBeGreaterThanOrEqual(400);
@@ -272,8 +260,8 @@ describe('preflight', () => {
 describe('management (secret key) routes', () => {
   it('carry no CORS headers, whatever the Origin, and answer as they would without one', async () => {
     const from = origin('dashboard');
-    const app = await server.createApp({ allowed_origins: [from] });
-    expect((await app.rest('POST', '/v1/users', { primary_email: email('listed') })).status).toBe(201);
+    const app = await suite.server.createApp({ allowed_origins: [from] });
+    expect((await app.rest('POST', '/v1/users', { primary_email: uniqueEmail('listed') })).status).toBe(201);
     const plain = await app.rest('GET', '/v1/users');
     expect(plain.status).toBe(200);
     for (const o of [from, origin('evil'), 'null', OWN_ORIGIN]) {
@@ -283,7 +271,7 @@ describe('management (secret key) routes', () => {
       expect(res.body.data, o).toEqual(plain.body.data);
       expect([...res.headers.keys()].sort(), o).toEqual([...plain.headers.keys()].sort());
     }
-    const created = await app.rest('POST', '/v1/users', { primary_email: email('posted') }, { origin: from });
+    const created = await app.rest('POST', '/v1/users', { primary_email: uniqueEmail('posted') }, { origin: from });
     expect(created.status).toBe(201);
     expectNoCors(created);
   });

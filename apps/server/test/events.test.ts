@@ -1,33 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  expectError,
-  isoDate,
-  MISSING,
-  type RestResponse,
-  startServer,
-  type TestApp,
-  type TestServer,
-  UUID,
-} from './helpers/server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectError, isoDate, MISSING, ok, type TestApp, UUID } from './helpers/server.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startServer();
-});
-afterAll(() => server.close());
+const suite = serverSuite({ smtp: false });
 
 interface Event {
   id: string;
   type: string;
   data: Record<string, any>;
   created_at: string;
-}
-
-async function ok(res: Promise<RestResponse>, status = 200) {
-  const r = await res;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  return r.body.data;
 }
 
 const events = async (on: TestApp, query = '') => {
@@ -49,7 +30,7 @@ const total = async (on: TestApp) => (await events(on, '?limit=1')).total;
 
 describe('GET /v1/events', () => {
   it('a new application starts with the api_key.created event of its first key, without the secret', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const page = await events(app);
     expect(Object.keys(page).sort()).toEqual(['events', 'limit', 'offset', 'total']);
     expect(page).toMatchObject({ total: 1, limit: 25, offset: 0 });
@@ -66,7 +47,7 @@ describe('GET /v1/events', () => {
   });
 
   it('every user mutation writes its event with the right data', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     let before = await total(app);
     const user = await ok(app.rest('POST', '/v1/users', { primary_email: 'events@example.com', profile: { a: 1 } }), 201);
     let written = await newEvents(app, before);
@@ -95,7 +76,7 @@ describe('GET /v1/events', () => {
   });
 
   it('every organization and membership mutation writes its event with the right data', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const user = await ok(app.rest('POST', '/v1/users', { primary_email: 'member@example.com' }), 201);
 
     let before = await total(app);
@@ -139,7 +120,7 @@ describe('GET /v1/events', () => {
   });
 
   it('update events carry the record as it was stored (updated_at included), every time', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const user = await ok(app.rest('POST', '/v1/users', {}), 201);
     const org = await ok(app.rest('POST', '/v1/organizations', { name: 'Stored' }), 201);
     await ok(app.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: user.id }), 201);
@@ -156,7 +137,7 @@ describe('GET /v1/events', () => {
   });
 
   it('creating and revoking an API key writes api_key.created and api_key.revoked, never the secret', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     let before = await total(app);
     const key = await ok(app.rest('POST', '/v1/api-keys', { name: 'Reader', scopes: ['users:read'] }), 201);
     let written = await newEvents(app, before);
@@ -173,7 +154,7 @@ describe('GET /v1/events', () => {
   });
 
   it('lists newest first (created_at DESC, id DESC), paginated', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const user = await ok(app.rest('POST', '/v1/users', {}), 201);
     await ok(app.rest('PATCH', `/v1/users/${user.id}`, { email_verified: true }));
     const org = await ok(app.rest('POST', '/v1/organizations', { name: 'Order' }), 201);
@@ -202,7 +183,7 @@ describe('GET /v1/events', () => {
   });
 
   it('filters by type; total reflects the filter; an unknown type is 422', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const users: any[] = [];
     for (let i = 0; i < 3; i++) users.push(await ok(app.rest('POST', '/v1/users', {}), 201));
     await ok(app.rest('PATCH', `/v1/users/${users[0].id}`, { email_verified: true }));
@@ -226,7 +207,7 @@ describe('GET /v1/events', () => {
   });
 
   it('a failed mutation writes no event', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const user = await ok(app.rest('POST', '/v1/users', { primary_email: 'taken@example.com' }), 201);
     const merged = await ok(app.rest('POST', '/v1/users', {}), 201);
     await ok(app.rest('POST', '/v1/users/merge', { source_user_id: merged.id, target_user_id: user.id }));
@@ -272,8 +253,8 @@ describe('GET /v1/events', () => {
   });
 
   it("another application's events are never visible", async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
     const userB = await ok(b.rest('POST', '/v1/users', { primary_email: 'b@example.com' }), 201);
     const orgB = await ok(b.rest('POST', '/v1/organizations', { name: 'B org' }), 201);
     await ok(b.rest('POST', `/v1/organizations/${orgB.id}/members`, { user_id: userB.id }), 201);
@@ -295,7 +276,7 @@ describe('GET /v1/events', () => {
   });
 
   it('through the SDK: lists and filters events', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const user = await app.sdk.users.create({ primary_email: 'sdk.events@example.com' });
     const page = await app.sdk.events.list();
     expect(page).toMatchObject({ total: 2, limit: 25, offset: 0 });

@@ -1,33 +1,23 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import {
   expectError,
   type RestResponse,
   rawRequest,
+  sql,
   startServer,
   type TestApp,
   type TestServer,
   UUID,
 } from './helpers/server.ts';
-import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+import { linkIn } from './helpers/smtp.ts';
+import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
+const suite = serverSuite();
+
 const ORIGIN = 'https://app.example.com';
 
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
-
-let seq = 0;
-/** A unique address per call: the SMTP sink is shared by every test of the file. */
-const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
 /** An end-user REST call: publishable application id only, never the secret key. */
@@ -47,7 +37,7 @@ async function mailedLink(
 ) {
   const started = await endUser(app, 'POST', '/v1/auth/magic-link/start', { email: address, ...extra }, headers);
   expect(started.status, JSON.stringify(started.body)).toBe(200);
-  const mail = await smtp.next(address);
+  const mail = await suite.smtp.next(address);
   const link = linkIn(mail);
   return { started, mail, link, token: link.searchParams.get('token')! };
 }
@@ -64,9 +54,6 @@ async function patchSettings(app: TestApp, settings: Record<string, unknown>) {
   return res.body.data;
 }
 
-const sql = <T = Record<string, any>>(query: string, params: unknown[] = []) =>
-  server.server.orm.em.fork().getConnection().execute<T[]>(query, params);
-
 const messageCount = async (app: TestApp) => {
   const res = await app.rest('GET', '/v1/messages?limit=1');
   expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -80,7 +67,7 @@ const messageCount = async (app: TestApp) => {
 async function expectNoMail(app: TestApp, absent: string, witness: string) {
   await mailedLink(app, witness);
   await new Promise((resolve) => setTimeout(resolve, 300));
-  expect(smtp.inbox.filter((m) => m.to.toLowerCase() === absent.toLowerCase())).toEqual([]);
+  expect(suite.smtp.inbox.filter((m) => m.to.toLowerCase() === absent.toLowerCase())).toEqual([]);
 }
 
 const median = (values: number[]) => {
@@ -91,8 +78,8 @@ const median = (values: number[]) => {
 
 describe('magic-link token lifecycle', () => {
   it('is single use: the second verify is 401 invalid_verification', async () => {
-    const app = await server.createApp();
-    const { token } = await mailedLink(app, email('once'));
+    const app = await suite.server.createApp();
+    const { token } = await mailedLink(app, uniqueEmail('once'));
     const first = await verify(app, token);
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body.data.status).toBe('complete');
@@ -101,25 +88,27 @@ describe('magic-link token lifecycle', () => {
   });
 
   it('honours settings.magic_link.ttl_s and refuses an expired link (database clock)', async () => {
-    const app = await server.createApp({ settings: { magic_link: { ttl_s: 60, redirect_url: null } } });
-    const { started, token } = await mailedLink(app, email('expiry'));
+    const app = await suite.server.createApp({ settings: { magic_link: { ttl_s: 60, redirect_url: null } } });
+    const { started, token } = await mailedLink(app, uniqueEmail('expiry'));
     const [row] = await sql<{ ttl: number }>(
+      suite.server,
       'select extract(epoch from (expires_at - created_at))::float8 as ttl from magic_links where id = ?',
       [started.body.data.verification_id],
     );
     expect(Number(row!.ttl)).toBeGreaterThan(55);
     expect(Number(row!.ttl)).toBeLessThanOrEqual(61);
 
-    await sql(`update magic_links set expires_at = now() - interval '1 second' where id = ?`, [
+    await sql(suite.server, `update magic_links set expires_at = now() - interval '1 second' where id = ?`, [
       started.body.data.verification_id,
     ]);
     expectError(await verify(app, token), 401, 'invalid_verification', 'expired');
   });
 
   it('lives 10 minutes by default, and a longer lifetime cannot be configured', async () => {
-    const app = await server.createApp();
-    const { started } = await mailedLink(app, email('default-ttl'));
+    const app = await suite.server.createApp();
+    const { started } = await mailedLink(app, uniqueEmail('default-ttl'));
     const [row] = await sql<{ ttl: number }>(
+      suite.server,
       'select extract(epoch from (expires_at - created_at))::float8 as ttl from magic_links where id = ?',
       [started.body.data.verification_id],
     );
@@ -132,17 +121,17 @@ describe('magic-link token lifecycle', () => {
   });
 
   it('a token of one application does not verify with another, and stays usable where it belongs', async () => {
-    const app = await server.createApp();
-    const other = await server.createApp();
-    const { token } = await mailedLink(app, email('tenant'));
+    const app = await suite.server.createApp();
+    const other = await suite.server.createApp();
+    const { token } = await mailedLink(app, uniqueEmail('tenant'));
     expectError(await verify(other, token), 401, 'invalid_verification');
     expect((await verify(app, token)).status).toBe(200);
   });
 
   it('stores only the SHA-256 of the token, never the token', async () => {
-    const app = await server.createApp({ allowed_origins: [ORIGIN] });
-    const { started, token } = await mailedLink(app, email('hashed'), { redirect_url: `${ORIGIN}/callback` });
-    const rows = await sql('select * from magic_links where application_id = ?', [app.id]);
+    const app = await suite.server.createApp({ allowed_origins: [ORIGIN] });
+    const { started, token } = await mailedLink(app, uniqueEmail('hashed'), { redirect_url: `${ORIGIN}/callback` });
+    const rows = await sql(suite.server, 'select * from magic_links where application_id = ?', [app.id]);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.id).toBe(started.body.data.verification_id);
     expect(rows[0]!.token_hash).toBe(sha256(token));
@@ -153,17 +142,17 @@ describe('magic-link token lifecycle', () => {
   // On PostgreSQL the requests are split over two server processes sharing the database (SECURITY 3); the embedded
   // PGlite database belongs to one process, so there both halves go to the same server.
   it('20 concurrent verifies of one token: exactly one sign-in and one session', async () => {
-    const app = await server.createApp();
-    const { token } = await mailedLink(app, email('race'));
-    const peer = inject('databaseUrl') ? await startServer({ smtpUrl: smtp.url }) : server;
+    const app = await suite.server.createApp();
+    const { token } = await mailedLink(app, uniqueEmail('race'));
+    const peer = inject('databaseUrl') ? await startServer({ smtpUrl: suite.smtp.url }) : suite.server;
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        rawRequest((i % 2 ? peer : server).url, 'POST', '/v1/auth/magic-link/verify', {
+        rawRequest((i % 2 ? peer : suite.server).url, 'POST', '/v1/auth/magic-link/verify', {
           body: { token },
           headers: { 'x-application-id': app.id },
         }),
       ),
-    ).finally(() => (peer === server ? undefined : peer.close()));
+    ).finally(() => (peer === suite.server ? undefined : peer.close()));
     const ok = results.filter((r) => r.status === 200);
     expect(ok, JSON.stringify(results.map((r) => r.status))).toHaveLength(1);
     expect(ok[0]!.body.data.status).toBe('complete');
@@ -171,9 +160,15 @@ describe('magic-link token lifecycle', () => {
     expect(refused).toHaveLength(19);
     for (const r of refused) expectError(r, 401, 'invalid_verification');
 
-    const [sessions] = await sql<{ n: number }>('select count(*)::int as n from sessions where application_id = ?', [app.id]);
+    const [sessions] = await sql<{ n: number }>(
+      suite.server,
+      'select count(*)::int as n from sessions where application_id = ?',
+      [app.id],
+    );
     expect(Number(sessions!.n)).toBe(1);
-    const [users] = await sql<{ n: number }>('select count(*)::int as n from users where application_id = ?', [app.id]);
+    const [users] = await sql<{ n: number }>(suite.server, 'select count(*)::int as n from users where application_id = ?', [
+      app.id,
+    ]);
     expect(Number(users!.n)).toBe(1);
     const events = (await app.rest('GET', '/v1/events?type=session.created')).body.data;
     expect(events.total).toBe(1);
@@ -182,8 +177,10 @@ describe('magic-link token lifecycle', () => {
 
 describe('where the link leads', () => {
   it('uses redirect_url on an allowed origin, keeping its query and appending token', async () => {
-    const app = await server.createApp({ allowed_origins: [ORIGIN] });
-    const { link, token } = await mailedLink(app, email('redirect'), { redirect_url: `${ORIGIN}/auth/done?next=%2Fdash&a=1` });
+    const app = await suite.server.createApp({ allowed_origins: [ORIGIN] });
+    const { link, token } = await mailedLink(app, uniqueEmail('redirect'), {
+      redirect_url: `${ORIGIN}/auth/done?next=%2Fdash&a=1`,
+    });
     expect(link.origin).toBe(ORIGIN);
     expect(link.pathname).toBe('/auth/done');
     expect(link.searchParams.get('next')).toBe('/dash');
@@ -194,8 +191,8 @@ describe('where the link leads', () => {
   });
 
   it('refuses a redirect_url on any other origin with 422 invalid_url, and sends no mail', async () => {
-    const app = await server.createApp({ allowed_origins: [ORIGIN] });
-    const victim = email('victim');
+    const app = await suite.server.createApp({ allowed_origins: [ORIGIN] });
+    const victim = uniqueEmail('victim');
     for (const url of [
       'https://evil.example.com/cb',
       'http://app.example.com/cb',
@@ -205,12 +202,12 @@ describe('where the link leads', () => {
     ]) {
       expectError(await start(app, victim, { redirect_url: url }), 422, 'invalid_url', url);
     }
-    await expectNoMail(app, victim, email('witness'));
+    await expectNoMail(app, victim, uniqueEmail('witness'));
     expect(await messageCount(app)).toBe(1);
   });
 
   it('settings.magic_link.redirect_url must sit on an allowed origin, now and after the origins change', async () => {
-    const app = await server.createApp({ allowed_origins: [ORIGIN] });
+    const app = await suite.server.createApp({ allowed_origins: [ORIGIN] });
     for (const url of ['https://evil.example.com/magic', 'http://app.example.com/magic', 'https://app.example.com:8443/magic']) {
       const res = await app.rest('PATCH', `/v1/applications/${app.id}`, {
         settings: { magic_link: { ttl_s: 600, redirect_url: url } },
@@ -223,8 +220,8 @@ describe('where the link leads', () => {
   });
 
   it('builds the link from configuration, never from Host or X-Forwarded-* headers', async () => {
-    const app = await server.createApp();
-    const { link } = await mailedLink(app, email('forged-host'), undefined, {
+    const app = await suite.server.createApp();
+    const { link } = await mailedLink(app, uniqueEmail('forged-host'), undefined, {
       host: 'evil.example.com',
       'x-forwarded-host': 'evil.example.com',
       'x-forwarded-proto': 'https',
@@ -235,11 +232,11 @@ describe('where the link leads', () => {
   });
 
   it('uses settings.magic_link.redirect_url when the request has none', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       allowed_origins: [ORIGIN],
       settings: { magic_link: { ttl_s: 600, redirect_url: `${ORIGIN}/magic?from=mail` } },
     });
-    const { link, token } = await mailedLink(app, email('configured'));
+    const { link, token } = await mailedLink(app, uniqueEmail('configured'));
     expect(link.origin + link.pathname).toBe(`${ORIGIN}/magic`);
     expect(link.searchParams.get('from')).toBe('mail');
     expect(token).toMatch(/^ml_/);
@@ -249,10 +246,10 @@ describe('where the link leads', () => {
 
 describe('who signs in', () => {
   it('sign-up closed: an unknown email gets the same 200 but no mail', async () => {
-    const app = await server.createApp({ settings: { sign_up: 'closed' } });
-    const known = email('member');
+    const app = await suite.server.createApp({ settings: { sign_up: 'closed' } });
+    const known = uniqueEmail('member');
     await createUser(app, { primary_email: known });
-    const stranger = email('stranger');
+    const stranger = uniqueEmail('stranger');
     const answer = await start(app, stranger);
     expect(answer.status).toBe(200);
     expect(answer.body.data).toEqual({ verification_id: expect.stringMatching(UUID) });
@@ -261,8 +258,8 @@ describe('who signs in', () => {
   });
 
   it('sign-up closed after the link was mailed: verify is 403 access_denied and creates nobody', async () => {
-    const app = await server.createApp();
-    const address = email('late');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('late');
     const { token } = await mailedLink(app, address);
     await patchSettings(app, { sign_up: 'closed' });
     expectError(await verify(app, token), 403, 'access_denied');
@@ -270,31 +267,35 @@ describe('who signs in', () => {
   });
 
   it('a user banned after the link was mailed is refused on verify with 403 access_denied', async () => {
-    const app = await server.createApp();
-    const address = email('banned-later');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('banned-later');
     const user = await createUser(app, { primary_email: address });
     const { token } = await mailedLink(app, address);
     expect((await app.rest('PATCH', `/v1/users/${user.id}`, { status: 'banned' })).status).toBe(200);
     expectError(await verify(app, token), 403, 'access_denied');
-    const [sessions] = await sql<{ n: number }>('select count(*)::int as n from sessions where application_id = ?', [app.id]);
+    const [sessions] = await sql<{ n: number }>(
+      suite.server,
+      'select count(*)::int as n from sessions where application_id = ?',
+      [app.id],
+    );
     expect(Number(sessions!.n)).toBe(0);
   });
 
   it('matches the address case-insensitively and after trimming', async () => {
-    const app = await server.createApp();
-    const address = email('cased');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('cased');
     const user = await createUser(app, { primary_email: address });
     const shouted = address.toUpperCase();
     await start(app, `  ${shouted} `);
-    const token = linkIn(await smtp.next(shouted)).searchParams.get('token')!;
+    const token = linkIn(await suite.smtp.next(shouted)).searchParams.get('token')!;
     const result = await verify(app, token);
     expect(result.status).toBe(200);
     expect(result.body.data.user.id).toBe(user.id);
   });
 
   it('sets email_verified on an existing unverified user', async () => {
-    const app = await server.createApp();
-    const address = email('unverified');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('unverified');
     const user = await createUser(app, { primary_email: address });
     expect(user.email_verified).toBe(false);
     const { token } = await mailedLink(app, address);
@@ -306,9 +307,9 @@ describe('who signs in', () => {
   });
 
   it('after merging A into B, a link to A’s email signs in B', async () => {
-    const app = await server.createApp();
-    const a = await createUser(app, { primary_email: email('source') });
-    const b = await createUser(app, { primary_email: email('target') });
+    const app = await suite.server.createApp();
+    const a = await createUser(app, { primary_email: uniqueEmail('source') });
+    const b = await createUser(app, { primary_email: uniqueEmail('target') });
     const merged = await app.rest('POST', '/v1/users/merge', { source_user_id: a.id, target_user_id: b.id });
     expect(merged.status, JSON.stringify(merged.body)).toBe(200);
     const { token } = await mailedLink(app, a.primary_email);
@@ -327,14 +328,14 @@ describe('no enumeration', () => {
   it.each(['open', 'closed'])(
     'sign-up %s: known, unknown and banned emails get the same answer, byte for byte apart from ids and meta',
     async (signUp) => {
-      const app = await server.createApp({ settings: { sign_up: signUp } });
-      const known = email('known');
-      const banned = email('banned');
+      const app = await suite.server.createApp({ settings: { sign_up: signUp } });
+      const known = uniqueEmail('known');
+      const banned = uniqueEmail('banned');
       await createUser(app, { primary_email: known });
       const bannedUser = await createUser(app, { primary_email: banned });
       expect((await app.rest('PATCH', `/v1/users/${bannedUser.id}`, { status: 'banned' })).status).toBe(200);
 
-      const answers = [await start(app, known), await start(app, email('unknown')), await start(app, banned)];
+      const answers = [await start(app, known), await start(app, uniqueEmail('unknown')), await start(app, banned)];
       const ids = new Set<string>();
       const shape = (res: RestResponse) => {
         expect(res.status).toBe(200);
@@ -358,24 +359,24 @@ describe('no enumeration', () => {
 
   // Sign-up closed is the hard case: only the known address gets a mail, so the work behind the two answers differs.
   it('answers known and unknown emails in the same time (medians over many calls)', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       settings: { sign_up: 'closed', rate_limits: { magic_link_per_email: 1000, magic_link_per_address: 1000, window_s: 60 } },
     });
-    const known = email('timing-known');
-    const unknown = email('timing-unknown');
+    const known = uniqueEmail('timing-known');
+    const unknown = uniqueEmail('timing-unknown');
     await createUser(app, { primary_email: known });
-    const { knownTimes, unknownTimes } = await timeStarts({ url: server.url, applicationId: app.id, known, unknown });
+    const { knownTimes, unknownTimes } = await timeStarts({ url: suite.server.url, applicationId: app.id, known, unknown });
     const k = median(knownTimes);
     const u = median(unknownTimes);
     const bound = Math.max(0.25 * Math.max(k, u), 5);
     expect(Math.abs(k - u), `median known ${k.toFixed(2)} ms, unknown ${u.toFixed(2)} ms`).toBeLessThan(bound);
     // Only the known address got mail; let it land, then drop it from the shared sink.
     const deadline = Date.now() + 10_000;
-    while (smtp.inbox.filter((m) => m.to === known).length < knownTimes.length + WARM_UP && Date.now() < deadline) {
+    while (suite.smtp.inbox.filter((m) => m.to === known).length < knownTimes.length + WARM_UP && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(smtp.inbox.filter((m) => m.to === unknown)).toEqual([]);
-    smtp.inbox.splice(0, smtp.inbox.length, ...smtp.inbox.filter((m) => m.to !== known));
+    expect(suite.smtp.inbox.filter((m) => m.to === unknown)).toEqual([]);
+    suite.smtp.inbox.splice(0, suite.smtp.inbox.length, ...suite.smtp.inbox.filter((m) => m.to !== known));
   });
 });
 
@@ -446,12 +447,12 @@ function rateLimitCases(current: () => TestServer) {
   it('the 4th start for one email is 429 rate_limited with retry-after; limits are per application', async () => {
     const app = await current().createApp({ settings: { rate_limits: LIMITS } });
     const other = await current().createApp({ settings: { rate_limits: LIMITS } });
-    const address = email('limited');
+    const address = uniqueEmail('limited');
     for (let i = 0; i < 3; i++) expect((await start(app, address)).status).toBe(200);
     expectRateLimited(await start(app, address), LIMITS.window_s);
     expectRateLimited(await start(app, address.toUpperCase()), LIMITS.window_s);
     // Another address is still served; the same address in another application too.
-    expect((await start(app, email('limited-other'))).status).toBe(200);
+    expect((await start(app, uniqueEmail('limited-other'))).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await start(other, address)).status).toBe(200);
     expectRateLimited(await start(other, address), LIMITS.window_s);
   });
@@ -459,21 +460,17 @@ function rateLimitCases(current: () => TestServer) {
   it('the per-address limit: the 4th start from one client, whatever the email, is 429; per application', async () => {
     const app = await current().createApp({ settings: { rate_limits: ADDRESS_LIMITS } });
     const other = await current().createApp({ settings: { rate_limits: ADDRESS_LIMITS } });
-    for (let i = 0; i < 3; i++) expect((await start(app, email(`addr${i}`))).status).toBe(200);
-    expectRateLimited(await start(app, email('addr-over')), ADDRESS_LIMITS.window_s);
-    expect((await start(other, email('addr-elsewhere'))).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await start(app, uniqueEmail(`addr${i}`))).status).toBe(200);
+    expectRateLimited(await start(app, uniqueEmail('addr-over')), ADDRESS_LIMITS.window_s);
+    expect((await start(other, uniqueEmail('addr-elsewhere'))).status).toBe(200);
   });
 }
 
 describe('rate limits (default store)', () => {
-  rateLimitCases(() => server);
+  rateLimitCases(() => suite.server);
 });
 
 describe('rate limits (Redis store)', () => {
-  let redisServer: TestServer;
-  beforeAll(async () => {
-    redisServer = await startServer({ smtpUrl: smtp.url, redisUrl: 'redis://127.0.0.1:6379' });
-  });
-  afterAll(() => redisServer.close());
-  rateLimitCases(() => redisServer);
+  const redis = serverSuite({ redisUrl: 'redis://127.0.0.1:6379' });
+  rateLimitCases(() => redis.server);
 });

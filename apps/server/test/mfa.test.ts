@@ -1,37 +1,14 @@
 import { decodeJwt } from 'jose';
 import { Secret, TOTP } from 'otpauth';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, type RestResponse, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
-import { beginSignIn, endUser, type SignInResult, type SmtpSink, signIn } from './helpers/sign-in.ts';
-import { startSmtpSink } from './helpers/smtp.ts';
+import { describe, expect, it } from 'vitest';
+import { expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
+import { beginSignIn, endUser, type SignInResult, signIn } from './helpers/sign-in.ts';
+import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: SmtpSink;
+const suite = serverSuite();
+
 const UNKNOWN_ID = '01890000-0000-7000-8000-000000000000';
 const STEP_MS = 30_000;
-
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
-
-let seq = 0;
-const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
-
-async function ok<T = any>(res: Promise<RestResponse<T>>, status = 200): Promise<T> {
-  const r = await res;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.body.success).toBe(true);
-  return r.body.data;
-}
-
-/** SQL straight on the server's database: to look at what is stored, or to simulate time passing. */
-const sql = <T = Record<string, any>>(query: string, params: unknown[] = []) =>
-  server.server.orm.em.fork().getConnection().execute<T[]>(query, params);
 
 /** The code an authenticator app shows, `offsetMs` away from now (±30 000 is one step). */
 const codeAt = (secret: string, offsetMs = 0) =>
@@ -49,7 +26,8 @@ async function awayFromStepBoundary() {
 }
 
 /** As if the authenticators' last use were long ago (no step spent yet): SQL, as other tests move time. */
-const forgetUsedSteps = (userId: string) => sql('update mfa_factors set last_used_step = null where user_id = ?', [userId]);
+const forgetUsedSteps = (userId: string) =>
+  sql(suite.server, 'update mfa_factors set last_used_step = null where user_id = ?', [userId]);
 
 const enroll = (app: TestApp, token: string, body?: unknown) => endUser(app, 'POST', '/v1/auth/mfa/totp/enroll', body, token);
 const confirm = (app: TestApp, token: string, factorId: string, code: string) =>
@@ -64,16 +42,25 @@ const removeFactor = (app: TestApp, token: string, id: string) =>
   endUser(app, 'DELETE', `/v1/auth/mfa/factors/${id}`, undefined, token);
 const currentSession = (app: TestApp, token: string) => endUser(app, 'GET', '/v1/auth/session', undefined, token);
 
-/** The security notice mailed to `address` (mfa_factor_added / mfa_factor_removed). */
-async function expectNotice(address: string, change: 'added' | 'removed', name: string) {
-  const mail = await smtp.next(address);
-  expect(mail.subject).toBe('Two-step verification changed on your Test app account');
-  expect(mail.text).toContain(`A second factor (${name}) was ${change}`);
+/**
+ * The security notices mailed to `address` (mfa_factor_added / mfa_factor_removed), one per `[change, name]`.
+ * Notices sent by one request are delivered concurrently, so their order is not part of the check.
+ */
+async function expectNotices(address: string, ...notices: ['added' | 'removed', string][]) {
+  const received: string[] = [];
+  for (const _ of notices) {
+    const mail = await suite.smtp.next(address);
+    expect(mail.subject).toBe('Two-step verification changed on your Test app account');
+    received.push(mail.text.match(/A second factor \(.*\) was (added|removed)/)?.[0] ?? mail.text);
+  }
+  const expected = notices.map(([change, name]) => `A second factor (${name}) was ${change}`);
+  expect(received.sort()).toEqual(expected.sort());
 }
+const expectNotice = (address: string, change: 'added' | 'removed', name: string) => expectNotices(address, [change, name]);
 
 /** A sign-in that stops at `mfa_required`: checks the variant's exact shape and answers its pending token. */
 async function mfaRequired(app: TestApp, address: string, methods: string[]) {
-  const { result } = await beginSignIn(server, smtp, app, address);
+  const { result } = await beginSignIn(suite.server, suite.smtp, app, address);
   expect(Object.keys(result).sort()).toEqual(['mfa', 'pending_token', 'status']);
   expect(result).toEqual({
     status: 'mfa_required',
@@ -97,7 +84,7 @@ function expectAal2(res: RestResponse<SignInResult>, label = '') {
 
 /** Signs in (aal 1), enrolls and confirms an authenticator: answers its seed and the aal 1 session's tokens. */
 async function withTotp(app: TestApp, address: string) {
-  const signedIn = await signIn(server, smtp, app, address);
+  const signedIn = await signIn(suite.server, suite.smtp, app, address);
   const enrolled = await ok(enroll(app, signedIn.tokens.access_token), 201);
   await ok(confirm(app, signedIn.tokens.access_token, enrolled.factor_id, codeAt(enrolled.secret)));
   await expectNotice(address, 'added', 'Authenticator app');
@@ -113,9 +100,9 @@ async function signInWithTotp(app: TestApp, address: string, userId: string, sec
 
 describe('TOTP', () => {
   it('enroll → confirm → sign-in stops at mfa_required → verify completes at aal 2', async () => {
-    const app = await server.createApp();
-    const address = email('ada');
-    const { tokens, user } = await signIn(server, smtp, app, address);
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('ada');
+    const { tokens, user } = await signIn(suite.server, suite.smtp, app, address);
 
     const enrolled = await ok(enroll(app, tokens.access_token), 201);
     expect(Object.keys(enrolled).sort()).toEqual(['factor_id', 'otpauth_uri', 'secret']);
@@ -136,7 +123,7 @@ describe('TOTP', () => {
     expect(await ok(factors(app, tokens.access_token))).toEqual([]);
 
     // The seed is stored sealed, never in clear.
-    const [row] = await sql('select * from mfa_factors where id = ?', [enrolled.factor_id]);
+    const [row] = await sql(suite.server, 'select * from mfa_factors where id = ?', [enrolled.factor_id]);
     expect(JSON.stringify(row)).not.toContain(enrolled.secret);
     expect(row!.secret_sealed).toMatch(/^v1\./);
     expect(row!.confirmed_at).toBeNull();
@@ -163,7 +150,7 @@ describe('TOTP', () => {
     await ok(endUser(app, 'POST', '/v1/auth/sign-out', undefined, tokens.access_token));
     const pending = await mfaRequired(app, address, ['totp']);
     // No session yet: only the second factor creates one.
-    const [{ n }] = (await sql('select count(*)::int as n from sessions where user_id = ? and revoked_at is null', [
+    const [{ n }] = (await sql(suite.server, 'select count(*)::int as n from sessions where user_id = ? and revoked_at is null', [
       user.id,
     ])) as [{ n: number }];
     expect(Number(n)).toBe(0);
@@ -180,8 +167,8 @@ describe('TOTP', () => {
   });
 
   it('a code is accepted once: the same code again, even within its step, is 401 assertion_failed', async () => {
-    const app = await server.createApp();
-    const address = email('replay');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('replay');
     await awayFromStepBoundary();
     const { secret, user } = await withTotp(app, address);
     // The confirmation spent the current step: its code cannot sign in.
@@ -198,8 +185,8 @@ describe('TOTP', () => {
   });
 
   it('±1 step is accepted, ±2 refused; a step older than the last accepted one is refused', async () => {
-    const app = await server.createApp();
-    const address = email('drift');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('drift');
     await awayFromStepBoundary();
     const { secret, user } = await withTotp(app, address);
     // As if the confirmation were long ago: no step spent yet.
@@ -218,10 +205,10 @@ describe('TOTP', () => {
   });
 
   it('20 concurrent uses of one code (on 20 pending sign-ins): exactly one succeeds', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       settings: { rate_limits: { magic_link_per_email: 100, magic_link_per_address: 1000, window_s: 900 } },
     });
-    const address = email('race');
+    const address = uniqueEmail('race');
     await awayFromStepBoundary();
     const { secret } = await withTotp(app, address);
     const pendings: string[] = [];
@@ -232,17 +219,17 @@ describe('TOTP', () => {
     expect(winners.length, results.map((r) => r.status).join(',')).toBe(1);
     expectAal2(winners[0]!);
     for (const loser of results.filter((r) => r.status !== 200)) expectError(loser, 401, 'assertion_failed', 'loser');
-    const [{ n }] = (await sql(`select count(*)::int as n from sessions where application_id = ? and aal = 2`, [app.id])) as [
-      { n: number },
-    ];
+    const [{ n }] = (await sql(suite.server, `select count(*)::int as n from sessions where application_id = ? and aal = 2`, [
+      app.id,
+    ])) as [{ n: number }];
     expect(Number(n)).toBe(1);
   });
 });
 
 describe('attempt limits', () => {
   it('5 wrong codes revoke the pending token: the 6th call and a right code afterwards are 401 invalid_pending_token', async () => {
-    const app = await server.createApp();
-    const address = email('guess');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('guess');
     await awayFromStepBoundary();
     const { secret, user } = await withTotp(app, address);
     await forgetUsedSteps(user.id);
@@ -262,10 +249,10 @@ describe('attempt limits', () => {
   });
 
   it('failures count per user across sign-ins: past 20, 429 rate_limited, even with the right code', async () => {
-    const app = await server.createApp();
-    const address = email('limited');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('limited');
     const { secret } = await withTotp(app, address);
-    const bystander = email('bystander');
+    const bystander = uniqueEmail('bystander');
     const other = await withTotp(app, bystander);
     for (let round = 0; round < 4; round++) {
       const pending = await mfaRequired(app, address, ['totp']);
@@ -282,18 +269,18 @@ describe('attempt limits', () => {
   });
 
   it('a pending token of another application or stage is 401 invalid_pending_token', async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
-    const address = email('tenant');
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
+    const address = uniqueEmail('tenant');
     const { secret } = await withTotp(a, address);
     const pending = await mfaRequired(a, address, ['totp']);
     expectError(await verifyTotp(b, pending, codeAt(secret, STEP_MS)), 401, 'invalid_pending_token', 'other application');
     expectError(await verifyTotp(a, 'pt_nonsense', codeAt(secret, STEP_MS)), 401, 'invalid_pending_token', 'unknown');
 
-    const withConsent = await server.createApp({
+    const withConsent = await suite.server.createApp({
       settings: { consent_documents: [{ doc_type: 'terms', url: 'https://app.example.com/terms', version: '1' }] },
     });
-    const { result } = await beginSignIn(server, smtp, withConsent, email('consent'), { acceptConsent: false });
+    const { result } = await beginSignIn(suite.server, suite.smtp, withConsent, uniqueEmail('consent'), { acceptConsent: false });
     expect(result.status).toBe('consent_required');
     expectError(
       await verifyTotp(withConsent, (result as { pending_token: string }).pending_token, '123456'),
@@ -308,15 +295,15 @@ describe('attempt limits', () => {
 
 describe('backup codes', () => {
   it('10 distinct codes, stored hashed; each works once; a new set voids the old one', async () => {
-    const app = await server.createApp();
-    const address = email('codes');
-    const { tokens, user } = await signIn(server, smtp, app, address);
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('codes');
+    const { tokens, user } = await signIn(suite.server, suite.smtp, app, address);
     const { codes } = await ok<{ codes: string[] }>(backupCodes(app, tokens.access_token), 201);
     await expectNotice(address, 'added', 'Backup codes');
     expect(codes).toHaveLength(10);
     expect(new Set(codes).size).toBe(10);
     for (const code of codes) expect(code).toMatch(/^[0-9a-z]{5}-[0-9a-z]{5}$/);
-    const stored = await sql('select * from mfa_backup_codes where user_id = ?', [user.id]);
+    const stored = await sql(suite.server, 'select * from mfa_backup_codes where user_id = ?', [user.id]);
     expect(stored).toHaveLength(10);
     const dump = JSON.stringify(stored);
     for (const code of codes) {
@@ -346,23 +333,23 @@ describe('backup codes', () => {
     const { codes: fresh } = await ok<{ codes: string[] }>(backupCodes(app, signedIn.tokens.access_token), 201);
     await expectNotice(address, 'added', 'Backup codes');
     expect(fresh.filter((c) => codes.includes(c))).toEqual([]);
-    expect(await sql('select id from mfa_backup_codes where user_id = ?', [user.id])).toHaveLength(10);
+    expect(await sql(suite.server, 'select id from mfa_backup_codes where user_id = ?', [user.id])).toHaveLength(10);
     const third = await mfaRequired(app, address, ['backup_code']);
     expectError(await verifyBackupCode(app, third, codes[2]!), 401, 'assertion_failed', 'code of the old set');
     expectAal2(await verifyBackupCode(app, third, fresh[0]!));
 
     // A set whose codes are all used is no longer offered, and the sign-in completes without it.
-    await sql('update mfa_backup_codes set used_at = now() where user_id = ?', [user.id]);
-    const { result } = await beginSignIn(server, smtp, app, address);
+    await sql(suite.server, 'update mfa_backup_codes set used_at = now() where user_id = ?', [user.id]);
+    const { result } = await beginSignIn(suite.server, suite.smtp, app, address);
     expect(result.status).toBe('complete');
   });
 
   it('20 concurrent uses of one code: exactly one succeeds', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       settings: { rate_limits: { magic_link_per_email: 100, magic_link_per_address: 1000, window_s: 900 } },
     });
-    const address = email('code-race');
-    const { tokens } = await signIn(server, smtp, app, address);
+    const address = uniqueEmail('code-race');
+    const { tokens } = await signIn(suite.server, suite.smtp, app, address);
     const { codes } = await ok<{ codes: string[] }>(backupCodes(app, tokens.access_token), 201);
     await expectNotice(address, 'added', 'Backup codes');
     const pendings: string[] = [];
@@ -375,9 +362,9 @@ describe('backup codes', () => {
   });
 
   it('20 concurrent uses of one code on one pending token: one success, the rest refused', async () => {
-    const app = await server.createApp();
-    const address = email('token-race');
-    const { tokens } = await signIn(server, smtp, app, address);
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('token-race');
+    const { tokens } = await signIn(suite.server, suite.smtp, app, address);
     const { codes } = await ok<{ codes: string[] }>(backupCodes(app, tokens.access_token), 201);
     await expectNotice(address, 'added', 'Backup codes');
     const one = await mfaRequired(app, address, ['backup_code']);
@@ -391,8 +378,8 @@ describe('backup codes', () => {
 
 describe('factor management and step-up', () => {
   it('an aal 1 session cannot add to or remove existing factors (403 step_up_required); an aal 2 session can', async () => {
-    const app = await server.createApp();
-    const address = email('stepup');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('stepup');
     const { tokens: aal1, secret, factorId, user } = await withTotp(app, address);
 
     expectError(await backupCodes(app, aal1.access_token), 403, 'step_up_required', 'backup codes at aal 1');
@@ -410,7 +397,7 @@ describe('factor management and step-up', () => {
     expectAal2(await verifyBackupCode(app, pending, codes[0]!));
 
     // Another user's factor, and an unknown id: 404, whatever the session's level.
-    const other = await withTotp(app, email('other'));
+    const other = await withTotp(app, uniqueEmail('other'));
     expectError(await removeFactor(app, aal2.access_token, other.factorId), 404, 'not_found', "another user's factor");
     expectError(await removeFactor(app, aal1.access_token, other.factorId), 404, 'not_found', "another user's factor, aal 1");
     expectError(await removeFactor(app, aal2.access_token, UNKNOWN_ID), 404, 'not_found', 'unknown');
@@ -428,8 +415,8 @@ describe('factor management and step-up', () => {
     const set = (await ok(factors(app, aal2.access_token)))[0];
     await ok(removeFactor(app, aal2.access_token, set.id));
     await expectNotice(address, 'removed', 'Backup codes');
-    expect(await sql('select id from mfa_backup_codes where factor_id = ?', [set.id])).toEqual([]);
-    const { result } = await beginSignIn(server, smtp, app, address);
+    expect(await sql(suite.server, 'select id from mfa_backup_codes where factor_id = ?', [set.id])).toEqual([]);
+    const { result } = await beginSignIn(suite.server, suite.smtp, app, address);
     expect(result.status).toBe('complete');
 
     // Signed-in routes need an access token.
@@ -438,17 +425,16 @@ describe('factor management and step-up', () => {
   });
 
   it('an aal 2 session replaces its authenticator: the new one works, the old one no longer does', async () => {
-    const app = await server.createApp();
-    const address = email('new-phone');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('new-phone');
     const { secret: oldSecret, factorId: oldId, user } = await withTotp(app, address);
     const aal2 = (await signInWithTotp(app, address, user.id, oldSecret)).tokens;
     const enrolled = await ok(enroll(app, aal2.access_token, { name: 'New phone' }), 201);
     const factor = await ok(confirm(app, aal2.access_token, enrolled.factor_id, codeAt(enrolled.secret)));
     expect(factor.name).toBe('New phone');
-    await expectNotice(address, 'removed', 'Authenticator app');
-    await expectNotice(address, 'added', 'New phone');
+    await expectNotices(address, ['removed', 'Authenticator app'], ['added', 'New phone']);
     expect((await ok(factors(app, aal2.access_token))).map((f: { id: string }) => f.id)).toEqual([enrolled.factor_id]);
-    expect(await sql('select id from mfa_factors where id = ?', [oldId])).toEqual([]);
+    expect(await sql(suite.server, 'select id from mfa_factors where id = ?', [oldId])).toEqual([]);
     await forgetUsedSteps(user.id);
     const pending = await mfaRequired(app, address, ['totp']);
     expectError(await verifyTotp(app, pending, codeAt(oldSecret, STEP_MS)), 401, 'assertion_failed', 'old authenticator');
@@ -458,9 +444,9 @@ describe('factor management and step-up', () => {
 
 describe("settings.mfa: 'required'", () => {
   it('a user without a second factor completes at aal 1, and GET /v1/auth/session says mfa_enrollment_required', async () => {
-    const app = await server.createApp({ settings: { mfa: 'required' } });
-    const address = email('required');
-    const { tokens, user } = await signIn(server, smtp, app, address);
+    const app = await suite.server.createApp({ settings: { mfa: 'required' } });
+    const address = uniqueEmail('required');
+    const { tokens, user } = await signIn(suite.server, suite.smtp, app, address);
     expect(tokens.aal).toBe(1);
     const session = await ok(currentSession(app, tokens.access_token));
     expect(session).toEqual({
@@ -477,21 +463,22 @@ describe("settings.mfa: 'required'", () => {
     });
     const [listed] = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, tokens.access_token));
     expect(listed.mfa_enrollment_required).toBe(true);
-    // S21 stays a plain User.
+    // S21 is the User, and says so too.
     const me = await ok(endUser(app, 'GET', '/v1/auth/me', undefined, tokens.access_token));
-    expect(Object.keys(me).sort()).toEqual(Object.keys(user).sort());
+    expect(me).toEqual({ ...user, mfa_enrollment_required: true });
 
     // Enrolling clears it; the next sign-in asks for the factor.
     const enrolled = await ok(enroll(app, tokens.access_token), 201);
     await ok(confirm(app, tokens.access_token, enrolled.factor_id, codeAt(enrolled.secret)));
     await expectNotice(address, 'added', 'Authenticator app');
     expect((await ok(currentSession(app, tokens.access_token))).mfa_enrollment_required).toBe(false);
+    expect((await ok(endUser(app, 'GET', '/v1/auth/me', undefined, tokens.access_token))).mfa_enrollment_required).toBe(false);
     const done = await signInWithTotp(app, address, user.id, enrolled.secret);
     expect((await ok(currentSession(app, done.tokens.access_token))).mfa_enrollment_required).toBe(false);
 
     // Under settings.mfa 'optional' it is never set.
-    const optional = await server.createApp();
-    const plain = await signIn(server, smtp, optional, email('optional'));
+    const optional = await suite.server.createApp();
+    const plain = await signIn(suite.server, suite.smtp, optional, uniqueEmail('optional'));
     expect((await ok(currentSession(optional, plain.tokens.access_token))).mfa_enrollment_required).toBe(false);
     expectError(await endUser(app, 'GET', '/v1/auth/session'), 401, 'missing_credentials');
   });
@@ -499,15 +486,15 @@ describe("settings.mfa: 'required'", () => {
 
 describe('merge', () => {
   it("the source's factors move to the target; a kind the target already has keeps the target's", async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     // Source with TOTP and backup codes into a target without factors.
-    const sourceAddress = email('source');
+    const sourceAddress = uniqueEmail('source');
     const source = await withTotp(app, sourceAddress);
     const sourceAal2 = (await signInWithTotp(app, sourceAddress, source.user.id, source.secret)).tokens;
     const { codes } = await ok<{ codes: string[] }>(backupCodes(app, sourceAal2.access_token), 201);
     await expectNotice(sourceAddress, 'added', 'Backup codes');
-    const targetAddress = email('target');
-    const target = await signIn(server, smtp, app, targetAddress);
+    const targetAddress = uniqueEmail('target');
+    const target = await signIn(suite.server, suite.smtp, app, targetAddress);
     await ok(app.rest('POST', '/v1/users/merge', { source_user_id: source.user.id, target_user_id: target.user.id }));
 
     await forgetUsedSteps(target.user.id);
@@ -519,12 +506,15 @@ describe('merge', () => {
     await mfaRequired(app, sourceAddress, ['totp', 'backup_code']);
 
     // Source and target both with TOTP: the target's stays, the source's is dropped.
-    const otherAddress = email('source2');
+    const otherAddress = uniqueEmail('source2');
     const other = await withTotp(app, otherAddress);
-    const keeperAddress = email('target2');
+    const keeperAddress = uniqueEmail('target2');
     const keeper = await withTotp(app, keeperAddress);
     await ok(app.rest('POST', '/v1/users/merge', { source_user_id: other.user.id, target_user_id: keeper.user.id }));
-    const rows = await sql<{ id: string }>('select id from mfa_factors where user_id in (?, ?)', [other.user.id, keeper.user.id]);
+    const rows = await sql<{ id: string }>(suite.server, 'select id from mfa_factors where user_id in (?, ?)', [
+      other.user.id,
+      keeper.user.id,
+    ]);
     expect(rows.map((r: { id: string }) => r.id)).toEqual([keeper.factorId]);
     await forgetUsedSteps(keeper.user.id);
     const keeperPending = await mfaRequired(app, keeperAddress, ['totp']);
@@ -535,10 +525,10 @@ describe('merge', () => {
 
 describe('tRPC carries the same rules', () => {
   it('the SDK transport reaches auth.mfa.* with the same error codes', async () => {
-    const app = await server.createApp();
-    const { tokens } = await signIn(server, smtp, app, email('trpc'));
+    const app = await suite.server.createApp();
+    const { tokens } = await signIn(suite.server, suite.smtp, app, uniqueEmail('trpc'));
     const call = (path: string, input?: unknown, method: 'GET' | 'POST' = 'POST') =>
-      fetch(`${server.url}/trpc/${path}`, {
+      fetch(`${suite.server.url}/trpc/${path}`, {
         method,
         headers: {
           'content-type': 'application/json',

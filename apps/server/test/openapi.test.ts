@@ -1,18 +1,18 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { rawRequest, type TestApp } from './helpers/server.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
+const suite = serverSuite({ smtp: false });
+
 let app: TestApp;
 let doc: any;
 
 beforeAll(async () => {
-  server = await startServer();
-  app = await server.createApp();
-  doc = (await rawRequest(server.url, 'GET', '/v1/openapi.json')).body;
+  app = await suite.server.createApp();
+  doc = (await rawRequest(suite.server.url, 'GET', '/v1/openapi.json')).body;
 });
-afterAll(() => server.close());
 
 /** The seed's endpoints that exist so far (seed-api.md numbering). */
 const SEED_ROUTES = [

@@ -1,52 +1,45 @@
 import { GatehouseError } from '@gatehouse/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, isoDate, MISSING, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectError, isoDate, MISSING, ok, type TestApp, UUID } from './helpers/server.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
+const suite = serverSuite({ smtp: false });
+
 let app: TestApp;
 
 beforeAll(async () => {
-  server = await startServer();
-  app = await server.createApp();
+  app = await suite.server.createApp();
 });
-afterAll(() => server.close());
 
 const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 let seq = 0;
 const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;
 
-async function createOrg(on: TestApp, body: Record<string, unknown>) {
-  const res = await on.rest('POST', '/v1/organizations', body);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
-}
+const createOrg = (on: TestApp, body: Record<string, unknown>) => ok(on.rest('POST', '/v1/organizations', body), 201);
 
-async function createUser(on: TestApp, primaryEmail: string | null = `${unique('u')}@example.com`) {
-  const res = await on.rest('POST', '/v1/users', primaryEmail ? { primary_email: primaryEmail } : {});
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
-}
+const createUser = (on: TestApp, primaryEmail: string | null = `${unique('u')}@example.com`) =>
+  ok(on.rest('POST', '/v1/users', primaryEmail ? { primary_email: primaryEmail } : {}), 201);
 
-const listOrgs = async (on: TestApp, query = '') => {
-  const res = await on.rest('GET', `/v1/organizations${query}`);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data as { organizations: any[]; total: number; limit: number; offset: number };
-};
+const listOrgs = async (on: TestApp, query = '') =>
+  (await ok(on.rest('GET', `/v1/organizations${query}`))) as {
+    organizations: any[];
+    total: number;
+    limit: number;
+    offset: number;
+  };
 
-const getOrg = async (on: TestApp, id: string) => {
-  const res = await on.rest('GET', `/v1/organizations/${id}`);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data;
-};
+const getOrg = (on: TestApp, id: string) => ok(on.rest('GET', `/v1/organizations/${id}`));
 
 const memberCount = async (on: TestApp, id: string) => (await getOrg(on, id)).member_count as number;
 
-const listMembers = async (on: TestApp, orgId: string, query = '') => {
-  const res = await on.rest('GET', `/v1/organizations/${orgId}/members${query}`);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data as { members: any[]; total: number; limit: number; offset: number };
-};
+const listMembers = async (on: TestApp, orgId: string, query = '') =>
+  (await ok(on.rest('GET', `/v1/organizations/${orgId}/members${query}`))) as {
+    members: any[];
+    total: number;
+    limit: number;
+    offset: number;
+  };
 
 async function scopedKey(on: TestApp, scopes: string[]) {
   const res = await on.rest('POST', '/v1/api-keys', { name: 'scoped', scopes });
@@ -79,7 +72,7 @@ describe('POST /v1/organizations', () => {
   });
 
   it('takes an explicit slug; an explicit slug that is taken is 409 slug_taken', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Acme', slug: 'acme-corp' });
     expect(org).toMatchObject({ name: 'Acme', slug: 'acme-corp' });
     expectError(await fresh.rest('POST', '/v1/organizations', { name: 'Other', slug: 'acme-corp' }), 409, 'slug_taken');
@@ -89,7 +82,7 @@ describe('POST /v1/organizations', () => {
   });
 
   it('a generated slug that is taken becomes a different, valid, unique slug (still 201)', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const first = await createOrg(fresh, { name: 'Same Name' });
     expect(first.slug).toBe('same-name');
     const again: any[] = [];
@@ -107,7 +100,7 @@ describe('POST /v1/organizations', () => {
   });
 
   it('a taken generated slug of the maximum length still becomes a valid slug of at most 100 characters', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     // Generated slugs of exactly 100 characters, with a hyphen around where a suffix could be cut in.
     for (const name of [
       `${'a'.repeat(92)} ${'b'.repeat(7)}`,
@@ -131,7 +124,7 @@ describe('POST /v1/organizations', () => {
   });
 
   it('422 validation_failed for an invalid slug, a missing or empty name, or unknown fields', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     for (const slug of ['Has-Caps', 'a--b', '-a', 'a-', 'a b', 'a_b', '', 'ünï', 'x'.repeat(101), 7]) {
       expectError(await fresh.rest('POST', '/v1/organizations', { name: 'Valid', slug }), 422, 'validation_failed', String(slug));
     }
@@ -151,7 +144,7 @@ describe('POST /v1/organizations', () => {
 
 describe('GET /v1/organizations (S10)', () => {
   it('answers {organizations, total, limit, offset}, newest first, defaults 25/0, with member_count', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const sequential: any[] = [];
     for (let i = 0; i < 3; i++) sequential.push(await createOrg(fresh, { name: `Seq ${i}` }));
     const user = await createUser(fresh);
@@ -196,7 +189,7 @@ describe('GET /v1/organizations (S10)', () => {
   });
 
   it('search is case-insensitive on name or slug, literal for %, _ and \\, and total reflects it', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const percent = await createOrg(fresh, { name: '100% Pure' });
     const underscore = await createOrg(fresh, { name: 'Snake_Case Co' });
     const backslash = await createOrg(fresh, { name: 'Back\\Slash Ltd' });
@@ -239,7 +232,7 @@ describe('GET /v1/organizations (S10)', () => {
 
 describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
   it('reads, renames, re-slugs and deletes an organization', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Before' });
     expect(await getOrg(fresh, org.id)).toEqual(org);
 
@@ -280,7 +273,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
   });
 
   it('PATCH answers exactly the record that is stored (updated_at included), every time', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Stable' });
     const user = await createUser(fresh);
     expect((await fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: user.id })).status).toBe(201);
@@ -295,7 +288,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
   });
 
   it('deleting an organization that has members succeeds and takes the memberships with it', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Doomed' });
     const user = await createUser(fresh);
     expect((await fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: user.id })).status).toBe(201);
@@ -305,7 +298,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
   });
 
   it("another application's organization is 404 everywhere and stays unchanged", async () => {
-    const other = await server.createApp();
+    const other = await suite.server.createApp();
     const theirs = await createOrg(other, { name: 'Theirs' });
     const theirUser = await createUser(other);
     expect((await other.rest('POST', `/v1/organizations/${theirs.id}/members`, { user_id: theirUser.id })).status).toBe(201);
@@ -331,7 +324,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
   });
 
   it('organizations:write implies organizations:read; a read key cannot write; another scope grants neither', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const writer = await scopedKey(fresh, ['organizations:write']);
     const created = await fresh.rest('POST', '/v1/organizations', { name: 'By writer' }, writer);
     expect(created.status).toBe(201);
@@ -363,7 +356,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
 
 describe('organization members (S8)', () => {
   it('POST 201 with {user_id, email, role, user_status, created_at}; role defaults to member', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Team' });
     const user = await createUser(fresh, 'Member.One@Example.com');
     const res = await fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: user.id });
@@ -392,7 +385,7 @@ describe('organization members (S8)', () => {
   });
 
   it('accepts application-defined role keys and rejects invalid roles (422)', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Roles' });
     for (const role of ['billing_admin', 'a', 'team:lead', 'x-y_z9', `r${'a'.repeat(63)}`]) {
       const user = await createUser(fresh);
@@ -421,8 +414,8 @@ describe('organization members (S8)', () => {
   });
 
   it('404 not_found for an unknown organization; 422 user_not_found for an unknown or foreign user; 409 already_member', async () => {
-    const fresh = await server.createApp();
-    const other = await server.createApp();
+    const fresh = await suite.server.createApp();
+    const other = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Strict' });
     const user = await createUser(fresh);
     const foreign = await createUser(other);
@@ -445,7 +438,7 @@ describe('organization members (S8)', () => {
   });
 
   it('lists members paginated, newest first, and reports user_status', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Big' });
     const users: any[] = [];
     for (let i = 0; i < 4; i++) users.push(await createUser(fresh));
@@ -470,7 +463,7 @@ describe('organization members (S8)', () => {
   });
 
   it('PATCH changes the role; DELETE answers {id: user_id, deleted: true}; member_count follows', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Roles change' });
     const a = await createUser(fresh);
     const b = await createUser(fresh);
@@ -512,7 +505,7 @@ describe('organization members (S8)', () => {
   });
 
   it("deleting a user removes all of that user's memberships", async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org1 = await createOrg(fresh, { name: 'One' });
     const org2 = await createOrg(fresh, { name: 'Two' });
     const leaving = await createUser(fresh);
@@ -534,7 +527,7 @@ describe('organization members (S8)', () => {
   });
 
   it('20 concurrent adds of one user: exactly one 201, nineteen 409 already_member, member_count 1', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Race' });
     const user = await createUser(fresh);
     const results = await Promise.all(
@@ -557,7 +550,7 @@ describe('organization members (S8)', () => {
 
 describe('organization races', () => {
   it('10 concurrent creates with one name: all 201, each with its own valid slug', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const results = await Promise.all(
       Array.from({ length: 10 }, () => fresh.rest('POST', '/v1/organizations', { name: 'Popular Name' })),
     );
@@ -573,7 +566,7 @@ describe('organization races', () => {
   });
 
   it('10 concurrent creates with one explicit slug: exactly one 201, nine 409 slug_taken', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => fresh.rest('POST', '/v1/organizations', { name: `Claimant ${i}`, slug: 'contested' })),
     );
@@ -590,7 +583,7 @@ describe('organization races', () => {
   });
 
   it('two organizations renamed to one slug at once: one 200, one 409 slug_taken', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const [a, b] = await Promise.all([createOrg(fresh, { name: 'First' }), createOrg(fresh, { name: 'Second' })]);
     const results = await Promise.all(
       [a, b].map((org) => fresh.rest('PATCH', `/v1/organizations/${org.id}`, { slug: 'shared-target' })),
@@ -604,7 +597,7 @@ describe('organization races', () => {
 
 describe('through the SDK (tRPC)', () => {
   it('creates, lists, reads, updates and deletes organizations and members', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const { sdk } = fresh;
     const org = await sdk.organizations.create({ name: 'Ünïcode  Café & Co!' });
     expect(org).toEqual({
@@ -651,7 +644,7 @@ describe('through the SDK (tRPC)', () => {
   });
 
   it('fails with GatehouseError carrying the same code and status as REST', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const { sdk } = fresh;
     const org = await sdk.organizations.create({ name: 'Errors', slug: 'errors' });
     const taken = await sdk.organizations.create({ name: 'Again', slug: 'errors' }).catch((e: unknown) => e);

@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { rawRequest, type TestApp } from './helpers/server.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
+const suite = serverSuite({ smtp: false });
+
 let app: TestApp;
 
 beforeAll(async () => {
-  server = await startServer();
-  app = await server.createApp();
+  app = await suite.server.createApp();
 });
-afterAll(() => server.close());
 
 describe('envelope and request ids', () => {
   it('wraps success in the envelope with both data and error present', async () => {
@@ -93,7 +93,7 @@ describe('malformed requests change nothing', () => {
 
   it('404 with the envelope for unknown routes, under /v1 and elsewhere', async () => {
     for (const path of ['/v1/nope', '/v1/users/x/y/z', '/nope']) {
-      const res = await rawRequest(server.url, 'GET', path);
+      const res = await rawRequest(suite.server.url, 'GET', path);
       expect(res.status, path).toBe(404);
       expect(res.body.success).toBe(false);
       expect(res.body.error.code).toBe('not_found');
@@ -115,18 +115,18 @@ describe('malformed requests change nothing', () => {
 
 describe('operations endpoints', () => {
   it('/healthz and /readyz answer without an envelope', async () => {
-    expect(await rawRequest(server.url, 'GET', '/healthz')).toMatchObject({ status: 200, body: { status: 'ok' } });
-    expect(await rawRequest(server.url, 'GET', '/readyz')).toMatchObject({ status: 200, body: { status: 'ready' } });
+    expect(await rawRequest(suite.server.url, 'GET', '/healthz')).toMatchObject({ status: 200, body: { status: 'ok' } });
+    expect(await rawRequest(suite.server.url, 'GET', '/readyz')).toMatchObject({ status: 200, body: { status: 'ready' } });
   });
 
   it('/docs serves an API reference page with its assets, offline', async () => {
-    const page = await fetch(`${server.url}/docs`);
+    const page = await fetch(`${suite.server.url}/docs`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toContain('text/html');
     const html = await page.text();
     expect(html).toContain('/v1/openapi.json');
     for (const asset of html.matchAll(/(?:src|href)="(\/docs\/[^"]+)"/g)) {
-      const res = await fetch(`${server.url}${asset[1]}`);
+      const res = await fetch(`${suite.server.url}${asset[1]}`);
       expect(res.status, asset[1]).toBe(200);
       expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000);
     }

@@ -2,35 +2,26 @@ import {
   type ClientSession,
   createGatehouseClient,
   type GatehouseClientOptions,
-  GatehouseError,
   type TokenStorage,
   verifyToken,
 } from '@gatehouse/sdk';
 import { decodeProtectedHeader } from 'jose';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startServer, type TestApp, type TestServer } from './helpers/server.ts';
-import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { rejection, type TestApp } from './helpers/server.ts';
+import { linkIn } from './helpers/smtp.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
+const suite = serverSuite();
+
 const ORIGIN = 'https://app.example.com';
 const ISSUER = 'http://gatehouse.test';
-
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
 
 /** A browser client of `app` that records its session changes and counts the refreshes it sends. */
 function browser(app: TestApp, options: Partial<GatehouseClientOptions> = {}) {
   const changes: Array<ClientSession | null> = [];
   const counts = { refresh: 0 };
   const client = createGatehouseClient({
-    baseUrl: server.url,
+    baseUrl: suite.server.url,
     applicationId: app.id,
     onSessionChange: (session) => changes.push(session),
     fetch: (input, init) => {
@@ -60,7 +51,7 @@ function memoryStorage() {
 async function signIn(client: Client, email: string) {
   const started = await client.magicLink.start({ email });
   expect(started.verification_id).toMatch(/^[0-9a-f-]{36}$/);
-  const token = linkIn(await smtp.next(email)).searchParams.get('token')!;
+  const token = linkIn(await suite.smtp.next(email)).searchParams.get('token')!;
   return client.magicLink.verify({ token });
 }
 
@@ -71,22 +62,11 @@ async function signedIn(client: Client, email: string) {
   return result;
 }
 
-const rejection = (promise: Promise<unknown>) =>
-  promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => {
-      expect(error).toBeInstanceOf(GatehouseError);
-      return error as GatehouseError;
-    },
-  );
-
 const meWith = (app: TestApp, token: string) => app.rest('GET', '/v1/auth/me', undefined, { authorization: `Bearer ${token}` });
 
 describe('createGatehouseClient: the end-user flow through the SDK', () => {
   it('magic link → mail → verify → consent → me(), keeping the tokens only when complete', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       allowed_origins: [ORIGIN],
       settings: { consent_documents: [{ doc_type: 'terms', url: `${ORIGIN}/terms`, version: '1' }] },
     });
@@ -127,7 +107,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
     expect(changes).toEqual([session]);
     expect(await client.getAccessToken()).toBe(done.tokens.access_token);
 
-    expect(await client.me()).toEqual(done.user);
+    expect(await client.me()).toEqual({ ...done.user, mfa_enrollment_required: false });
     const updated = await client.updateMe({ profile: { name: 'Ada' } });
     expect(updated).toMatchObject({ id: done.user.id, profile: { name: 'Ada' } });
     expect(await client.me()).toEqual(updated);
@@ -140,7 +120,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
   });
 
   it('refreshes once for ten concurrent calls when the token is about to expire (no reuse, session survives)', async () => {
-    const app = await server.createApp({ settings: { session: { access_token_ttl_s: 60 } } });
+    const app = await suite.server.createApp({ settings: { session: { access_token_ttl_s: 60 } } });
     let clock = Date.now();
     const { client, changes, counts } = browser(app, { now: () => clock });
     const { tokens } = await signedIn(client, 'grace@example.com');
@@ -172,7 +152,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
   });
 
   it('a refused refresh (revoked session) signs the client out and calls onSessionChange(null)', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { client, changes, counts } = browser(app);
     const { user } = await signedIn(client, 'linus@example.com');
     expect(await app.sdk.users.revokeSessions({ id: user.id })).toEqual({ user_id: user.id, revoked: 1 });
@@ -188,7 +168,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
   });
 
   it('signOut ends the session on the server and forgets the tokens', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { client, changes } = browser(app);
     const { tokens } = await signedIn(client, 'barbara@example.com');
     expect((await meWith(app, tokens.access_token)).status).toBe(200);
@@ -204,7 +184,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
   });
 
   it('keeps the refresh token in the storage adapter and restores the session from it', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { storage, stored } = memoryStorage();
     const first = browser(app, { storage });
     const { tokens } = await signedIn(first.client, 'edsger@example.com');
@@ -224,7 +204,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
   });
 
   it('with a shared lock, two clients over one storage (two tabs) refresh one after the other without reuse', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { storage } = memoryStorage();
     let tail: Promise<unknown> = Promise.resolve();
     // What `navigator.locks.request(name, run)` does across tabs, within this process.
@@ -248,7 +228,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
   });
 
   it('sessions.list and sessions.revoke: another session ends, revoking the current one signs out', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const laptop = browser(app);
     const phone = browser(app);
     const a = await signedIn(laptop.client, 'margaret@example.com');
@@ -280,7 +260,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
   });
 
   it('switchOrganization puts org/org_role into the token, and the rotated refresh token keeps working', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     let clock = Date.now();
     const { client, counts } = browser(app, { now: () => clock });
     const { user } = await signedIn(client, 'frances@example.com');
@@ -290,7 +270,7 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
 
     const switched = await client.switchOrganization(org.id);
     expect(switched).toMatchObject({ user_id: user.id, org: org.id, org_role: 'admin' });
-    const options = { baseUrl: server.url, applicationId: app.id, issuer: ISSUER };
+    const options = { baseUrl: suite.server.url, applicationId: app.id, issuer: ISSUER };
     expect(await verifyToken((await client.getAccessToken())!, options)).toMatchObject({ org: org.id, org_role: 'admin' });
 
     // The switch rotated the refresh token: the client refreshes with the new one, and the org stays.
@@ -309,11 +289,11 @@ describe('createGatehouseClient: the end-user flow through the SDK', () => {
 
 describe('verifyToken: the stateless check for backends', () => {
   it('accepts a real token, refuses tampered, foreign and mis-issued ones, and picks up a rotated key', async () => {
-    const app = await server.createApp();
-    const other = await server.createApp();
+    const app = await suite.server.createApp();
+    const other = await suite.server.createApp();
     const { client } = browser(app);
     const { tokens, user } = await signedIn(client, 'alan@example.com');
-    const options = { baseUrl: server.url, applicationId: app.id, issuer: ISSUER };
+    const options = { baseUrl: suite.server.url, applicationId: app.id, issuer: ISSUER };
 
     const claims = await verifyToken(tokens.access_token, options);
     const jwksFetchedAt = Date.now();
@@ -377,9 +357,9 @@ describe('verifyToken: the stateless check for backends', () => {
   });
 
   it('forgets a remembered token at its exp, and reports an unreachable key set as 503, not 401', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { tokens } = await signedIn(browser(app).client, 'kathleen@example.com');
-    const options = { baseUrl: server.url, applicationId: app.id, issuer: ISSUER };
+    const options = { baseUrl: suite.server.url, applicationId: app.id, issuer: ISSUER };
     const claims = await verifyToken(tokens.access_token, options);
     vi.useFakeTimers({ toFake: ['Date'] });
     try {

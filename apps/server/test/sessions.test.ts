@@ -1,37 +1,16 @@
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, type RestResponse, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
-import { endUser, requestMagicLink, type SmtpSink, signIn, type Tokens } from './helpers/sign-in.ts';
-import { startSmtpSink } from './helpers/smtp.ts';
+import { describe, expect, it } from 'vitest';
+import { expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
+import { endUser, requestMagicLink, signIn, type Tokens } from './helpers/sign-in.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: SmtpSink;
+const suite = serverSuite();
+
 const UNKNOWN_ID = '01890000-0000-7000-8000-000000000000';
-
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
-
-async function ok<T = any>(res: Promise<RestResponse<T>>, status = 200): Promise<T> {
-  const r = await res;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.body.success).toBe(true);
-  return r.body.data;
-}
 
 const me = (app: TestApp, token: string) => endUser(app, 'GET', '/v1/auth/me', undefined, token);
 const refresh = (app: TestApp, refreshToken: string) =>
   endUser<Tokens>(app, 'POST', '/v1/auth/token/refresh', { refresh_token: refreshToken });
-
-/** Simulates time passing: SQL straight on the server's database (expiry is judged by the database clock). */
-async function sql(query: string, params: unknown[] = []) {
-  return server.server.orm.em.fork().getConnection().execute(query, params);
-}
 
 async function eventsOf(app: TestApp, type: string) {
   const page = await ok(app.rest('GET', `/v1/events?limit=100&type=${type}`));
@@ -45,8 +24,8 @@ async function expectDead(app: TestApp, tokens: Tokens, label: string) {
 
 describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
   it('every refresh answers a new pair for the same session', async () => {
-    const app = await server.createApp();
-    const first = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const app = await suite.server.createApp();
+    const first = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     const seen = new Set([first.refresh_token]);
     let current = first;
     for (let i = 0; i < 3; i++) {
@@ -66,14 +45,14 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
       current = next;
     }
     // Refresh tokens are stored hashed only.
-    const stored = await sql('select refresh_token_hash from sessions where id = ?', [first.session_id]);
+    const stored = await sql(suite.server, 'select refresh_token_hash from sessions where id = ?', [first.session_id]);
     expect(JSON.stringify(stored)).not.toContain(current.refresh_token);
-    expect(JSON.stringify(await sql('select * from refresh_tokens'))).not.toMatch(/rt_/);
+    expect(JSON.stringify(await sql(suite.server, 'select * from refresh_tokens'))).not.toMatch(/rt_/);
   });
 
   it('reusing a rotated refresh token revokes the whole session', async () => {
-    const app = await server.createApp();
-    const t0 = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const app = await suite.server.createApp();
+    const t0 = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     const t1 = await ok(refresh(app, t0.refresh_token));
     const t2 = await ok(refresh(app, t1.refresh_token));
     expect((await me(app, t2.access_token)).status).toBe(200);
@@ -90,8 +69,8 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
   });
 
   it('20 concurrent refreshes of one token: at most one wins, the rest are 401, and the original is then dead', async () => {
-    const app = await server.createApp();
-    const tokens = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const app = await suite.server.createApp();
+    const tokens = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     const results = await Promise.all(Array.from({ length: 20 }, () => refresh(app, tokens.refresh_token)));
     const statuses = results.map((r) => r.status);
     const winners = results.filter((r) => r.status === 200);
@@ -108,14 +87,14 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
     expectError(await refresh(app, tokens.refresh_token), 401, 'invalid_token', 'original after the race');
     expectError(await me(app, tokens.access_token), 401, 'invalid_token', 'original access token');
     for (const winner of winners) await expectDead(app, winner.body.data, 'winner');
-    const [row] = await sql('select revoked_at from sessions where id = ?', [tokens.session_id]);
+    const [row] = await sql(suite.server, 'select revoked_at from sessions where id = ?', [tokens.session_id]);
     expect(row.revoked_at).not.toBeNull();
   });
 
   it('a refresh token of another application is 401 there and leaves its own session alone', async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
-    const tokens = (await signIn(server, smtp, a, 'ada@example.com')).tokens;
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
+    const tokens = (await signIn(suite.server, suite.smtp, a, 'ada@example.com')).tokens;
     expectError(await refresh(b, tokens.refresh_token), 401, 'invalid_token', 'A token at B');
     // Nothing happened to A's session: no refresh there, no revocation either.
     expect((await me(a, tokens.access_token)).status).toBe(200);
@@ -145,24 +124,28 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
   });
 
   it('idle timeout (settings.session.idle_timeout_s): a session idle longer cannot be refreshed', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       settings: { session: { access_token_ttl_s: 60, idle_timeout_s: 300, absolute_timeout_s: 86_400 } },
     });
-    const tokens = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const tokens = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     // Active 299 s ago: still inside the idle window.
-    await sql(`update sessions set last_active_at = now() - interval '299 seconds' where id = ?`, [tokens.session_id]);
+    await sql(suite.server, `update sessions set last_active_at = now() - interval '299 seconds' where id = ?`, [
+      tokens.session_id,
+    ]);
     const next = await ok(refresh(app, tokens.refresh_token));
     // Idle for 301 s.
-    await sql(`update sessions set last_active_at = now() - interval '301 seconds' where id = ?`, [tokens.session_id]);
+    await sql(suite.server, `update sessions set last_active_at = now() - interval '301 seconds' where id = ?`, [
+      tokens.session_id,
+    ]);
     expectError(await refresh(app, next.refresh_token), 401, 'invalid_token', 'idle');
     expectError(await refresh(app, next.refresh_token), 401, 'invalid_token', 'idle, again');
   });
 
   it('absolute timeout (settings.session.absolute_timeout_s): the session ends at expires_at, however active', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       settings: { session: { access_token_ttl_s: 60, idle_timeout_s: 300, absolute_timeout_s: 300 } },
     });
-    const tokens = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const tokens = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     const [session] = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, tokens.access_token));
     const lifetime = Date.parse(session.expires_at) - Date.parse(session.created_at);
     expect(Math.abs(lifetime - 300_000)).toBeLessThan(2_000);
@@ -172,7 +155,7 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
     const [after] = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, next.access_token));
     expect(after.expires_at).toBe(session.expires_at);
 
-    await sql(`update sessions set expires_at = now() - interval '1 second' where id = ?`, [tokens.session_id]);
+    await sql(suite.server, `update sessions set expires_at = now() - interval '1 second' where id = ?`, [tokens.session_id]);
     expectError(await refresh(app, next.refresh_token), 401, 'invalid_token', 'expired');
     expectError(await me(app, next.access_token), 401, 'invalid_token', 'access token of an expired session');
   });
@@ -180,10 +163,12 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
 
 describe('the signed-in user’s sessions', () => {
   it('lists live sessions with current: true on the caller’s, and revokes one of them at once', async () => {
-    const app = await server.createApp();
-    const laptop = (await signIn(server, smtp, app, 'ada@example.com', { headers: { 'user-agent': 'laptop/1.0' } })).tokens;
-    const phone = (await signIn(server, smtp, app, 'ada@example.com', { headers: { 'user-agent': 'phone/2.0' } })).tokens;
-    const other = await signIn(server, smtp, app, 'mallory@example.com');
+    const app = await suite.server.createApp();
+    const laptop = (await signIn(suite.server, suite.smtp, app, 'ada@example.com', { headers: { 'user-agent': 'laptop/1.0' } }))
+      .tokens;
+    const phone = (await signIn(suite.server, suite.smtp, app, 'ada@example.com', { headers: { 'user-agent': 'phone/2.0' } }))
+      .tokens;
+    const other = await signIn(suite.server, suite.smtp, app, 'mallory@example.com');
 
     const list = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, laptop.access_token));
     expect(Array.isArray(list)).toBe(true);
@@ -235,8 +220,8 @@ describe('the signed-in user’s sessions', () => {
     expect((await me(app, laptop.access_token)).status).toBe(200);
 
     // Another application's session id is 404 too (and untouched).
-    const elsewhere = await server.createApp();
-    const foreign = (await signIn(server, smtp, elsewhere, 'ada@example.com')).tokens;
+    const elsewhere = await suite.server.createApp();
+    const foreign = (await signIn(suite.server, suite.smtp, elsewhere, 'ada@example.com')).tokens;
     expectError(
       await endUser(app, 'DELETE', `/v1/auth/sessions/${foreign.session_id}`, undefined, laptop.access_token),
       404,
@@ -248,10 +233,10 @@ describe('the signed-in user’s sessions', () => {
   });
 
   it('POST /v1/users/{id}/sessions/revoke signs a user out everywhere and answers the count', async () => {
-    const app = await server.createApp();
-    const one = await signIn(server, smtp, app, 'ada@example.com');
-    const two = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
-    const bystander = await signIn(server, smtp, app, 'grace@example.com');
+    const app = await suite.server.createApp();
+    const one = await signIn(suite.server, suite.smtp, app, 'ada@example.com');
+    const two = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
+    const bystander = await signIn(suite.server, suite.smtp, app, 'grace@example.com');
 
     expect(await ok(app.rest('POST', `/v1/users/${one.user.id}/sessions/revoke`))).toEqual({ user_id: one.user.id, revoked: 2 });
     await expectDead(app, one.tokens, 'first');
@@ -261,7 +246,7 @@ describe('the signed-in user’s sessions', () => {
     expect(await ok(app.rest('POST', `/v1/users/${one.user.id}/sessions/revoke`))).toEqual({ user_id: one.user.id, revoked: 0 });
 
     // Tenant isolation: B cannot revoke A's user's sessions; an end user cannot call it.
-    const b = await server.createApp();
+    const b = await suite.server.createApp();
     expectError(await b.rest('POST', `/v1/users/${bystander.user.id}/sessions/revoke`), 404, 'not_found', 'other app');
     expectError(
       await endUser(app, 'POST', `/v1/users/${bystander.user.id}/sessions/revoke`, undefined, bystander.tokens.access_token),
@@ -273,10 +258,10 @@ describe('the signed-in user’s sessions', () => {
   });
 
   it('banning a user revokes their sessions; a banned user cannot sign in, and magic-link start does not tell', async () => {
-    const app = await server.createApp();
-    const { user, tokens } = await signIn(server, smtp, app, 'ada@example.com');
+    const app = await suite.server.createApp();
+    const { user, tokens } = await signIn(suite.server, suite.smtp, app, 'ada@example.com');
     // A link mailed before the ban, used after it.
-    const pending = await requestMagicLink(smtp, app, 'ada@example.com');
+    const pending = await requestMagicLink(suite.smtp, app, 'ada@example.com');
 
     const banned = await ok(app.rest('PATCH', `/v1/users/${user.id}`, { status: 'banned' }));
     expect(banned.status).toBe('banned');
@@ -287,7 +272,7 @@ describe('the signed-in user’s sessions', () => {
     expect(await eventsOf(app, 'session.created')).toHaveLength(1);
 
     // Magic-link start answers a banned address exactly as it answers an active or an unknown one.
-    await signIn(server, smtp, app, 'grace@example.com');
+    await signIn(suite.server, suite.smtp, app, 'grace@example.com');
     const starts = {
       banned: await endUser(app, 'POST', '/v1/auth/magic-link/start', { email: 'ada@example.com' }),
       active: await endUser(app, 'POST', '/v1/auth/magic-link/start', { email: 'grace@example.com' }),
@@ -306,18 +291,18 @@ describe('the signed-in user’s sessions', () => {
     expect(shape(starts.banned)).toEqual(shape(starts.active));
     expect(shape(starts.banned)).toEqual(shape(starts.unknown));
     expect(shape(starts.banned)).toMatchObject({ status: 200, success: true, error: null, verificationId: true });
-    await smtp.next('grace@example.com');
-    await smtp.next('nobody@example.com');
+    await suite.smtp.next('grace@example.com');
+    await suite.smtp.next('nobody@example.com');
   });
 
   it('POST /v1/auth/session/organization sets org/org_role (member only), keeps them on refresh, and null clears them', async () => {
-    const app = await server.createApp();
-    const { user, tokens } = await signIn(server, smtp, app, 'ada@example.com');
+    const app = await suite.server.createApp();
+    const { user, tokens } = await signIn(suite.server, suite.smtp, app, 'ada@example.com');
     const acme = await ok(app.rest('POST', '/v1/organizations', { name: 'Acme' }), 201);
     const globex = await ok(app.rest('POST', '/v1/organizations', { name: 'Globex' }), 201);
     await ok(app.rest('POST', `/v1/organizations/${acme.id}/members`, { user_id: user.id, role: 'admin' }), 201);
     // Another application's organization, with a member.
-    const other = await server.createApp();
+    const other = await suite.server.createApp();
     const otherUser = await ok(other.rest('POST', '/v1/users', { primary_email: 'ada@example.com' }), 201);
     const initech = await ok(other.rest('POST', '/v1/organizations', { name: 'Initech' }), 201);
     await ok(other.rest('POST', `/v1/organizations/${initech.id}/members`, { user_id: otherUser.id, role: 'owner' }), 201);
@@ -375,8 +360,8 @@ describe('the signed-in user’s sessions', () => {
   });
 
   it('PATCH /v1/auth/me updates the profile only (strict schema) and emits user.updated', async () => {
-    const app = await server.createApp();
-    const { user, tokens } = await signIn(server, smtp, app, 'ada@example.com');
+    const app = await suite.server.createApp();
+    const { user, tokens } = await signIn(suite.server, suite.smtp, app, 'ada@example.com');
     const patch = (body: unknown, token: string | undefined = tokens.access_token) =>
       endUser(app, 'PATCH', '/v1/auth/me', body, token);
     const before = (await eventsOf(app, 'user.updated')).length;
@@ -423,10 +408,10 @@ describe('the signed-in user’s sessions', () => {
   });
 
   it('writes session.created and session.revoked events', async () => {
-    const app = await server.createApp();
-    const a = await signIn(server, smtp, app, 'ada@example.com');
-    const b = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
-    const c = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const app = await suite.server.createApp();
+    const a = await signIn(suite.server, suite.smtp, app, 'ada@example.com');
+    const b = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
+    const c = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     const created = await eventsOf(app, 'session.created');
     expect(created.map((e) => e.data.id).sort()).toEqual([a.tokens.session_id, b.session_id, c.session_id].sort());
     for (const e of created) expect(e.data).toMatchObject({ user_id: a.user.id, aal: 1 });
@@ -438,7 +423,7 @@ describe('the signed-in user’s sessions', () => {
     expect(revoked.map((e) => e.data.id).sort()).toEqual([a.tokens.session_id, b.session_id, c.session_id].sort());
     for (const e of revoked) expect(e.data.id).toMatch(UUID);
     // The reuse detector's revocation is reported too.
-    const d = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const d = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     await ok(refresh(app, d.refresh_token));
     expectError(await refresh(app, d.refresh_token), 401, 'invalid_token');
     const reuse = (await eventsOf(app, 'session.revoked')).find((e) => e.data.id === d.session_id);
@@ -464,27 +449,28 @@ async function whileFailing<T>(
 ): Promise<T> {
   const name = `gatehouse_test_fail_${table}_${app.id.replaceAll('-', '')}`;
   await sql(
+    suite.server,
     `create function ${name}() returns trigger language plpgsql as $$
      begin
        if new.application_id = '${app.id}' and (${condition}) then raise exception 'injected failure'; end if;
        return new;
      end $$`,
   );
-  await sql(`create trigger ${name} before ${when} on ${table} for each row execute function ${name}()`);
+  await sql(suite.server, `create trigger ${name} before ${when} on ${table} for each row execute function ${name}()`);
   try {
     return await run();
   } finally {
-    await sql(`drop trigger if exists ${name} on ${table}`);
-    await sql(`drop function if exists ${name}()`);
+    await sql(suite.server, `drop trigger if exists ${name} on ${table}`);
+    await sql(suite.server, `drop function if exists ${name}()`);
   }
 }
 
 describe('revocation is atomic and fails closed (CONTRACT §6 outbox, SECURITY 12)', () => {
   it('a revocation whose session.revoked event cannot be written does not happen either', async () => {
-    const app = await server.createApp();
-    const user = await signIn(server, smtp, app, 'ada@example.com');
-    const second = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
-    const third = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
+    const app = await suite.server.createApp();
+    const user = await signIn(suite.server, suite.smtp, app, 'ada@example.com');
+    const second = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
+    const third = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
     const attempts: Array<[string, () => Promise<RestResponse>, Tokens]> = [
       ['sign-out', () => endUser(app, 'POST', '/v1/auth/sign-out', undefined, user.tokens.access_token), user.tokens],
       [
@@ -515,8 +501,8 @@ describe('revocation is atomic and fails closed (CONTRACT §6 outbox, SECURITY 1
   });
 
   it('a ban whose session revocation fails never leaves the banned user signed in', async () => {
-    const app = await server.createApp();
-    const { user, tokens } = await signIn(server, smtp, app, 'ada@example.com');
+    const app = await suite.server.createApp();
+    const { user, tokens } = await signIn(suite.server, suite.smtp, app, 'ada@example.com');
     const res = await whileFailing(app, 'sessions', 'update', 'new.revoked_at is not null and old.revoked_at is null', () =>
       app.rest('PATCH', `/v1/users/${user.id}`, { status: 'banned' }),
     );
@@ -535,42 +521,42 @@ describe('S18 GET /v1/applications/{id}/stats', () => {
     app.rest('GET', `/v1/applications/${id}/stats`, undefined, headers);
 
   it('counts sessions and users as CONTRACT §5 defines them', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     expect(await ok(stats(app))).toEqual({ active_sessions: 0, active_users: 0, sign_ins_24h: 0, has_traffic: false });
 
-    const ada1 = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
-    const ada2 = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
-    const grace = (await signIn(server, smtp, app, 'grace@example.com')).tokens;
+    const ada1 = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
+    const ada2 = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
+    const grace = (await signIn(suite.server, suite.smtp, app, 'grace@example.com')).tokens;
     expect(await ok(stats(app))).toEqual({ active_sessions: 3, active_users: 2, sign_ins_24h: 3, has_traffic: true });
 
     // A revoked session leaves active_sessions (it still happened within 24 h, by a user active this month).
     await ok(endUser(app, 'POST', '/v1/auth/sign-out', undefined, ada2.access_token));
     expect(await ok(stats(app))).toEqual({ active_sessions: 2, active_users: 2, sign_ins_24h: 3, has_traffic: true });
     // So does an expired one.
-    await sql(`update sessions set expires_at = now() - interval '1 second' where id = ?`, [grace.session_id]);
+    await sql(suite.server, `update sessions set expires_at = now() - interval '1 second' where id = ?`, [grace.session_id]);
     expect(await ok(stats(app))).toMatchObject({ active_sessions: 1, sign_ins_24h: 3 });
     // A session created more than 24 h ago is not a sign-in of the last 24 h.
-    await sql(`update sessions set created_at = now() - interval '25 hours' where id = ?`, [ada1.session_id]);
+    await sql(suite.server, `update sessions set created_at = now() - interval '25 hours' where id = ?`, [ada1.session_id]);
     expect(await ok(stats(app))).toMatchObject({ active_sessions: 1, sign_ins_24h: 2, active_users: 2 });
 
     // Another application's numbers are its own.
-    const other = await server.createApp();
+    const other = await suite.server.createApp();
     expect(await ok(stats(other))).toEqual({ active_sessions: 0, active_users: 0, sign_ins_24h: 0, has_traffic: false });
   });
 
   it('active_users counts users with a session created or refreshed in the last 30 days', async () => {
-    const app = await server.createApp();
-    const ada = (await signIn(server, smtp, app, 'ada@example.com')).tokens;
-    const grace = (await signIn(server, smtp, app, 'grace@example.com')).tokens;
+    const app = await suite.server.createApp();
+    const ada = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
+    const grace = (await signIn(suite.server, suite.smtp, app, 'grace@example.com')).tokens;
     // Ada's session is 31 days old and untouched since; Grace signed in 31 days ago but refreshed today.
     const back = `now() - interval '31 days'`;
-    await sql(`update sessions set created_at = ${back}, last_active_at = ${back} where id = ?`, [ada.session_id]);
-    await sql(`update sessions set created_at = ${back} where id = ?`, [grace.session_id]);
+    await sql(suite.server, `update sessions set created_at = ${back}, last_active_at = ${back} where id = ?`, [ada.session_id]);
+    await sql(suite.server, `update sessions set created_at = ${back} where id = ?`, [grace.session_id]);
     expect(await ok(stats(app))).toMatchObject({ active_users: 1, sign_ins_24h: 0, has_traffic: true });
   });
 
   it('has_traffic is true once a user was ever created, even without a session, and stays true', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const user = await ok(app.rest('POST', '/v1/users', { primary_email: 'ada@example.com' }), 201);
     expect(await ok(stats(app))).toEqual({ active_sessions: 0, active_users: 0, sign_ins_24h: 0, has_traffic: true });
     // "At least one user or session was ever created": deleting that user does not undo the traffic.
@@ -579,9 +565,9 @@ describe('S18 GET /v1/applications/{id}/stats', () => {
   });
 
   it("is 404 for another application's id and needs stats:read", async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
-    await signIn(server, smtp, b, 'ada@example.com');
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
+    await signIn(suite.server, suite.smtp, b, 'ada@example.com');
     expectError(await stats(a, b.id), 404, 'not_found', "B's id with A's key");
     expectError(await stats(a, UNKNOWN_ID), 404, 'not_found', 'unknown id');
 
@@ -592,7 +578,7 @@ describe('S18 GET /v1/applications/{id}/stats', () => {
     // Even with the scope, B's id stays 404.
     expectError(await stats(a, b.id, { authorization: `Bearer ${statsOnly.secret}` }), 404, 'not_found');
     // An end user (publishable id, access token) cannot read it.
-    const { tokens } = await signIn(server, smtp, a, 'grace@example.com');
+    const { tokens } = await signIn(suite.server, suite.smtp, a, 'grace@example.com');
     expectError(
       await endUser(a, 'GET', `/v1/applications/${a.id}/stats`, undefined, tokens.access_token),
       401,

@@ -1,32 +1,24 @@
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
-import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+import { linkIn } from './helpers/smtp.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
+const suite = serverSuite();
+
 const ORIGIN = 'https://app.example.com';
-
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
 
 async function magicLinkToken(app: TestApp, email: string, body: Record<string, unknown> = {}) {
   const started = await endUser(app, 'POST', '/v1/auth/magic-link/start', { email, ...body });
   expect(started.status).toBe(200);
-  const mail = await smtp.next(email);
+  const mail = await suite.smtp.next(email);
   return { started, mail, link: linkIn(mail) };
 }
 
 describe('magic link → consent → tokens → /me, through real mail', () => {
   it('signs up a new user on verify and completes after consent', async () => {
-    const app = await server.createApp({
+    const app = await suite.server.createApp({
       allowed_origins: [ORIGIN],
       settings: { consent_documents: [{ doc_type: 'terms', url: `${ORIGIN}/terms`, version: '2026-01' }] },
     });
@@ -67,7 +59,7 @@ describe('magic link → consent → tokens → /me, through real mail', () => {
     });
 
     // The token verifies against the live JWKS, with exactly the claims of CONTRACT §2.
-    const jwks = createRemoteJWKSet(new URL(`${server.url}/v1/applications/${app.id}/jwks.json`));
+    const jwks = createRemoteJWKSet(new URL(`${suite.server.url}/v1/applications/${app.id}/jwks.json`));
     const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, {
       issuer: 'http://gatehouse.test',
       audience: app.id,
@@ -80,7 +72,7 @@ describe('magic link → consent → tokens → /me, through real mail', () => {
 
     const me = await endUser(app, 'GET', '/v1/auth/me', undefined, tokens.access_token);
     expect(me.status).toBe(200);
-    expect(me.body.data).toEqual(user);
+    expect(me.body.data).toEqual({ ...user, mfa_enrollment_required: false });
 
     const events = (await app.rest('GET', '/v1/events')).body.data.events.map((e: { type: string }) => e.type);
     expect(events).toEqual(expect.arrayContaining(['user.created', 'session.created']));
@@ -88,7 +80,7 @@ describe('magic link → consent → tokens → /me, through real mail', () => {
   });
 
   it('refreshes, signs out, and refuses the old tokens at once', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const { link } = await magicLinkToken(app, 'linus@example.com');
     const { tokens } = (await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token: link.searchParams.get('token') })).body
       .data;

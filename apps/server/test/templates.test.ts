@@ -1,47 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  expectError,
-  isoDate,
-  type RestResponse,
-  rawRequest,
-  startServer,
-  type TestApp,
-  type TestServer,
-  UUID,
-} from './helpers/server.ts';
+import { describe, expect, it } from 'vitest';
+import { expectError, isoDate, ok, rawRequest, sql, type TestApp, UUID } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
-import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+import { linkIn } from './helpers/smtp.ts';
+import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+
+const suite = serverSuite();
 
 const start = (app: TestApp, address: string) => endUser(app, 'POST', '/v1/auth/magic-link/start', { email: address });
 const templatePath = (app: TestApp, key = 'magic_link', id = app.id) => `/v1/applications/${id}/templates/${key}`;
 
-let server: TestServer;
-let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
-
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
-
-let seq = 0;
-const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
 const KEYS = ['magic_link', 'passkey_added', 'passkey_removed', 'mfa_factor_added', 'mfa_factor_removed'];
 const DEFAULT_SUBJECT = (name: string) => `Your sign-in link for ${name}`;
 
-async function ok(res: Promise<RestResponse>, status = 200) {
-  const r = await res;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  expect(r.body.success).toBe(true);
-  return r.body.data;
-}
-
 async function mailedLink(app: TestApp, address: string) {
   await ok(start(app, address));
-  const mail = await smtp.next(address);
+  const mail = await suite.smtp.next(address);
   return { mail, link: linkIn(mail) };
 }
 
@@ -71,7 +44,7 @@ async function scopedKey(app: TestApp, scopes: string[]) {
 
 describe('S14 GET /v1/applications/{id}/templates/catalog', () => {
   it('lists every message the service sends, with label, channel and documented variables', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const catalog = await ok(app.rest('GET', `/v1/applications/${app.id}/templates/catalog`));
     expect(Array.isArray(catalog)).toBe(true);
     expect(catalog.map((t: { key: string }) => t.key)).toEqual(expect.arrayContaining(KEYS));
@@ -109,15 +82,15 @@ describe('S14 GET /v1/applications/{id}/templates/catalog', () => {
   });
 
   it('another application’s id is 404', async () => {
-    const app = await server.createApp();
-    const other = await server.createApp();
+    const app = await suite.server.createApp();
+    const other = await suite.server.createApp();
     expectError(await app.rest('GET', `/v1/applications/${other.id}/templates/catalog`), 404, 'not_found');
   });
 });
 
 describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
   it('GET answers the default until overridden', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const template = await ok(app.rest('GET', templatePath(app)));
     expect(template).toEqual({
       key: 'magic_link',
@@ -131,7 +104,7 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
   });
 
   it('PUT overrides subject and body; the next mail uses them, {{x}} HTML-escaped and {{{link}}} raw', async () => {
-    const app = await server.createApp({ name: '<b>Acme</b>' });
+    const app = await suite.server.createApp({ name: '<b>Acme</b>' });
     const body = '<p>Welcome to {{app_name}}, {{email}}.</p><p><a href="{{{link}}}">Sign in</a></p><p>Escaped: {{link}}</p>';
     const put = await ok(app.rest('PUT', templatePath(app), { subject: 'Sign in to {{app_name}} now', body }));
     expect(put).toEqual({
@@ -145,9 +118,9 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
     });
     expect(await ok(app.rest('GET', templatePath(app)))).toEqual(put);
 
-    const address = email('custom');
+    const address = uniqueEmail('custom');
     await ok(start(app, address));
-    const mail = await smtp.next(address);
+    const mail = await suite.smtp.next(address);
     expect(mail.subject.startsWith('Sign in to ')).toBe(true);
     expect(mail.subject.endsWith(' now')).toBe(true);
     expect(mail.subject).toContain('Acme');
@@ -167,14 +140,14 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
   });
 
   it('the mail’s text part carries a usable link', async () => {
-    const app = await server.createApp();
-    const address = email('text-part');
+    const app = await suite.server.createApp();
+    const address = uniqueEmail('text-part');
     const { mail, link } = await mailedLink(app, address);
     expect(mail.text).toContain(link.toString());
   });
 
   it('a template that does not parse is 422 and changes nothing', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     for (const change of [
       { body: '<p>{{#section}}never closed</p>' },
       { subject: 'Hello {{app_name' },
@@ -186,8 +159,8 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
   });
 
   it('an unknown key is 404; another application’s id is 404', async () => {
-    const app = await server.createApp();
-    const other = await server.createApp();
+    const app = await suite.server.createApp();
+    const other = await suite.server.createApp();
     for (const [method, path, body] of [
       ['GET', templatePath(app, 'no_such_template'), undefined],
       ['PUT', templatePath(app, 'no_such_template'), { subject: 'x' }],
@@ -204,21 +177,21 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
   });
 
   it('DELETE resets to the default, and the default mail returns', async () => {
-    const app = await server.createApp({ name: 'Reset app' });
+    const app = await suite.server.createApp({ name: 'Reset app' });
     await ok(app.rest('PUT', templatePath(app), { subject: 'Custom subject for {{app_name}}' }));
-    const first = email('custom');
+    const first = uniqueEmail('custom');
     await ok(start(app, first));
-    expect((await smtp.next(first)).subject).toBe('Custom subject for Reset app');
+    expect((await suite.smtp.next(first)).subject).toBe('Custom subject for Reset app');
 
     expect(await ok(app.rest('DELETE', templatePath(app)))).toEqual({ id: 'magic_link', deleted: true });
     expect(await ok(app.rest('GET', templatePath(app)))).toMatchObject({ customized: false, updated_at: null });
-    const second = email('default');
+    const second = uniqueEmail('default');
     await ok(start(app, second));
-    expect((await smtp.next(second)).subject).toBe(DEFAULT_SUBJECT('Reset app'));
+    expect((await suite.smtp.next(second)).subject).toBe(DEFAULT_SUBJECT('Reset app'));
   });
 
   it('scopes: settings:read reads, settings:write writes', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const reader = await scopedKey(app, ['settings:read']);
     const writer = await scopedKey(app, ['settings:write']);
     const stranger = await scopedKey(app, ['users:read']);
@@ -249,7 +222,7 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
 
 describe('POST /v1/applications/{id}/templates/{key}/preview', () => {
   it('renders with the examples, the application name and the given variables, storing nothing', async () => {
-    const app = await server.createApp({ name: 'Preview & Co' });
+    const app = await suite.server.createApp({ name: 'Preview & Co' });
     const examples = await ok(app.rest('POST', `${templatePath(app, 'passkey_added')}/preview`, {}));
     expect(Object.keys(examples).sort()).toEqual(['html', 'subject', 'text']);
     expect(examples.subject).toBe('A passkey was added to your Preview & Co account');
@@ -282,12 +255,12 @@ describe('POST /v1/applications/{id}/templates/{key}/preview', () => {
 
 describe('delivered: false', () => {
   it('sends no mail; emits message.created with the link and logs the message as not_delivered', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     expect(await ok(app.rest('PUT', templatePath(app), { delivered: false }))).toMatchObject({
       delivered: false,
       customized: true,
     });
-    const address = email('developer-delivers');
+    const address = uniqueEmail('developer-delivers');
     await ok(start(app, address));
 
     const event = await eventually(async () => {
@@ -303,7 +276,7 @@ describe('delivered: false', () => {
     const [logged] = await messagesTo(app, address);
     expect(logged).toMatchObject({ template_key: 'magic_link', to: address, status: 'not_delivered' });
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(smtp.inbox.filter((m) => m.to === address)).toEqual([]);
+    expect(suite.smtp.inbox.filter((m) => m.to === address)).toEqual([]);
 
     // The developer delivers the link; it signs in.
     const verified = await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token });
@@ -313,9 +286,9 @@ describe('delivered: false', () => {
 
 describe('GET /v1/messages', () => {
   it('development: paginated, newest first, bodies with the link', async () => {
-    const app = await server.createApp();
-    const first = email('first');
-    const second = email('second');
+    const app = await suite.server.createApp();
+    const first = uniqueEmail('first');
+    const second = uniqueEmail('second');
     const { link: firstLink } = await mailedLink(app, first);
     await messagesTo(app, first);
     const { link: secondLink } = await mailedLink(app, second);
@@ -350,8 +323,8 @@ describe('GET /v1/messages', () => {
   });
 
   it('production: the mail carries the link, the log never does', async () => {
-    const app = await server.createApp({ environment: 'production' });
-    const address = email('prod');
+    const app = await suite.server.createApp({ environment: 'production' });
+    const address = uniqueEmail('prod');
     const { link } = await mailedLink(app, address);
     const token = link.searchParams.get('token')!;
     const [logged] = await messagesTo(app, address);
@@ -359,17 +332,14 @@ describe('GET /v1/messages', () => {
     expect(logged.body).not.toContain(token);
     expect(logged.body).not.toContain(token.slice(3));
     expect(logged.body).not.toContain('sign-in');
-    const rows = await server.server.orm.em
-      .fork()
-      .getConnection()
-      .execute('select * from messages where application_id = ?', [app.id]);
+    const rows = await sql(suite.server, 'select * from messages where application_id = ?', [app.id]);
     expect(JSON.stringify(rows)).not.toContain(token.slice(3));
   });
 
   it('each application sees only its own messages', async () => {
-    const app = await server.createApp();
-    const other = await server.createApp();
-    const address = email('mine');
+    const app = await suite.server.createApp();
+    const other = await suite.server.createApp();
+    const address = uniqueEmail('mine');
     await mailedLink(app, address);
     await messagesTo(app, address);
     expect((await messages(other)).total).toBe(0);
@@ -378,12 +348,12 @@ describe('GET /v1/messages', () => {
 
 describe('the hosted page GET /sign-in/verify', () => {
   it('answers HTML with cache-control: no-store and consumes nothing', async () => {
-    const app = await server.createApp();
-    const { link } = await mailedLink(app, email('hosted'));
+    const app = await suite.server.createApp();
+    const { link } = await mailedLink(app, uniqueEmail('hosted'));
     expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
     // What a mail scanner does: fetch the page, twice.
     for (let i = 0; i < 2; i++) {
-      const page = await rawRequest(server.url, 'GET', `/sign-in/verify${link.search}`);
+      const page = await rawRequest(suite.server.url, 'GET', `/sign-in/verify${link.search}`);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
       expect(page.headers.get('cache-control')).toBe('no-store');

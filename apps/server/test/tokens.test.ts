@@ -3,39 +3,31 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SecretBox } from '@gatehouse/api';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
-import { endUser, type SmtpSink, signIn, type Tokens } from './helpers/sign-in.ts';
-import { linkIn, startSmtpSink } from './helpers/smtp.ts';
+import { describe, expect, it } from 'vitest';
+import { expectError, rawRequest, sql, type TestApp } from './helpers/server.ts';
+import { endUser, signIn, type Tokens } from './helpers/sign-in.ts';
+import { linkIn } from './helpers/smtp.ts';
+import { serverSuite } from './helpers/suite.ts';
 
-let server: TestServer;
-let smtp: SmtpSink;
+const suite = serverSuite();
+
 const BASE_URL = 'http://gatehouse.test';
 /** A well-formed UUID (v7 layout) that no application has. */
 const UNKNOWN_ID = '01890000-0000-7000-8000-000000000000';
 
-beforeAll(async () => {
-  smtp = await startSmtpSink();
-  server = await startServer({ smtpUrl: smtp.url });
-});
-afterAll(async () => {
-  await server.close();
-  await smtp.close();
-});
-
 /** A fresh application with one signed-in user. */
 async function signedInApp(email = 'ada@example.com') {
-  const app = await server.createApp();
-  const { tokens, user } = await signIn(server, smtp, app, email);
+  const app = await suite.server.createApp();
+  const { tokens, user } = await signIn(suite.server, suite.smtp, app, email);
   return { app, tokens, user, claims: decodeJwt(tokens.access_token) };
 }
 
 const me = (app: TestApp, token: string, headers: Record<string, string | undefined> = {}) =>
   endUser(app, 'GET', '/v1/auth/me', undefined, token, headers);
 
-const jwksUrl = (appId: string) => new URL(`${server.url}/v1/applications/${appId}/jwks.json`);
+const jwksUrl = (appId: string) => new URL(`${suite.server.url}/v1/applications/${appId}/jwks.json`);
 const wellKnownJwks = (appId: string) =>
-  createRemoteJWKSet(new URL(`${server.url}/v1/.well-known/jwks.json`), { headers: { 'x-application-id': appId } });
+  createRemoteJWKSet(new URL(`${suite.server.url}/v1/.well-known/jwks.json`), { headers: { 'x-application-id': appId } });
 
 // ---- crafting tokens by hand (no library between the test and the bytes it sends) ----
 
@@ -50,16 +42,14 @@ const hs256 = (secret: Buffer) => (input: Buffer) => createHmac('sha256', secret
 
 /** The application's real, active signing key: read sealed from the database and opened with the master key. */
 async function realSigningKey(appId: string): Promise<{ kid: string; key: KeyObject }> {
-  const rows = await server.server.orm.em
-    .fork()
-    .getConnection()
-    .execute<Array<{ id: string; private_key_sealed: string }>>(
-      `select id, private_key_sealed from signing_keys where application_id = ? and status = 'active'`,
-      [appId],
-    );
+  const rows = await sql<{ id: string; private_key_sealed: string }>(
+    suite.server,
+    `select id, private_key_sealed from signing_keys where application_id = ? and status = 'active'`,
+    [appId],
+  );
   expect(rows).toHaveLength(1);
   const row = rows[0]!;
-  const pem = new SecretBox(server.masterKey).decrypt(row.private_key_sealed, `signing_key:${row.id}`);
+  const pem = new SecretBox(suite.server.masterKey).decrypt(row.private_key_sealed, `signing_key:${row.id}`);
   return { kid: row.id, key: createPrivateKey(pem) };
 }
 
@@ -69,8 +59,8 @@ const attackerKey = () => generateKeyPairSync('ed25519').privateKey;
 describe('JWKS: published keys, verification with jose, rotation', () => {
   it('serves the same unenveloped, cacheable key set at both addresses; tokens verify with createRemoteJWKSet', async () => {
     const { app, tokens, user } = await signedInApp();
-    const byId = await rawRequest(server.url, 'GET', `/v1/applications/${app.id}/jwks.json`);
-    const wellKnown = await rawRequest(server.url, 'GET', '/v1/.well-known/jwks.json', {
+    const byId = await rawRequest(suite.server.url, 'GET', `/v1/applications/${app.id}/jwks.json`);
+    const wellKnown = await rawRequest(suite.server.url, 'GET', '/v1/.well-known/jwks.json', {
       headers: { 'x-application-id': app.id },
     });
     for (const res of [byId, wellKnown]) {
@@ -106,10 +96,10 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
   });
 
   it('the well-known JWKS is selected by x-application-id, so its public cache entry must vary by it', async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
     const get = (id: string) =>
-      rawRequest(server.url, 'GET', '/v1/.well-known/jwks.json', { headers: { 'x-application-id': id } });
+      rawRequest(suite.server.url, 'GET', '/v1/.well-known/jwks.json', { headers: { 'x-application-id': id } });
     const [forA, forB] = [await get(a.id), await get(b.id)];
     // One URL, two different public, cacheable documents: without `Vary: x-application-id` a shared cache (CDN,
     // proxy) stores A's keys and serves them to B's verifiers for five minutes.
@@ -133,7 +123,7 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
     expect(rotated.body.data.keys.map((k: { kid: string }) => k.kid).sort()).toEqual([newKid, oldKid].sort());
 
     for (const path of [`/v1/applications/${app.id}/jwks.json`, '/v1/.well-known/jwks.json']) {
-      const res = await rawRequest(server.url, 'GET', path, { headers: { 'x-application-id': app.id } });
+      const res = await rawRequest(suite.server.url, 'GET', path, { headers: { 'x-application-id': app.id } });
       expect(res.status).toBe(200);
       expect(res.headers.get('cache-control')).toBe('public, max-age=300');
       expect(Object.keys(res.body)).toEqual(['keys']);
@@ -149,7 +139,7 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
     // Tokens issued after the rotation (refresh, and a new sign-in) carry the new kid and verify too.
     const refreshed = await endUser<Tokens>(app, 'POST', '/v1/auth/token/refresh', { refresh_token: tokens.refresh_token });
     expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
-    const fresh = (await signIn(server, smtp, app, 'grace@example.com')).tokens;
+    const fresh = (await signIn(suite.server, suite.smtp, app, 'grace@example.com')).tokens;
     for (const token of [refreshed.body.data.access_token, fresh.access_token]) {
       expect(decodeProtectedHeader(token).kid).toBe(newKid);
       await expect(jwtVerify(token, createRemoteJWKSet(jwksUrl(app.id)), options)).resolves.toBeTruthy();
@@ -166,12 +156,11 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
     for (const res of results) expect([200, 409], JSON.stringify(res.body)).toContain(res.status);
     const handedOut = results.filter((r) => r.status === 200).map((r) => r.body.data.kid as string);
     expect(handedOut.length).toBeGreaterThanOrEqual(1);
-    const active = await server.server.orm.em
-      .fork()
-      .getConnection()
-      .execute(`select id from signing_keys where application_id = ? and status = 'active'`, [app.id]);
+    const active = await sql(suite.server, `select id from signing_keys where application_id = ? and status = 'active'`, [
+      app.id,
+    ]);
     expect(active).toHaveLength(1);
-    const published = (await rawRequest(server.url, 'GET', `/v1/applications/${app.id}/jwks.json`)).body.keys.map(
+    const published = (await rawRequest(suite.server.url, 'GET', `/v1/applications/${app.id}/jwks.json`)).body.keys.map(
       (k: { kid: string }) => k.kid,
     );
     for (const kid of [...handedOut, decodeProtectedHeader(tokens.access_token).kid]) expect(published).toContain(kid);
@@ -183,10 +172,12 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
   });
 
   it('is tenant-scoped: another application’s id is 404 on rotate, an unknown application has no JWKS', async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
     const jwksOf = async (id: string) =>
-      (await rawRequest(server.url, 'GET', `/v1/applications/${id}/jwks.json`)).body.keys.map((k: { kid: string }) => k.kid);
+      (await rawRequest(suite.server.url, 'GET', `/v1/applications/${id}/jwks.json`)).body.keys.map(
+        (k: { kid: string }) => k.kid,
+      );
     const aKids = await jwksOf(a.id);
     const bKids = await jwksOf(b.id);
     expect(aKids).toHaveLength(1);
@@ -217,30 +208,38 @@ describe('JWKS: published keys, verification with jose, rotation', () => {
     expect(await jwksOf(a.id)).toEqual(aKids);
 
     // JWKS of an application that does not exist.
-    expectError(await rawRequest(server.url, 'GET', `/v1/applications/${UNKNOWN_ID}/jwks.json`), 404, 'not_found', 'unknown');
-    const unresolved = await rawRequest(server.url, 'GET', '/v1/.well-known/jwks.json', {
+    expectError(
+      await rawRequest(suite.server.url, 'GET', `/v1/applications/${UNKNOWN_ID}/jwks.json`),
+      404,
+      'not_found',
+      'unknown',
+    );
+    const unresolved = await rawRequest(suite.server.url, 'GET', '/v1/.well-known/jwks.json', {
       headers: { 'x-application-id': UNKNOWN_ID },
     });
     expectError(unresolved, 401, 'application_not_resolved', 'well-known unknown');
-    expectError(await rawRequest(server.url, 'GET', '/v1/.well-known/jwks.json'), 401, 'application_not_resolved', 'no header');
+    expectError(
+      await rawRequest(suite.server.url, 'GET', '/v1/.well-known/jwks.json'),
+      401,
+      'application_not_resolved',
+      'no header',
+    );
   });
 
   it('keeps private keys sealed at rest (never a PEM or a `d` in the database)', async () => {
-    const app = await server.createApp();
-    const rows = await server.server.orm.em
-      .fork()
-      .getConnection()
-      .execute<Array<{ id: string; public_jwk: unknown; private_key_sealed: string }>>(
-        'select id, public_jwk, private_key_sealed from signing_keys where application_id = ?',
-        [app.id],
-      );
+    const app = await suite.server.createApp();
+    const rows = await sql<{ id: string; public_jwk: unknown; private_key_sealed: string }>(
+      suite.server,
+      'select id, public_jwk, private_key_sealed from signing_keys where application_id = ?',
+      [app.id],
+    );
     expect(rows).toHaveLength(1);
     const row = rows[0]!;
     expect(row.private_key_sealed).not.toMatch(/PRIVATE KEY|BEGIN/);
     const jwk = typeof row.public_jwk === 'string' ? JSON.parse(row.public_jwk) : row.public_jwk;
     expect(jwk).not.toHaveProperty('d');
     // Sealed with the master key and bound to its kid: another context does not open it.
-    const box = new SecretBox(server.masterKey);
+    const box = new SecretBox(suite.server.masterKey);
     expect(box.decrypt(row.private_key_sealed, `signing_key:${row.id}`)).toMatch(/BEGIN PRIVATE KEY/);
     expect(() => box.decrypt(row.private_key_sealed, 'signing_key:other')).toThrow();
   });
@@ -277,7 +276,7 @@ describe('access-token attacks on GET /v1/auth/me: every forgery is 401 invalid_
     }
 
     // Algorithm confusion: the public key (public knowledge, from the JWKS) used as an HMAC secret, in every form.
-    const jwks = (await rawRequest(server.url, 'GET', `/v1/applications/${app.id}/jwks.json`)).body;
+    const jwks = (await rawRequest(suite.server.url, 'GET', `/v1/applications/${app.id}/jwks.json`)).body;
     const jwk = jwks.keys[0];
     const publicKey = createPublicKey({ key: { kty: jwk.kty, crv: jwk.crv, x: jwk.x }, format: 'jwk' });
     const secrets: Record<string, Buffer> = {
@@ -362,7 +361,7 @@ describe('access-token attacks on GET /v1/auth/me: every forgery is 401 invalid_
 
   it('refuses tampered claims (sub, aal, sid, exp) under the original signature', async () => {
     const { app, tokens, claims } = await signedInApp();
-    const other = await signIn(server, smtp, app, 'mallory@example.com');
+    const other = await signIn(suite.server, suite.smtp, app, 'mallory@example.com');
     const [header, , signature] = tokens.access_token.split('.');
     const tampered = (changes: Record<string, unknown>) => `${header}.${b64url({ ...claims, ...changes })}.${signature}`;
     await expectRefused(app, tampered({ sub: other.user.id }), 'sub');
@@ -376,8 +375,8 @@ describe('access-token attacks on GET /v1/auth/me: every forgery is 401 invalid_
 
   it('checks exp, nbf, iss, aud, typ and the session binding even on tokens signed with the real key', async () => {
     const { app, tokens, claims } = await signedInApp();
-    const other = await signIn(server, smtp, app, 'mallory@example.com');
-    const otherApp = await server.createApp();
+    const other = await signIn(suite.server, suite.smtp, app, 'mallory@example.com');
+    const otherApp = await suite.server.createApp();
     const { kid, key } = await realSigningKey(app.id);
     const sign = ed25519(key);
     const header = { alg: 'EdDSA', kid, typ: 'at+jwt' };
@@ -475,7 +474,7 @@ describe('access-token attacks on GET /v1/auth/me: every forgery is 401 invalid_
 
 /** A raw HTTP/1.1 request with any Host header (fetch does not let a caller forge Host). */
 function forgedHostRequest(path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any }> {
-  const url = new URL(server.url);
+  const url = new URL(suite.server.url);
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -499,7 +498,7 @@ function forgedHostRequest(path: string, body: unknown, headers: Record<string, 
 
 describe('Host header attacks (SECURITY 10)', () => {
   it('a forged Host / X-Forwarded-Host changes neither the mailed link nor the token issuer', async () => {
-    const app = await server.createApp();
+    const app = await suite.server.createApp();
     const forged = {
       host: 'evil.example',
       'x-forwarded-host': 'evil.example',
@@ -512,7 +511,7 @@ describe('Host header attacks (SECURITY 10)', () => {
     };
     const started = await forgedHostRequest('/v1/auth/magic-link/start', { email: 'ada@example.com' }, forged);
     expect(started.status, JSON.stringify(started.body)).toBe(200);
-    const mail = await smtp.next('ada@example.com');
+    const mail = await suite.smtp.next('ada@example.com');
     expect(`${mail.html}\n${mail.text}\n${mail.subject}`).not.toMatch(/evil\.example/);
     const link = linkIn(mail);
     expect(link.origin).toBe(BASE_URL);

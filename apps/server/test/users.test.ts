@@ -1,64 +1,32 @@
 import { GatehouseError } from '@gatehouse/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  expectError,
-  isoDate,
-  MISSING,
-  type RestResponse,
-  startServer,
-  type TestApp,
-  type TestServer,
-  UUID,
-} from './helpers/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectError, isoDate, MISSING, ok, type RestResponse, type TestApp, UUID } from './helpers/server.ts';
+import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
-let server: TestServer;
+const suite = serverSuite({ smtp: false });
+
 let app: TestApp;
 
 beforeAll(async () => {
-  server = await startServer();
-  app = await server.createApp();
+  app = await suite.server.createApp();
 });
-afterAll(() => server.close());
 
-let seq = 0;
-/** A unique email per call, so tests sharing an application never collide. */
-const email = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
+const createUser = (on: TestApp, body: Record<string, unknown> = { primary_email: uniqueEmail() }) =>
+  ok(on.rest('POST', '/v1/users', body), 201);
 
-async function createUser(on: TestApp, body: Record<string, unknown> = { primary_email: email() }) {
-  const res = await on.rest('POST', '/v1/users', body);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
-}
+const listUsers = async (on: TestApp, query = '') =>
+  (await ok(on.rest('GET', `/v1/users${query}`))) as { users: any[]; total: number; limit: number; offset: number };
 
-const listUsers = async (on: TestApp, query = '') => {
-  const res = await on.rest('GET', `/v1/users${query}`);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data as { users: any[]; total: number; limit: number; offset: number };
-};
+const createOrg = (on: TestApp, name: string) => ok(on.rest('POST', '/v1/organizations', { name }), 201);
 
-async function createOrg(on: TestApp, name: string) {
-  const res = await on.rest('POST', '/v1/organizations', { name });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
-}
+const addMember = (on: TestApp, orgId: string, userId: string, role?: string) =>
+  ok(on.rest('POST', `/v1/organizations/${orgId}/members`, { user_id: userId, ...(role ? { role } : {}) }), 201);
 
-async function addMember(on: TestApp, orgId: string, userId: string, role?: string) {
-  const res = await on.rest('POST', `/v1/organizations/${orgId}/members`, { user_id: userId, ...(role ? { role } : {}) });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
-}
+const members = async (on: TestApp, orgId: string) =>
+  (await ok(on.rest('GET', `/v1/organizations/${orgId}/members?limit=100`))).members as Array<{ user_id: string; role: string }>;
 
-const members = async (on: TestApp, orgId: string) => {
-  const res = await on.rest('GET', `/v1/organizations/${orgId}/members?limit=100`);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data.members as Array<{ user_id: string; role: string }>;
-};
-
-async function scopedKey(on: TestApp, scopes: string[]) {
-  const res = await on.rest('POST', '/v1/api-keys', { name: `scoped ${scopes.join(',')}`, scopes });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data.secret as string;
-}
+const scopedKey = async (on: TestApp, scopes: string[]) =>
+  (await ok(on.rest('POST', '/v1/api-keys', { name: `scoped ${scopes.join(',')}`, scopes }), 201)).secret as string;
 
 describe('POST /v1/users', () => {
   it('201 with the whole User shape, optional fields null', async () => {
@@ -87,7 +55,7 @@ describe('POST /v1/users', () => {
   });
 
   it('stores email_verified and profile, and GET answers the same record', async () => {
-    const created = await createUser(app, { primary_email: email(), email_verified: true, profile: { plan: 'pro', n: 1 } });
+    const created = await createUser(app, { primary_email: uniqueEmail(), email_verified: true, profile: { plan: 'pro', n: 1 } });
     expect(created).toMatchObject({ email_verified: true, profile: { plan: 'pro', n: 1 } });
     const got = await app.rest('GET', `/v1/users/${created.id}`);
     expect(got.status).toBe(200);
@@ -95,7 +63,7 @@ describe('POST /v1/users', () => {
   });
 
   it('trims the email and compares it case-insensitively: 409 email_taken', async () => {
-    const other = await server.createApp();
+    const other = await suite.server.createApp();
     const created = await createUser(other, { primary_email: '  Alice.Smith@Example.COM  ' });
     expect(created.primary_email).toBe('Alice.Smith@Example.COM');
     for (const duplicate of ['alice.smith@example.com', 'ALICE.SMITH@EXAMPLE.COM', '\tAlice.Smith@Example.COM ']) {
@@ -111,9 +79,9 @@ describe('POST /v1/users', () => {
       { primary_email: 'not-an-email' },
       { primary_email: '' },
       { primary_email: 42 },
-      { primary_email: email(), id: MISSING },
-      { primary_email: email(), status: 'banned' },
-      { primary_email: email(), merged_into: MISSING },
+      { primary_email: uniqueEmail(), id: MISSING },
+      { primary_email: uniqueEmail(), status: 'banned' },
+      { primary_email: uniqueEmail(), merged_into: MISSING },
       { profile: [] },
     ]) {
       expectError(await app.rest('POST', '/v1/users', body), 422, 'validation_failed');
@@ -121,16 +89,16 @@ describe('POST /v1/users', () => {
   });
 
   it('401 application_not_resolved when x-application-id is missing, malformed or unknown', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     for (const id of [undefined, 'not-a-uuid', '', MISSING, `${fresh.id}x`]) {
-      const res = await fresh.rest('POST', '/v1/users', { primary_email: email() }, { 'x-application-id': id });
+      const res = await fresh.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, { 'x-application-id': id });
       expectError(res, 401, 'application_not_resolved');
     }
     // Checked first: even without a key, the missing tenant is what is reported.
     const noKey = await fresh.rest(
       'POST',
       '/v1/users',
-      { primary_email: email() },
+      { primary_email: uniqueEmail() },
       { 'x-application-id': undefined, authorization: undefined },
     );
     expectError(noKey, 401, 'application_not_resolved');
@@ -138,16 +106,16 @@ describe('POST /v1/users', () => {
   });
 
   it("401 invalid_api_key for another tenant's key, an unknown, malformed or revoked key; 401 missing_credentials without one", async () => {
-    const a = await server.createApp();
-    const b = await server.createApp();
-    const crossed = await a.rest('POST', '/v1/users', { primary_email: email() }, { 'x-application-id': b.id });
+    const a = await suite.server.createApp();
+    const b = await suite.server.createApp();
+    const crossed = await a.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, { 'x-application-id': b.id });
     expectError(crossed, 401, 'invalid_api_key');
     expectError(await a.rest('GET', '/v1/users', undefined, { 'x-application-id': b.id }), 401, 'invalid_api_key');
     for (const authorization of [`Bearer sk_test_${'A'.repeat(43)}`, 'Bearer nope', `Bearer ${a.secretKey}x`, 'Basic abc']) {
-      expectError(await a.rest('POST', '/v1/users', { primary_email: email() }, { authorization }), 401, 'invalid_api_key');
+      expectError(await a.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, { authorization }), 401, 'invalid_api_key');
     }
     expectError(
-      await a.rest('POST', '/v1/users', { primary_email: email() }, { authorization: undefined }),
+      await a.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, { authorization: undefined }),
       401,
       'missing_credentials',
     );
@@ -156,7 +124,7 @@ describe('POST /v1/users', () => {
     const revokedAuth = { authorization: `Bearer ${extra.body.data.secret}` };
     expect((await a.rest('GET', '/v1/users', undefined, revokedAuth)).status).toBe(200);
     expect((await a.rest('DELETE', `/v1/api-keys/${extra.body.data.id}`)).status).toBe(200);
-    expectError(await a.rest('POST', '/v1/users', { primary_email: email() }, revokedAuth), 401, 'invalid_api_key');
+    expectError(await a.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, revokedAuth), 401, 'invalid_api_key');
     expect((await listUsers(a)).total).toBe(0);
     expect((await listUsers(b)).total).toBe(0);
   });
@@ -164,7 +132,7 @@ describe('POST /v1/users', () => {
 
 describe('GET /v1/users', () => {
   it('answers {users, total, limit, offset}, newest first, with defaults 25/0', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const sequential: any[] = [];
     for (let i = 0; i < 3; i++) sequential.push(await createUser(fresh));
     const first = await listUsers(fresh);
@@ -204,7 +172,7 @@ describe('GET /v1/users', () => {
   });
 
   it('search matches within the email, case-insensitively and literally (% and _ are not wildcards)', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const snake = await createUser(fresh, { primary_email: 'snake_case@example.com' });
     const upper = await createUser(fresh, { primary_email: 'UPPER_X@Example.com' });
     const dashed = await createUser(fresh, { primary_email: 'lower-x@example.com' });
@@ -230,7 +198,7 @@ describe('GET /v1/users', () => {
 
 describe('GET, PATCH, DELETE /v1/users/{id}', () => {
   it('reads, updates and deletes a user', async () => {
-    const user = await createUser(app, { primary_email: email() });
+    const user = await createUser(app, { primary_email: uniqueEmail() });
     const got = await app.rest('GET', `/v1/users/${user.id}`);
     expect(got.status).toBe(200);
     expect(got.body.data).toEqual(user);
@@ -282,7 +250,7 @@ describe('GET, PATCH, DELETE /v1/users/{id}', () => {
       { status: 'merged' },
       { status: 'deleted' },
       { merged_into: MISSING },
-      { primary_email: email() },
+      { primary_email: uniqueEmail() },
       { application_id: MISSING },
       { created_at: '2020-01-01T00:00:00.000Z' },
       { nickname: 'x' },
@@ -313,8 +281,8 @@ describe('GET, PATCH, DELETE /v1/users/{id}', () => {
   });
 
   it("another application's user is 404 on GET, PATCH and DELETE and stays unchanged", async () => {
-    const other = await server.createApp();
-    const theirs = await createUser(other, { primary_email: email('theirs'), profile: { keep: true } });
+    const other = await suite.server.createApp();
+    const theirs = await createUser(other, { primary_email: uniqueEmail('theirs'), profile: { keep: true } });
     const notFound = async (res: Promise<RestResponse>) => {
       const r = await res;
       expectError(r, 404, 'not_found');
@@ -336,11 +304,11 @@ describe('GET, PATCH, DELETE /v1/users/{id}', () => {
 
 describe('scopes', () => {
   it('a users:read key may list and read users but not create, update or delete them (403 insufficient_scope)', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const user = await createUser(fresh);
     const secret = await scopedKey(fresh, ['users:read']);
     const auth = { authorization: `Bearer ${secret}` };
-    expectError(await fresh.rest('POST', '/v1/users', { primary_email: email() }, auth), 403, 'insufficient_scope');
+    expectError(await fresh.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, auth), 403, 'insufficient_scope');
     expectError(await fresh.rest('PATCH', `/v1/users/${user.id}`, { status: 'banned' }, auth), 403, 'insufficient_scope');
     expectError(await fresh.rest('DELETE', `/v1/users/${user.id}`, undefined, auth), 403, 'insufficient_scope');
     const other = await createUser(fresh);
@@ -359,20 +327,20 @@ describe('scopes', () => {
   });
 
   it('users:write implies users:read; another scope grants neither', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const writer = { authorization: `Bearer ${await scopedKey(fresh, ['users:write'])}` };
-    expect((await fresh.rest('POST', '/v1/users', { primary_email: email() }, writer)).status).toBe(201);
+    expect((await fresh.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, writer)).status).toBe(201);
     expect((await fresh.rest('GET', '/v1/users', undefined, writer)).status).toBe(200);
     const orgsOnly = { authorization: `Bearer ${await scopedKey(fresh, ['organizations:write'])}` };
     expectError(await fresh.rest('GET', '/v1/users', undefined, orgsOnly), 403, 'insufficient_scope');
-    expectError(await fresh.rest('POST', '/v1/users', { primary_email: email() }, orgsOnly), 403, 'insufficient_scope');
+    expectError(await fresh.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, orgsOnly), 403, 'insufficient_scope');
   });
 });
 
 describe('POST /v1/users/merge (S20)', () => {
   it('200 with the target user; the source is tombstoned with merged_into', async () => {
-    const source = await createUser(app, { primary_email: email('source'), profile: { from: 'source' } });
-    const target = await createUser(app, { primary_email: email('target'), profile: { from: 'target' } });
+    const source = await createUser(app, { primary_email: uniqueEmail('source'), profile: { from: 'source' } });
+    const target = await createUser(app, { primary_email: uniqueEmail('target'), profile: { from: 'target' } });
     const res = await app.rest('POST', '/v1/users/merge', { source_user_id: source.id, target_user_id: target.id });
     expect(res.status).toBe(200);
     expect(res.body.success).toBe(true);
@@ -393,7 +361,7 @@ describe('POST /v1/users/merge (S20)', () => {
   });
 
   it("moves the source's memberships to the target, except where the target already is a member", async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const source = await createUser(fresh);
     const target = await createUser(fresh);
     const bystander = await createUser(fresh);
@@ -451,7 +419,7 @@ describe('POST /v1/users/merge (S20)', () => {
   });
 
   it('404 when either user is missing or belongs to another application; nothing changes', async () => {
-    const other = await server.createApp();
+    const other = await suite.server.createApp();
     const mine = await createUser(app);
     const mine2 = await createUser(app);
     const theirs = await createUser(other);
@@ -497,7 +465,7 @@ describe('POST /v1/users/merge (S20)', () => {
 
 describe('through the SDK (tRPC)', () => {
   it('creates, lists, reads, updates, merges and deletes users', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const { sdk } = fresh;
     const a = await sdk.users.create({ primary_email: '  Sdk.User@Example.com ', profile: { via: 'sdk' } });
     expect(a).toEqual({
@@ -534,7 +502,7 @@ describe('through the SDK (tRPC)', () => {
   });
 
   it('fails with GatehouseError carrying the same code and status as REST', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const { sdk } = fresh;
     const user = await sdk.users.create({ primary_email: 'dup@example.com' });
     const dup = await sdk.users.create({ primary_email: 'DUP@example.com' }).catch((e: unknown) => e);
@@ -559,7 +527,7 @@ describe('through the SDK (tRPC)', () => {
 
 describe('races', () => {
   it('20 concurrent creates of one email: exactly one 201, nineteen 409 email_taken, one user', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     const address = 'race@example.com';
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
@@ -582,7 +550,7 @@ describe('races', () => {
   });
 
   it('concurrent merges A→B and B→A: exactly one wins, the other is 422 user_merged, no cycle', async () => {
-    const fresh = await server.createApp();
+    const fresh = await suite.server.createApp();
     for (let round = 0; round < 8; round++) {
       const [a, b] = await Promise.all([createUser(fresh), createUser(fresh)]);
       const [ab, ba] = await Promise.all([

@@ -73,3 +73,10 @@ export interface ErrorBody {
   message: string;
   details?: ErrorDetail[];
 }
+
+/** The sign-in errors several capabilities share (CONTRACT §1, §4). */
+export const invalidPendingToken = (): AppError =>
+  new AppError('invalid_pending_token', 'The pending token or state is invalid, expired or already used');
+export const assertionFailed = (): AppError => new AppError('assertion_failed', 'The credential or code is not valid');
+export const stepUpRequired = (): AppError =>
+  new AppError('step_up_required', 'This needs a session at aal 2: sign in again with your second factor');

@@ -1,4 +1,10 @@
 import type { AppRouter } from '@gatehouse/api';
+import {
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+  startAuthentication,
+  startRegistration,
+} from '@simplewebauthn/browser';
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { decodeJwt } from 'jose';
 import { GatehouseError } from './errors.ts';
@@ -14,10 +20,30 @@ export type MagicLinkStarted = AuthOutputs['magicLink']['start'];
 /** One of the signed-in user's sessions, as `sessions.list()` answers it. */
 export type UserSession = AuthOutputs['sessions']['list'][number];
 export type CurrentUser = AuthOutputs['me']['get'];
+/** A passkey as its owner sees it (never its key material). */
+export type Passkey = AuthOutputs['passkeys']['list'][number];
+/** A second factor other than a passkey: an authenticator app (`totp`) or a set of backup codes (`backup_code`). */
+export type MfaFactor = AuthOutputs['mfa']['factors']['list'][number];
+/** The seed of a new authenticator app, shown once; it counts after `mfa.confirmTotp`. */
+export type TotpEnrollment = AuthOutputs['mfa']['totp']['enroll'];
+/** Ten one-time codes, shown once; a new set voids the previous one. */
+export type BackupCodes = AuthOutputs['mfa']['backupCodes']['create'];
+export type Deleted = AuthOutputs['sessions']['revoke'];
 export type StartMagicLinkInput = AuthInputs['magicLink']['start'];
 export type VerifyMagicLinkInput = AuthInputs['magicLink']['verify'];
 export type AcceptConsentInput = AuthInputs['consent']['accept'];
 export type UpdateMeInput = AuthInputs['me']['update'];
+export type RegisterPasskeyInput = Pick<AuthInputs['passkeys']['register']['finish'], 'name'>;
+export type EnrollTotpInput = NonNullable<AuthInputs['mfa']['totp']['enroll']>;
+export type ConfirmTotpInput = AuthInputs['mfa']['totp']['confirm'];
+type AuthenticationCeremony = AuthOutputs['passkeys']['signIn']['start'];
+type RegistrationCeremony = AuthOutputs['passkeys']['register']['start'];
+
+/** The browser's half of the passkey ceremonies, with the signatures of @simplewebauthn/browser's functions. */
+export interface WebAuthnCeremonies {
+  startRegistration: typeof startRegistration;
+  startAuthentication: typeof startAuthentication;
+}
 
 /** Where the refresh token lives between page loads. Both methods are synchronous (e.g. over `localStorage`). */
 export interface TokenStorage {
@@ -60,6 +86,12 @@ export interface GatehouseClientOptions {
    * the server treats as theft and answers by revoking the session.
    */
   lock?: <T>(run: () => Promise<T>) => Promise<T>;
+  /**
+   * Creates and uses passkeys (`navigator.credentials.create()`/`get()`). Default: @simplewebauthn/browser's
+   * `startRegistration`/`startAuthentication`; pass another implementation where there is no browser WebAuthn
+   * (React Native, tests).
+   */
+  webauthn?: WebAuthnCeremonies;
 }
 
 export interface GatehouseBrowserClient {
@@ -80,7 +112,42 @@ export interface GatehouseBrowserClient {
   sessions: {
     list(): Promise<UserSession[]>;
     /** Revokes one of the user's sessions; revoking the current one signs this client out. */
-    revoke(id: string): Promise<{ id: string; deleted: true }>;
+    revoke(id: string): Promise<Deleted>;
+  };
+  /** The current session as the server sees it: `aal`, and `mfa_enrollment_required` (time to offer `mfa.enrollTotp`). */
+  session(): Promise<UserSession>;
+  /**
+   * Passkeys. A ceremony the browser refuses (the person cancels, no matching passkey) rejects with
+   * @simplewebauthn/browser's error, not a `GatehouseError`: nothing was sent to the server.
+   */
+  passkeys: {
+    /** Signed in: creates a passkey on this device and registers it. Needs aal 2 once the user has a second factor. */
+    register(input?: RegisterPasskeyInput): Promise<Passkey>;
+    /** Signs in with a passkey (a first factor at aal 2); when the result is `complete`, the client keeps its tokens. */
+    signIn(): Promise<SignInResult>;
+    list(): Promise<Passkey[]>;
+    /** Needs aal 2 (`step_up_required` otherwise). */
+    remove(id: string): Promise<Deleted>;
+  };
+  /**
+   * Second factors. A sign-in that answers `mfa_required` continues with one of `result.mfa.methods` and its pending
+   * token; when the result is `complete`, the client keeps its tokens (at aal 2). Adding a factor, like adding a
+   * passkey, needs aal 2 once the user has one (`step_up_required` otherwise).
+   */
+  mfa: {
+    passkey(pendingToken: string): Promise<SignInResult>;
+    totp(pendingToken: string, code: string): Promise<SignInResult>;
+    backupCode(pendingToken: string, code: string): Promise<SignInResult>;
+    /** Signed in: starts enrolling an authenticator app; show `otpauth_uri` as a QR code, then `confirmTotp`. */
+    enrollTotp(input?: EnrollTotpInput): Promise<TotpEnrollment>;
+    /** Confirms an enrollment with the app's first code; from then on sign-ins ask for a second factor. */
+    confirmTotp(input: ConfirmTotpInput): Promise<MfaFactor>;
+    createBackupCodes(): Promise<BackupCodes>;
+    factors: {
+      list(): Promise<MfaFactor[]>;
+      /** Needs aal 2 (`step_up_required` otherwise). */
+      remove(id: string): Promise<Deleted>;
+    };
   };
   /** Makes an organization the session's active one (`null`: none); the new access token carries `org`/`org_role`. */
   switchOrganization(organizationId: string | null): Promise<ClientSession>;
@@ -118,6 +185,7 @@ interface HeldAccess {
  */
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseBrowserClient {
   const now = options.now ?? Date.now;
+  const webauthn = options.webauthn ?? { startRegistration, startAuthentication };
   const call = createTransport({
     baseUrl: options.baseUrl,
     fetch: options.fetch,
@@ -247,6 +315,15 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     }
   };
 
+  /** A passkey assertion, as first or second factor: `start` (with `input`), the browser's get(), then `finish`. */
+  const assertion = async (start: ProcedurePath, finish: ProcedurePath, input?: unknown): Promise<SignInResult> => {
+    const { options: requestOptions, state } = await call<AuthenticationCeremony>(start, input);
+    // The server's schema types WebAuthn's enums as plain strings; the values are WebAuthn's own.
+    const optionsJSON = requestOptions as PublicKeyCredentialRequestOptionsJSON;
+    const credential = await webauthn.startAuthentication({ optionsJSON });
+    return signedIn(await call<SignInResult>(finish, { credential, state }));
+  };
+
   return {
     magicLink: {
       start: (input) => call<MagicLinkStarted>('auth.magicLink.start', input),
@@ -274,9 +351,37 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     sessions: {
       list: () => authed<UserSession[]>('auth.sessions.list', undefined),
       async revoke(id) {
-        const result = await authed<{ id: string; deleted: true }>('auth.sessions.revoke', { id });
+        const result = await authed<Deleted>('auth.sessions.revoke', { id });
         if (access?.session.session_id === id) clear();
         return result;
+      },
+    },
+    session: () => authed<UserSession>('auth.session.get', undefined),
+    passkeys: {
+      async register(input) {
+        const { options: creationOptions, state } = await authed<RegistrationCeremony>('auth.passkeys.register.start', undefined);
+        // As in `assertion`: plain strings on the server's side, WebAuthn's values.
+        const optionsJSON = creationOptions as PublicKeyCredentialCreationOptionsJSON;
+        const credential = await webauthn.startRegistration({ optionsJSON });
+        return authed<Passkey>('auth.passkeys.register.finish', { credential, state, name: input?.name });
+      },
+      signIn: () => assertion('auth.passkeys.signIn.start', 'auth.passkeys.signIn.finish'),
+      list: () => authed<Passkey[]>('auth.passkeys.list', undefined),
+      remove: (id) => authed<Deleted>('auth.passkeys.delete', { id }),
+    },
+    mfa: {
+      passkey: (pendingToken) =>
+        assertion('auth.passkeys.mfa.start', 'auth.passkeys.mfa.finish', { pending_token: pendingToken }),
+      totp: async (pendingToken, code) =>
+        signedIn(await call<SignInResult>('auth.mfa.totp.verify', { pending_token: pendingToken, code })),
+      backupCode: async (pendingToken, code) =>
+        signedIn(await call<SignInResult>('auth.mfa.backupCodes.verify', { pending_token: pendingToken, code })),
+      enrollTotp: (input) => authed<TotpEnrollment>('auth.mfa.totp.enroll', input),
+      confirmTotp: (input) => authed<MfaFactor>('auth.mfa.totp.confirm', input),
+      createBackupCodes: () => authed<BackupCodes>('auth.mfa.backupCodes.create', undefined),
+      factors: {
+        list: () => authed<MfaFactor[]>('auth.mfa.factors.list', undefined),
+        remove: (id) => authed<Deleted>('auth.mfa.factors.delete', { id }),
       },
     },
     // The server rotates the refresh token here too, so this is a rotation like a refresh: exclusive.

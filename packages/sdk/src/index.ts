@@ -4,19 +4,28 @@ import { createTransport, type ProcedurePath } from './transport.ts';
 
 export {
   type AcceptConsentInput,
+  type BackupCodes,
   type ClientSession,
+  type ConfirmTotpInput,
   type CurrentUser,
   createGatehouseClient,
+  type Deleted,
+  type EnrollTotpInput,
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
   type MagicLinkStarted,
+  type MfaFactor,
+  type Passkey,
+  type RegisterPasskeyInput,
   type SignInResult,
   type StartMagicLinkInput,
   type TokenStorage,
   type Tokens,
+  type TotpEnrollment,
   type UpdateMeInput,
   type UserSession,
   type VerifyMagicLinkInput,
+  type WebAuthnCeremonies,
 } from './client.ts';
 export { GatehouseError, type GatehouseErrorDetail } from './errors.ts';
 export { type AccessTokenClaims, type VerifyTokenOptions, verifyToken } from './verify.ts';
@@ -36,6 +45,8 @@ type Outputs = inferRouterOutputs<AppRouter>;
 export type Application = Outputs['applications']['get'];
 export type ApiKey = Outputs['apiKeys']['list'][number];
 export type User = Outputs['users']['get'];
+/** A user's passkey or second factor, as support sees it (`users.factors.list`). */
+export type UserFactor = Outputs['users']['factors']['list'][number];
 export type Organization = Outputs['organizations']['get'];
 export type OrganizationMember = Outputs['organizations']['members']['add'];
 export type Event = Outputs['events']['list']['events'][number];

@@ -1,8 +1,9 @@
-import type { User } from '@gatehouse/sdk';
+import type { GatehouseClient, User, UserFactor } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { pageInput, parseInteger, parseJsonObject } from '../args.ts';
+import { confirm, mustConfirm } from '../confirm.ts';
 import { secretKeyClient } from '../context.ts';
-import { present } from '../output.ts';
+import { outputMode, present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
 const columns: Column<User>[] = [
@@ -12,6 +13,28 @@ const columns: Column<User>[] = [
   { key: 'status', header: 'STATUS', value: (u) => u.status },
   { key: 'created_at', header: 'CREATED', value: (u) => u.created_at },
 ];
+
+const factorColumns: Column<UserFactor>[] = [
+  { key: 'id', header: 'ID', value: (f) => f.id },
+  { key: 'kind', header: 'KIND', value: (f) => f.kind },
+  { key: 'name', header: 'NAME', value: (f) => f.name },
+  { key: 'created_at', header: 'CREATED', value: (f) => f.created_at },
+  { key: 'last_used_at', header: 'LAST USED', value: (f) => f.last_used_at },
+];
+
+const KIND_LABELS: Record<UserFactor['kind'], string> = {
+  passkey: 'passkey',
+  totp: 'authenticator app (TOTP)',
+  backup_code: 'backup code set',
+};
+
+/** The factor about to be removed, to name it in the question and the result line; undefined when the user has none. */
+async function findFactor(gatehouse: GatehouseClient, user: string, factorId: string): Promise<UserFactor | undefined> {
+  return (await gatehouse.users.factors.list({ id: user })).find((f) => f.id === factorId);
+}
+
+const describeFactor = (factorId: string, factor: UserFactor | undefined): string =>
+  factor ? `${KIND_LABELS[factor.kind]} "${factor.name}" (${factor.id})` : `factor ${factorId}`;
 
 export function registerUsers(program: Command): void {
   const users = program.command('users').description("Manage the application's users");
@@ -80,6 +103,64 @@ export function registerUsers(program: Command): void {
         'Merging the users',
         () => gatehouse.users.merge({ source_user_id: source, target_user_id: target }),
         (user) => recordView(user),
+      );
+    });
+
+  const factors = users
+    .command('factors')
+    .description("List a user's passkeys and second factors, newest first (`users factors remove` removes one)")
+    .usage('[options] <user>')
+    .argument('<user>', 'user id')
+    .addHelpText(
+      'after',
+      '\nKIND is passkey, totp (an authenticator app) or backup_code (a set of backup codes). Secrets are never shown.\n' +
+        'To remove one, e.g. for a lost phone or security key: gatehouse users factors remove <user> <factor-id>',
+    )
+    .action(async (user: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        "Fetching the user's factors",
+        () => gatehouse.users.factors.list({ id: user }),
+        (list) => tableView(factorColumns, list, 'No passkeys or second factors.'),
+      );
+    });
+
+  factors
+    .command('remove')
+    .description('Remove a passkey or second factor (support: a lost device); signs the user out everywhere')
+    .argument('<user>', 'user id')
+    .argument('<factor-id>', 'factor id, from `gatehouse users factors <user>`')
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .addHelpText(
+      'after',
+      '\nEvery session of the user is revoked at once, as with `gatehouse sessions revoke`, and the user is told by\n' +
+        'email when they have an address. There is no undo: the user must sign in again and can then enroll a new\n' +
+        'passkey or factor. On a terminal the CLI asks first; scripts (standard input not a terminal) pass --yes.',
+    )
+    .action(async (user: string, factorId: string, options: { yes?: boolean }, command: Command) => {
+      const ask = mustConfirm(options.yes, 'removing a factor signs the user out everywhere');
+      const gatehouse = await secretKeyClient(command);
+      // The factor is named in the question and in the result line (--json prints only what the API answered).
+      let factor = ask ? await findFactor(gatehouse, user, factorId) : undefined;
+      // A factor the user does not have is not asked about: removing it fails with not_found.
+      if (factor) {
+        const question = `Remove ${describeFactor(factorId, factor)} of user ${user}? It signs them out everywhere.`;
+        if (!(await confirm(question))) throw new Error('cancelled: nothing was removed');
+      }
+      await present(
+        command,
+        'Removing the factor',
+        async () => {
+          if (!ask && outputMode(command) !== 'json') factor = await findFactor(gatehouse, user, factorId);
+          return gatehouse.users.factors.remove({ id: user, factor_id: factorId });
+        },
+        (removed) => ({
+          kind: 'message',
+          text:
+            `Removed ${describeFactor(removed.id, factor)} of user ${user}; revoked ${removed.revoked_sessions} ` +
+            `session${removed.revoked_sessions === 1 ? '' : 's'} (signed out everywhere)`,
+        }),
       );
     });
 }

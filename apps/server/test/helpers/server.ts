@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { type DatabaseConfig, openPglite } from '@gatehouse/api';
-import { createGatehouse, type GatehouseClient } from '@gatehouse/sdk';
+import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehouse/sdk';
 import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
 
@@ -57,6 +57,21 @@ export function expectError(res: RestResponse, status: number, code: string, lab
   expect(res.body.data, label).toBeNull();
   expect(res.body.error.code, label).toBe(code);
 }
+
+/** Asserts a success answer (the body in the message when the status differs) and answers its `data`. */
+export async function ok<T = any>(res: Promise<RestResponse<T>> | RestResponse<T>, status = 200): Promise<T> {
+  const r = await res;
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  expect(r.body.success).toBe(true);
+  return r.body.data;
+}
+
+/**
+ * SQL straight on the server's database: to look at what is stored, or to simulate time passing (expiry is judged by
+ * the database clock).
+ */
+export const sql = <T = Record<string, any>>(server: TestServer, query: string, params: unknown[] = []) =>
+  server.server.orm.em.fork().getConnection().execute<T[]>(query, params);
 
 export async function rawRequest(
   url: string,
@@ -139,3 +154,15 @@ export async function startServer(options: { baseUrl?: string; smtpUrl?: string;
     },
   };
 }
+
+/** The `GatehouseError` an SDK call rejects with (and a failure when it resolves instead). */
+export const rejection = (promise: Promise<unknown>): Promise<GatehouseError> =>
+  promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: unknown) => {
+      expect(error).toBeInstanceOf(GatehouseError);
+      return error as GatehouseError;
+    },
+  );

@@ -6,11 +6,13 @@ import { MessageEntity } from '../modules/messages/message.entity.ts';
 import { MfaBackupCodeEntity, MfaFactorEntity } from '../modules/mfa/mfa-factor.entity.ts';
 import { MembershipEntity } from '../modules/organizations/membership.entity.ts';
 import { OrganizationEntity } from '../modules/organizations/organization.entity.ts';
+import { WebauthnChallengeEntity } from '../modules/passkeys/webauthn-challenge.entity.ts';
 import { RefreshTokenEntity, SessionEntity } from '../modules/sessions/session.entity.ts';
 import { MagicLinkEntity } from '../modules/sign-in/magic-link/magic-link.entity.ts';
 import { PendingTokenEntity } from '../modules/sign-in/pending-token.entity.ts';
 import { SigningKeyEntity } from '../modules/signing-keys/signing-key.entity.ts';
 import { TemplateOverrideEntity } from '../modules/templates/template.entity.ts';
+import { IdentityEntity } from '../modules/users/identity.entity.ts';
 import { UserEntity } from '../modules/users/user.entity.ts';
 import { RateLimitEntity } from './rate-limit.entity.ts';
 
@@ -33,4 +35,6 @@ export const entities = [
   RateLimitEntity,
   MfaFactorEntity,
   MfaBackupCodeEntity,
+  IdentityEntity,
+  WebauthnChallengeEntity,
 ];

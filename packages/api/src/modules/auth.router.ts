@@ -3,6 +3,7 @@ import { DeletedSchema, IdParamSchema } from '../lib/schemas.ts';
 import { endUserProcedure, router, signedInProcedure } from '../trpc.ts';
 import { acceptConsent } from './consent/consent.service.ts';
 import { mfaRouter } from './mfa/mfa.router.ts';
+import { passkeysRouter } from './passkeys/passkeys.router.ts';
 import { RefreshInputSchema, SessionSchema, SwitchOrganizationInputSchema, TokensSchema } from './sessions/sessions.schema.ts';
 import {
   getCurrentSession,
@@ -20,7 +21,7 @@ import {
 import { startMagicLink, verifyMagicLink } from './sign-in/magic-link/magic-link.service.ts';
 import { AcceptConsentInputSchema, SignInResultSchema } from './sign-in/sign-in.schema.ts';
 import { getMe, updateMe } from './users/me.service.ts';
-import { UpdateMeInputSchema, UserSchema } from './users/users.schema.ts';
+import { CurrentUserSchema, UpdateMeInputSchema } from './users/users.schema.ts';
 
 /** The end-user surface (ES): sign-in steps, tokens, the current user and their sessions. */
 const tags = ['End-user sign-in'];
@@ -68,12 +69,12 @@ export const authRouter = router({
     get: signedInProcedure
       .meta({ openapi: { method: 'GET', path: '/v1/auth/me', tags, summary: 'The signed-in user' } })
       .input(none)
-      .output(UserSchema)
+      .output(CurrentUserSchema)
       .query(({ ctx }) => getMe(ctx)),
     update: signedInProcedure
       .meta({ openapi: { method: 'PATCH', path: '/v1/auth/me', tags, summary: "Update the signed-in user's profile" } })
       .input(UpdateMeInputSchema)
-      .output(UserSchema)
+      .output(CurrentUserSchema)
       .mutation(({ ctx, input }) => updateMe(ctx, input)),
   }),
   sessions: router({
@@ -115,4 +116,5 @@ export const authRouter = router({
       .mutation(({ ctx, input }) => switchOrganization(ctx, input.organization_id)),
   }),
   mfa: mfaRouter,
+  passkeys: passkeysRouter,
 });

@@ -3,6 +3,7 @@ import { Migration20261122053350_sign_in } from './Migration20261122053350_sign_
 import { Migration20261122055611_traffic } from './Migration20261122055611_traffic.ts';
 import { Migration20261122062319_search_indexes } from './Migration20261122062319_search_indexes.ts';
 import { Migration20261122063034_mfa } from './Migration20261122063034_mfa.ts';
+import { Migration20261122075129_passkeys } from './Migration20261122075129_passkeys.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
@@ -11,4 +12,5 @@ export const migrationsList = [
   { name: 'Migration20261122055611_traffic', class: Migration20261122055611_traffic },
   { name: 'Migration20261122062319_search_indexes', class: Migration20261122062319_search_indexes },
   { name: 'Migration20261122063034_mfa', class: Migration20261122063034_mfa },
+  { name: 'Migration20261122075129_passkeys', class: Migration20261122075129_passkeys },
 ];

@@ -23,7 +23,7 @@ export async function missingConsents(em: EntityManager, application: Applicatio
  */
 export async function acceptConsent(ctx: Context, input: { pending_token: string; doc_types?: string[] }) {
   const application = ctx.application!;
-  const peeked = await peekPendingToken(ctx.em, application, input.pending_token, 'consent');
+  const peeked = await peekPendingToken(ctx.em, application, { token: input.pending_token }, 'consent');
   const missing = await missingConsents(ctx.em, application, peeked.user);
   const given = new Set(input.doc_types ?? []);
   const uncovered = missing.filter((d) => !given.has(d.doc_type));
@@ -36,7 +36,7 @@ export async function acceptConsent(ctx: Context, input: { pending_token: string
   }
   const documents = settingsOf(application).consent_documents.filter((d) => given.has(d.doc_type));
   return completeSignIn(ctx, application, async (em) => {
-    const subject = await consumePendingToken(em, application, input.pending_token, 'consent');
+    const subject = await consumePendingToken(em, application, { token: input.pending_token }, 'consent');
     for (const doc of documents) {
       await em.execute(
         `insert into consents (id, application_id, user_id, doc_type, version, accepted_at) values (?, ?, ?, ?, ?, now())

@@ -18,6 +18,7 @@ export const EVENT_TYPES = [
   'session.created',
   'session.revoked',
   'message.created',
+  'passkey.counter_regression',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

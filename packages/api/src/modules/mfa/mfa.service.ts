@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import type { Context, Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { AppError, notFound } from '../../errors.ts';
+import { AppError, assertionFailed, invalidPendingToken, notFound, stepUpRequired } from '../../errors.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
@@ -11,12 +11,12 @@ import type { MfaMethod, SignInResult } from '../sign-in/sign-in.schema.ts';
 import {
   completeSignIn,
   consumePendingToken,
+  type PendingRef,
   peekPendingToken,
   registerSecondFactorSource,
   secondFactorMethods,
 } from '../sign-in/sign-in.service.ts';
-import { sendTemplate } from '../templates/templates.service.ts';
-import type { User } from '../users/user.entity.ts';
+import { sendSecurityNotice } from '../templates/templates.service.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import type { MfaFactorKind, MfaFactorRecord } from './mfa.schema.ts';
 import { MfaBackupCodeEntity, type MfaFactor, MfaFactorEntity } from './mfa-factor.entity.ts';
@@ -48,11 +48,6 @@ const BACKUP_CODE_LENGTH = 10;
 const TOTP_NAME = 'Authenticator app';
 const BACKUP_CODES_NAME = 'Backup codes';
 
-const assertionFailed = () => new AppError('assertion_failed', 'The code is not valid');
-const invalidPendingToken = () => new AppError('invalid_pending_token', 'The pending token is invalid, expired or already used');
-const stepUpRequired = () =>
-  new AppError('step_up_required', 'This needs a session at aal 2: sign in again with your second factor');
-
 export const toFactorRecord = (factor: MfaFactor): MfaFactorRecord => ({
   id: factor.id,
   kind: factor.kind as MfaFactorKind,
@@ -74,17 +69,12 @@ const confirmedFactors = (em: EntityManager, userId: string) =>
  * second-factor check. Every registered source counts (passkeys too), and so does any confirmed factor of ours,
  * even a set of backup codes that is used up.
  */
-async function requireStepUpWhenEnrolled(ctx: Context) {
+export async function requireStepUpWhenEnrolled(ctx: Context) {
   const { session, user } = signedIn(ctx);
   if (session.aal >= 2) return;
   if ((await secondFactorMethods(ctx.em, user)).length || (await confirmedFactors(ctx.em, user.id)).length) {
     throw stepUpRequired();
   }
-}
-
-function notify(ctx: Context, user: User, key: 'mfa_factor_added' | 'mfa_factor_removed', name: string) {
-  if (!user.primaryEmail) return;
-  sendTemplate(ctx.services, ctx.application!, key, user.primaryEmail, { name, occurred_at: new Date().toISOString() });
 }
 
 /** The time step a code belongs to within ±1 step of now, or null. The seed is decrypted only for this check. */
@@ -165,8 +155,8 @@ export async function confirmTotp(ctx: Context, input: { factor_id: string; code
     await clearMfaEnrollmentRequired(em, application.id, user.id);
     return previous;
   });
-  for (const old of replaced) notify(ctx, user, 'mfa_factor_removed', old.name);
-  notify(ctx, user, 'mfa_factor_added', factor.name);
+  for (const old of replaced) sendSecurityNotice(ctx, user, 'mfa_factor_removed', old.name);
+  sendSecurityNotice(ctx, user, 'mfa_factor_added', factor.name);
   return toFactorRecord(factor);
 }
 
@@ -226,7 +216,7 @@ export async function createBackupCodes(ctx: Context) {
     await em.flush();
     await clearMfaEnrollmentRequired(em, application.id, user.id);
   });
-  notify(ctx, user, 'mfa_factor_added', BACKUP_CODES_NAME);
+  sendSecurityNotice(ctx, user, 'mfa_factor_added', BACKUP_CODES_NAME);
   return { codes: [...codes] };
 }
 
@@ -248,7 +238,7 @@ export async function deleteFactor(ctx: Context, id: string) {
   if (session.aal < 2) throw stepUpRequired();
   // The backup codes of a set go with it (foreign key cascade).
   if (!(await ctx.em.nativeDelete(MfaFactorEntity, { id: factor.id }))) throw notFound('Factor');
-  notify(ctx, user, 'mfa_factor_removed', factor.name);
+  sendSecurityNotice(ctx, user, 'mfa_factor_removed', factor.name);
   return { id, deleted: true as const };
 }
 
@@ -282,13 +272,13 @@ async function refundAttempt(ctx: Context, limits: FailureLimit[]) {
  * continues at aal 2; on failure nothing is consumed (the transaction rolls back) but the failure stays counted, and
  * the fifth one kills the token.
  */
-async function secondFactorAttempt(
+export async function secondFactorAttempt(
   ctx: Context,
-  pendingToken: string,
+  ref: PendingRef,
   attempt: (userId: string) => Promise<((em: EntityManager) => Promise<void>) | null>,
 ): Promise<SignInResult> {
   const application = ctx.application!;
-  const pending = await peekPendingToken(ctx.em, application, pendingToken, 'mfa');
+  const pending = await peekPendingToken(ctx.em, application, ref, 'mfa');
   const keys = failureLimits(application.id, pending.user, ctx.ip);
   await countAttempt(ctx, keys);
   const reserved = await ctx.em.execute<Array<{ id: string }>>(
@@ -306,7 +296,7 @@ async function secondFactorAttempt(
     if (!consume) throw assertionFailed();
     const result = await completeSignIn(ctx, application, async (em) => {
       await consume(em);
-      const subject = await consumePendingToken(em, application, pendingToken, 'mfa');
+      const subject = await consumePendingToken(em, application, { id: pending.id }, 'mfa');
       return { ...subject, aal: 2 };
     });
     await refundAttempt(ctx, keys);
@@ -325,7 +315,7 @@ async function secondFactorAttempt(
 
 export function verifyTotp(ctx: Context, input: { pending_token: string; code: string }) {
   const application = ctx.application!;
-  return secondFactorAttempt(ctx, input.pending_token, async (userId) => {
+  return secondFactorAttempt(ctx, { token: input.pending_token }, async (userId) => {
     const factor = await ctx.em.findOne(MfaFactorEntity, {
       application: application.id,
       user: userId,
@@ -342,7 +332,7 @@ export function verifyTotp(ctx: Context, input: { pending_token: string; code: s
 
 export function verifyBackupCode(ctx: Context, input: { pending_token: string; code: string }) {
   const application = ctx.application!;
-  return secondFactorAttempt(ctx, input.pending_token, async (userId) => {
+  return secondFactorAttempt(ctx, { token: input.pending_token }, async (userId) => {
     const canonical = normalizeBackupCode(input.code);
     const set = canonical
       ? await ctx.em.findOne(MfaFactorEntity, {
@@ -396,3 +386,18 @@ registerMergeStep('mfa_factors', async (em, { sourceUserId, targetUserId }) => {
   await em.nativeUpdate(MfaBackupCodeEntity, { user: sourceUserId }, { user: targetUserId });
   await em.nativeUpdate(MfaFactorEntity, { user: sourceUserId }, { user: targetUserId });
 });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Support (secret key): the factors of any user of the application
+
+export async function factorsOfUser(em: EntityManager, userId: string): Promise<MfaFactorRecord[]> {
+  return (await confirmedFactors(em, userId)).map(toFactorRecord);
+}
+
+/** Removes a factor of the user (a set of backup codes with its codes) inside the caller's transaction. */
+export async function removeFactorOfUser(em: EntityManager, userId: string, id: string): Promise<MfaFactorRecord | null> {
+  const factor = await em.findOne(MfaFactorEntity, { id, user: userId });
+  if (!factor) return null;
+  await em.nativeDelete(MfaFactorEntity, { id: factor.id });
+  return toFactorRecord(factor);
+}

@@ -1,6 +1,6 @@
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { AppError } from '../../errors.ts';
+import { AppError, invalidPendingToken } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -10,7 +10,7 @@ import { createSession, issueTokens, type NewSession } from '../sessions/session
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { toUserRecord } from '../users/users.service.ts';
 import { PendingTokenEntity } from './pending-token.entity.ts';
-import type { MfaMethod, SignInResult } from './sign-in.schema.ts';
+import { MFA_METHODS, type MfaMethod, type SignInResult } from './sign-in.schema.ts';
 
 const PENDING_TOKEN_TTL_MS = 10 * 60_000;
 
@@ -35,7 +35,7 @@ export const registerSecondFactorSource = (source: SecondFactorSource) => void s
 export async function secondFactorMethods(em: EntityManager, user: User): Promise<MfaMethod[]> {
   const found = new Set<MfaMethod>();
   for (const source of secondFactorSources) for (const method of await source(em, user)) found.add(method);
-  return [...found];
+  return MFA_METHODS.filter((method) => found.has(method));
 }
 
 /** Follows `merged_into` to the user who now owns a tombstoned user's identities. */
@@ -78,8 +78,9 @@ async function decide(ctx: Context, em: EntityManager, application: Application,
     const token = await pending(em, application, resolved, 'consent');
     return { result: { status: 'consent_required', pending_token: token, consent_documents: missing } };
   }
-  const methods = await secondFactorMethods(em, user);
-  if (methods.length && subject.aal < 2) {
+  // At aal 2 a second factor was just used (or the first factor was one): nothing to ask, nothing to enrol.
+  const methods = subject.aal < 2 ? await secondFactorMethods(em, user) : [];
+  if (methods.length) {
     const token = await pending(em, application, resolved, 'mfa');
     return { result: { status: 'mfa_required', pending_token: token, mfa: { methods, pending_token: token } } };
   }
@@ -88,7 +89,7 @@ async function decide(ctx: Context, em: EntityManager, application: Application,
     aal: subject.aal,
     ip: ctx.ip,
     userAgent: typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined,
-    mfaEnrollmentRequired: settingsOf(application).mfa === 'required' && methods.length === 0,
+    mfaEnrollmentRequired: subject.aal < 2 && settingsOf(application).mfa === 'required' && methods.length === 0,
   });
   return { session, user };
 }
@@ -121,6 +122,10 @@ interface PendingRow {
   first_factor: string;
 }
 
+/** A pending token as the client presents it, or by id when a WebAuthn `state` bound to it was presented instead. */
+export type PendingRef = { token: string } | { id: string };
+const pendingWhere = (ref: PendingRef) => ('token' in ref ? { tokenHash: sha256(ref.token) } : { id: ref.id });
+
 /**
  * Consumes a pending token of the given stage, atomically and once (expiry by the database clock); an unknown,
  * expired, used or wrong-stage token is 401 `invalid_pending_token`.
@@ -128,31 +133,30 @@ interface PendingRow {
 export async function consumePendingToken(
   em: EntityManager,
   application: Application,
-  token: string,
+  ref: PendingRef,
   stage: 'consent' | 'mfa',
 ): Promise<SignInSubject> {
+  const [column, value] = 'token' in ref ? ['token_hash', sha256(ref.token)] : ['id', ref.id];
   const rows = await em.execute<PendingRow[]>(
     `update pending_tokens set consumed_at = now()
-      where token_hash = ? and application_id = ? and stage = ? and consumed_at is null and expires_at > now()
+      where ${column} = ? and application_id = ? and stage = ? and consumed_at is null and expires_at > now()
       returning id, user_id, aal, first_factor`,
-    [sha256(token), application.id, stage],
+    [value, application.id, stage],
   );
   const row = rows[0];
-  if (!row) throw new AppError('invalid_pending_token', 'The pending token is invalid, expired or already used');
+  if (!row) throw invalidPendingToken();
   const user = await em.findOneOrFail(UserEntity, { id: row.user_id });
   return { user, aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor };
 }
 
 /** Reads a live pending token without consuming it (to validate a request before acting on it). */
-export async function peekPendingToken(em: EntityManager, application: Application, token: string, stage: 'consent' | 'mfa') {
+export async function peekPendingToken(em: EntityManager, application: Application, ref: PendingRef, stage: 'consent' | 'mfa') {
   const row = await em.findOne(PendingTokenEntity, {
-    tokenHash: sha256(token),
+    ...pendingWhere(ref),
     application: application.id,
     stage,
     consumedAt: null,
   });
-  if (!row || row.expiresAt.getTime() <= Date.now()) {
-    throw new AppError('invalid_pending_token', 'The pending token is invalid, expired or already used');
-  }
+  if (!row || row.expiresAt.getTime() <= Date.now()) throw invalidPendingToken();
   return row;
 }

@@ -177,6 +177,17 @@ export function sendTemplate(
   });
 }
 
+/** The user's sign-in factors changed (`passkey_added`, `mfa_factor_removed`, …): they are told, if they have an email. */
+export function sendSecurityNotice(
+  ctx: Context,
+  user: { primaryEmail?: string | null },
+  key: 'passkey_added' | 'passkey_removed' | 'mfa_factor_added' | 'mfa_factor_removed',
+  name: string,
+): void {
+  if (!user.primaryEmail) return;
+  sendTemplate(ctx.services, ctx.application!, key, user.primaryEmail, { name, occurred_at: new Date().toISOString() });
+}
+
 export async function deliver(
   services: Services,
   application: Application,

@@ -1,19 +1,24 @@
 import type { Context } from '../../context.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { UserEntity } from './user.entity.ts';
+import { type User, UserEntity } from './user.entity.ts';
 import { toUserRecord } from './users.service.ts';
+
+/** The user as S21 shows them, with what the current session asks of them. */
+const currentUser = (ctx: Context, user: User) => ({
+  ...toUserRecord(user),
+  mfa_enrollment_required: ctx.session!.mfaEnrollmentRequired,
+});
 
 /** S21: the user of the verified session (read together with it: no further query). */
 export async function getMe(ctx: Context) {
-  return toUserRecord(ctx.user!);
+  return currentUser(ctx, ctx.user!);
 }
 
 export async function updateMe(ctx: Context, input: { profile: Record<string, unknown> }) {
   const user = await ctx.em.findOneOrFail(UserEntity, { id: ctx.session!.user });
   user.profile = input.profile;
   user.updatedAt = new Date();
-  const record = toUserRecord(user);
-  recordEvent(ctx.em, user.application, 'user.updated', record);
+  recordEvent(ctx.em, user.application, 'user.updated', toUserRecord(user));
   await ctx.em.flush();
-  return record;
+  return currentUser(ctx, user);
 }

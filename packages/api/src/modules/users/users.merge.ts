@@ -23,3 +23,11 @@ export function registerMergeStep(name: string, step: MergeStep): void {
 export async function runMergeSteps(em: EntityManager, input: MergeInput): Promise<void> {
   for (const step of steps.values()) await step(em, input);
 }
+
+/**
+ * Identities (passkeys; later social and enterprise links) move as they are: their subjects are unique per
+ * application, so nothing can collide. A passkey keeps its user handle, which is how it still finds its user.
+ */
+registerMergeStep('identities', async (em, { sourceUserId, targetUserId }) => {
+  await em.execute('update identities set user_id = ? where user_id = ?', [targetUserId, sourceUserId]);
+});

@@ -1,11 +1,16 @@
+import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router, secretKeyProcedure } from '../../trpc.ts';
 import { RevokedSessionsSchema } from '../sessions/sessions.schema.ts';
+import { listUserFactors, removeUserFactor } from './user-factors.service.ts';
 import {
   CreateUserInputSchema,
   ListUsersInputSchema,
   MergeUsersInputSchema,
+  RemovedFactorSchema,
   UpdateUserInputSchema,
+  UserFactorParamsSchema,
+  UserFactorSchema,
   UserPageSchema,
   UserSchema,
 } from './users.schema.ts';
@@ -57,4 +62,24 @@ export const usersRouter = router({
     .input(MergeUsersInputSchema)
     .output(UserSchema)
     .mutation(({ ctx, input }) => mergeUsers(ctx, input)),
+  factors: router({
+    list: secretKeyProcedure('users:read')
+      .meta({ openapi: { method: 'GET', path: '/v1/users/{id}/factors', tags, summary: "A user's passkeys and second factors" } })
+      .input(IdParamSchema)
+      .output(z.array(UserFactorSchema))
+      .query(({ ctx, input }) => listUserFactors(ctx, input.id)),
+    remove: secretKeyProcedure('users:write')
+      .meta({
+        openapi: {
+          method: 'DELETE',
+          path: '/v1/users/{id}/factors/{factor_id}',
+          tags,
+          summary: 'Remove a passkey or second factor (support)',
+          description: 'Also revokes every session of the user, and tells them by mail.',
+        },
+      })
+      .input(UserFactorParamsSchema)
+      .output(RemovedFactorSchema)
+      .mutation(({ ctx, input }) => removeUserFactor(ctx, input.id, input.factor_id)),
+  }),
 });

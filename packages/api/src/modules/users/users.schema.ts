@@ -24,6 +24,14 @@ export const UserSchema = z
   .meta({ id: 'User' });
 export type UserRecord = z.infer<typeof UserSchema>;
 
+/**
+ * S21: the signed-in user (a User), plus what the current session asks of them: `mfa_enrollment_required` when the
+ * application requires a second factor and the user has none yet — send them to enrol.
+ */
+export const CurrentUserSchema = UserSchema.extend({
+  mfa_enrollment_required: z.boolean().meta({ description: 'The session was opened without a required second factor' }),
+}).meta({ id: 'CurrentUser' });
+
 export const CreateUserInputSchema = z.strictObject({
   primary_email: EmailSchema.optional(),
   email_verified: z.boolean().default(false),
@@ -46,3 +54,25 @@ export const UserPageSchema = pageOf('users', UserSchema).meta({ id: 'UserPage' 
 export const UpdateMeInputSchema = z.strictObject({ profile: ProfileSchema });
 
 export const MergeUsersInputSchema = z.strictObject({ source_user_id: z.uuid(), target_user_id: z.uuid() });
+
+/** A sign-in factor as support sees it: a passkey, an authenticator app or a set of backup codes. */
+export const UserFactorSchema = z
+  .object({
+    id: z.uuid(),
+    kind: z.enum(['passkey', 'totp', 'backup_code']),
+    name: z.string(),
+    created_at: z.iso.datetime(),
+    last_used_at: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'UserFactor' });
+export type UserFactorRecord = z.infer<typeof UserFactorSchema>;
+
+export const UserFactorParamsSchema = z.strictObject({ id: z.uuid(), factor_id: z.uuid() });
+
+export const RemovedFactorSchema = z
+  .object({
+    id: z.uuid(),
+    deleted: z.literal(true),
+    revoked_sessions: z.number().int().meta({ description: 'Sessions of the user ended by the removal' }),
+  })
+  .meta({ id: 'RemovedFactor' });

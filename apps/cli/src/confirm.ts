@@ -1,0 +1,39 @@
+import { createInterface } from 'node:readline/promises';
+import { UsageError } from './errors.ts';
+
+/**
+ * Whether a command that cannot be undone must ask first: not with `--yes`; on a terminal, yes; without one (a script,
+ * a pipe, CI) nobody can answer, so the command refuses and asks for `--yes` instead of hanging or going ahead.
+ */
+export function mustConfirm(yes: boolean | undefined, consequence: string, input: { isTTY?: boolean } = process.stdin) {
+  if (yes) return false;
+  if (!input.isTTY) {
+    throw new UsageError(`${consequence}: pass --yes to confirm (standard input is not a terminal, so the CLI cannot ask)`);
+  }
+  return true;
+}
+
+/**
+ * Asks a yes/no question on stderr (stdout stays for the result). Only `y` or `yes` agrees; Enter, anything else,
+ * end of input (Ctrl-D) and Ctrl-C decline.
+ */
+export async function confirm(
+  question: string,
+  input: NodeJS.ReadableStream = process.stdin,
+  output: NodeJS.WritableStream = process.stderr,
+): Promise<boolean> {
+  const terminal = createInterface({ input, output });
+  const declined = new AbortController();
+  terminal.on('SIGINT', () => declined.abort());
+  terminal.on('close', () => declined.abort());
+  try {
+    const answer = await terminal.question(`${question} [y/N] `, { signal: declined.signal });
+    return /^y(es)?$/i.test(answer.trim());
+  } catch (error) {
+    // Declined by Ctrl-C or Ctrl-D (readline has ended the line).
+    if ((error as Error).name !== 'AbortError') throw error;
+    return false;
+  } finally {
+    terminal.close();
+  }
+}

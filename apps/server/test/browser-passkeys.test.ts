@@ -1,0 +1,243 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { type BrowserContext, type CDPSession, chromium, type JSHandle, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestApp, UUID } from './helpers/server.ts';
+import { endUser, signIn } from './helpers/sign-in.ts';
+import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+
+/**
+ * Passkeys in a real browser: Debian's Chromium, driven by playwright-core over CDP, with a CDP virtual authenticator.
+ * A page served on http://localhost (a secure context, rp id `localhost`) loads @simplewebauthn/browser and calls the
+ * Gatehouse server on another port with fetch, so every call is cross-origin and goes through CORS for real.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  console.warn(
+    `browser-passkeys: ${CHROMIUM} not found, the real-browser passkey test is skipped (CI installs Debian's chromium with apt-get in .ci/run).`,
+  );
+}
+
+/** The browser bundle of @simplewebauthn/browser (UMD: the global `SimpleWebAuthnBrowser`), as the app serves it. */
+const bundlePath = () => {
+  const entry = createRequire(import.meta.url).resolve('@simplewebauthn/browser'); // …/script/index.js
+  return join(dirname(dirname(entry)), 'dist', 'bundle', 'index.umd.min.js');
+};
+
+/** The application's page: the server and application id come in the query string (`?api=…&app=…`). */
+const PAGE = `<!doctype html>
+<meta charset="utf-8">
+<title>Passkeys</title>
+<script src="/simplewebauthn-browser.js"></script>
+<script>
+  const params = new URLSearchParams(location.search);
+  async function call(method, path, body, token) {
+    const headers = { 'x-application-id': params.get('app') };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (token) headers.authorization = 'Bearer ' + token;
+    const res = await fetch(params.get('api') + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: await res.json() };
+  }
+  async function registerPasskey(token, name, algorithms) {
+    const start = await call('POST', '/v1/auth/passkeys/register/start', undefined, token);
+    if (start.status !== 200) return { start };
+    const { options, state } = start.body.data;
+    if (algorithms) options.pubKeyCredParams = options.pubKeyCredParams.filter((p) => algorithms.includes(p.alg));
+    const credential = await SimpleWebAuthnBrowser.startRegistration({ optionsJSON: options });
+    const finish = await call('POST', '/v1/auth/passkeys/register/finish', { credential, state, name }, token);
+    return { start, credential, finish };
+  }
+  async function signInWithPasskey() {
+    const start = await call('POST', '/v1/auth/passkeys/sign-in/start');
+    if (start.status !== 200) return { start };
+    const { options, state } = start.body.data;
+    const credential = await SimpleWebAuthnBrowser.startAuthentication({ optionsJSON: options });
+    const finish = await call('POST', '/v1/auth/passkeys/sign-in/finish', { credential, state });
+    return { start, credential, finish };
+  }
+  window.gatehouse = { call, registerPasskey, signInWithPasskey, supported: SimpleWebAuthnBrowser.browserSupportsWebAuthn() };
+</script>
+`;
+
+interface Answer {
+  status: number;
+  body: { success: boolean; data: any; error: { code: string; message: string } | null };
+}
+interface Ceremony {
+  start: Answer;
+  credential?: { id: string; response: { transports?: string[]; publicKeyAlgorithm?: number; signature?: string } };
+  finish?: Answer;
+}
+interface PageApi {
+  call(method: string, path: string, body?: unknown, token?: string): Promise<Answer>;
+  /** `algorithms`: keep only these COSE algorithms of the server's `pubKeyCredParams` (all when absent). */
+  registerPasskey(token: string, name: string, algorithms?: number[]): Promise<Ceremony>;
+  signInWithPasskey(): Promise<Ceremony>;
+  supported: boolean;
+}
+
+interface VirtualCredential {
+  credentialId: string;
+  isResidentCredential: boolean;
+  rpId: string;
+  userHandle: string;
+  signCount: number;
+}
+
+describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', () => {
+  const suite = serverSuite();
+  let pages: Server;
+  let origin: string;
+  let userDataDir: string;
+  let context: BrowserContext;
+  let page: Page;
+  let gatehouse: JSHandle<PageApi>;
+  let cdp: CDPSession;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    const bundle = await readFile(bundlePath());
+    pages = createServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      if (path === '/') res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+      else if (path === '/simplewebauthn-browser.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle);
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
+    origin = `http://localhost:${(pages.address() as AddressInfo).port}`;
+
+    app = await suite.server.createApp({ name: 'Browser app', allowed_origins: [origin] });
+
+    userDataDir = await mkdtemp(join(tmpdir(), 'gatehouse-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      timeout: 30_000,
+      // Off the network: no background fetches, no QUIC, no component updates (this machine's network is closed).
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    context.setDefaultTimeout(15_000);
+    page = context.pages()[0] ?? (await context.newPage());
+    cdp = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    await page.goto(`${origin}/?${new URLSearchParams({ api: suite.server.url, app: app.id })}`);
+    gatehouse = await page.evaluateHandle(() => (globalThis as unknown as { gatehouse: PageApi }).gatehouse);
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    if (pages) {
+      pages.closeAllConnections();
+      await new Promise<void>((resolve) => pages.close(() => resolve()));
+    }
+  });
+
+  /** A fresh CDP virtual authenticator (a platform one: internal, resident keys, user verification). */
+  async function addAuthenticator() {
+    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+    const credentials = async () =>
+      (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials as VirtualCredential[];
+    return { credentials, remove: () => cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId }) };
+  }
+
+  /**
+   * A user signed in by magic link registers a passkey from the page, then signs in with it alone (discoverable: no
+   * email typed). Asserts each step on the way; answers the sign-in's finish.
+   */
+  async function registerThenSignIn(algorithms?: number[]) {
+    const authenticator = await addAuthenticator();
+    try {
+      expect(await gatehouse.evaluate((g) => g.supported)).toBe(true);
+      const address = uniqueEmail('browser');
+      const { tokens, user } = await signIn(suite.server, suite.smtp, app, address);
+
+      // Registration: the page's start → navigator.credentials.create() → finish.
+      const registration = await gatehouse.evaluate((g, [token, algs]) => g.registerPasskey(token, 'Chromium', algs), [
+        tokens.access_token,
+        algorithms,
+      ] as const);
+      expect(registration.start.status, JSON.stringify(registration.start.body)).toBe(200);
+      expect(registration.start.body.data.options.rp).toEqual({ id: 'localhost', name: 'Browser app' });
+      expect(registration.finish?.status, JSON.stringify(registration.finish?.body)).toBe(201);
+      const passkey = registration.finish!.body.data;
+      expect(passkey).toEqual({
+        id: expect.stringMatching(UUID),
+        name: 'Chromium',
+        aaguid: expect.stringMatching(UUID),
+        transports: registration.credential!.response.transports ?? [],
+        backed_up: expect.any(Boolean),
+        created_at: expect.any(String),
+        last_used_at: null,
+      });
+      await suite.smtp.next(address); // the "passkey added" notice
+
+      // The authenticator now holds one discoverable credential for localhost, whose user handle is the user id.
+      const [stored, ...others] = await authenticator.credentials();
+      expect(others).toEqual([]);
+      expect(stored).toMatchObject({ isResidentCredential: true, rpId: 'localhost' });
+      expect(Buffer.from(stored!.credentialId, 'base64').toString('base64url')).toBe(registration.credential!.id);
+      expect(Buffer.from(stored!.userHandle, 'base64').toString('hex')).toBe(user.id.replaceAll('-', ''));
+
+      const signedIn = await gatehouse.evaluate((g) => g.signInWithPasskey());
+      expect(signedIn.start.status, JSON.stringify(signedIn.start.body)).toBe(200);
+      expect(signedIn.credential!.id).toBe(registration.credential!.id);
+      const [used] = await authenticator.credentials();
+      expect(used!.signCount).toBeGreaterThan(stored!.signCount);
+      return { address, user, passkey, registration, signedIn };
+    } finally {
+      await authenticator.remove();
+    }
+  }
+
+  it('registers a passkey, signs in with it at aal 2, and the token works', { timeout: 60_000 }, async () => {
+    // The server's own offer: Chromium takes the first algorithm it supports (ML-DSA-44, -48, on Chromium 156).
+    const { address, user, passkey, registration, signedIn } = await registerThenSignIn();
+    expect([-48, -8, -7, -257]).toContain(registration.credential!.response.publicKeyAlgorithm);
+    expect(signedIn.finish?.status, JSON.stringify(signedIn.finish?.body)).toBe(200);
+    const result = signedIn.finish!.body.data;
+    expect(result.status).toBe('complete');
+    expect(result.tokens.aal).toBe(2);
+    expect(result.user.id).toBe(user.id);
+
+    // The browser's token lists the passkey (from the page, through CORS) and works on /v1/auth/me.
+    const token: string = result.tokens.access_token;
+    const listed = await gatehouse.evaluate((g, t) => g.call('GET', '/v1/auth/passkeys', undefined, t), token);
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.data).toEqual([{ ...passkey, last_used_at: expect.any(String) }]);
+    const me = await endUser(app, 'GET', '/v1/auth/me', undefined, token);
+    expect(me.status, JSON.stringify(me.body)).toBe(200);
+    expect(me.body.data).toMatchObject({ id: user.id, primary_email: address });
+  });
+
+  it('a passkey on ES256 (the most common algorithm) signs in too', { timeout: 60_000 }, async () => {
+    const { registration, signedIn } = await registerThenSignIn([-7]);
+    expect(registration.credential!.response.publicKeyAlgorithm).toBe(-7);
+    expect(signedIn.finish?.status, JSON.stringify(signedIn.finish?.body)).toBe(200);
+    expect(signedIn.finish!.body.data).toMatchObject({ status: 'complete', tokens: { aal: 2 } });
+  });
+});
