@@ -5,16 +5,20 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { GatehouseBrowserClient, SignInResult } from '@gatehouse/sdk/client';
+import { build } from 'esbuild';
 import { type BrowserContext, type CDPSession, chromium, type JSHandle, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, UUID } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
+import { linkIn } from './helpers/smtp.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
 /**
  * Passkeys in a real browser: Debian's Chromium, driven by playwright-core over CDP, with a CDP virtual authenticator.
  * A page served on http://localhost (a secure context, rp id `localhost`) loads @simplewebauthn/browser and calls the
- * Gatehouse server on another port with fetch, so every call is cross-origin and goes through CORS for real.
+ * Gatehouse server on another port with fetch, so every call is cross-origin and goes through CORS for real. A second
+ * page does the same through the SDK's browser client, bundled for the browser as an app would ship it.
  */
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
@@ -29,6 +33,24 @@ const bundlePath = () => {
   const entry = createRequire(import.meta.url).resolve('@simplewebauthn/browser'); // …/script/index.js
   return join(dirname(dirname(entry)), 'dist', 'bundle', 'index.umd.min.js');
 };
+
+/**
+ * The SDK's browser client as an app ships it: `@gatehouse/sdk/client` bundled for the browser by esbuild (the global
+ * `Gatehouse`), WebAuthn through its default, @simplewebauthn/browser.
+ */
+async function sdkBundle() {
+  const { outputFiles } = await build({
+    stdin: { contents: "export { createGatehouseClient } from '@gatehouse/sdk/client';", resolveDir: import.meta.dirname },
+    bundle: true,
+    write: false,
+    format: 'iife',
+    globalName: 'Gatehouse',
+    platform: 'browser',
+    target: 'chrome120',
+    logLevel: 'silent',
+  });
+  return outputFiles[0]!.contents;
+}
 
 /** The application's page: the server and application id come in the query string (`?api=…&app=…`). */
 const PAGE = `<!doctype html>
@@ -65,6 +87,17 @@ const PAGE = `<!doctype html>
 </script>
 `;
 
+/** A page of an app built on the SDK: `window.client()` makes a browser client (a fresh page load: no session). */
+const SDK_PAGE = `<!doctype html>
+<meta charset="utf-8">
+<title>Passkeys through the SDK</title>
+<script src="/gatehouse-sdk.js"></script>
+<script>
+  const params = new URLSearchParams(location.search);
+  window.client = () => Gatehouse.createGatehouseClient({ baseUrl: params.get('api'), applicationId: params.get('app') });
+</script>
+`;
+
 interface Answer {
   status: number;
   body: { success: boolean; data: any; error: { code: string; message: string } | null };
@@ -80,6 +113,12 @@ interface PageApi {
   registerPasskey(token: string, name: string, algorithms?: number[]): Promise<Ceremony>;
   signInWithPasskey(): Promise<Ceremony>;
   supported: boolean;
+}
+
+/** The SDK page's globals: `client()` is a fresh page load's client; the test keeps the current one in `auth`. */
+interface SdkPage {
+  client(): GatehouseBrowserClient;
+  auth: GatehouseBrowserClient;
 }
 
 interface VirtualCredential {
@@ -102,11 +141,16 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
   let app: TestApp;
 
   beforeAll(async () => {
-    const bundle = await readFile(bundlePath());
+    const [bundle, sdk] = await Promise.all([readFile(bundlePath()), sdkBundle()]);
+    const files: Record<string, [string, string | Uint8Array]> = {
+      '/': ['text/html; charset=utf-8', PAGE],
+      '/simplewebauthn-browser.js': ['text/javascript', bundle],
+      '/sdk': ['text/html; charset=utf-8', SDK_PAGE],
+      '/gatehouse-sdk.js': ['text/javascript', sdk],
+    };
     pages = createServer((req, res) => {
-      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-      if (path === '/') res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
-      else if (path === '/simplewebauthn-browser.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle);
+      const file = files[new URL(req.url ?? '/', 'http://localhost').pathname];
+      if (file) res.writeHead(200, { 'content-type': file[0] }).end(file[1]);
       else res.writeHead(404).end();
     });
     await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
@@ -148,9 +192,9 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
     }
   });
 
-  /** A fresh CDP virtual authenticator (a platform one: internal, resident keys, user verification). */
-  async function addAuthenticator() {
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+  /** A fresh CDP virtual authenticator (a platform one: internal, resident keys, user verification) on a page. */
+  async function addAuthenticator(session = cdp) {
+    const { authenticatorId } = await session.send('WebAuthn.addVirtualAuthenticator', {
       options: {
         protocol: 'ctap2',
         transport: 'internal',
@@ -161,8 +205,8 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
       },
     });
     const credentials = async () =>
-      (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials as VirtualCredential[];
-    return { credentials, remove: () => cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId }) };
+      (await session.send('WebAuthn.getCredentials', { authenticatorId })).credentials as VirtualCredential[];
+    return { credentials, remove: () => session.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId }) };
   }
 
   /**
@@ -239,5 +283,77 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
     expect(registration.credential!.response.publicKeyAlgorithm).toBe(-7);
     expect(signedIn.finish?.status, JSON.stringify(signedIn.finish?.body)).toBe(200);
     expect(signedIn.finish!.body.data).toMatchObject({ status: 'complete', tokens: { aal: 2 } });
+  });
+  it('the SDK browser client, bundled as an app ships it: passkeys.register, passkeys.signIn, mfa.passkey, remove', {
+    timeout: 60_000,
+  }, async () => {
+    const tab = await context.newPage();
+    const tabCdp = await context.newCDPSession(tab);
+    await tabCdp.send('WebAuthn.enable');
+    const authenticator = await addAuthenticator(tabCdp);
+    try {
+      await tab.goto(`${origin}/sdk?${new URLSearchParams({ api: suite.server.url, app: app.id })}`);
+      const sdk = await tab.evaluateHandle(() => globalThis as unknown as SdkPage);
+      const address = uniqueEmail('browser-sdk');
+      /** magicLink.start on the page, the link from the mail (as the person clicks it), magicLink.verify on the page. */
+      const magicLink = async (): Promise<SignInResult> => {
+        await sdk.evaluate((g, email) => {
+          g.auth = g.client();
+          return g.auth.magicLink.start({ email });
+        }, address);
+        const mail = await suite.smtp.next(address);
+        expect(mail.subject).toMatch(/^Your sign-in link/);
+        const token = linkIn(mail).searchParams.get('token')!;
+        return sdk.evaluate((g, t) => g.auth.magicLink.verify({ token: t }), token);
+      };
+
+      const first = await magicLink();
+      if (first.status !== 'complete') throw new Error(`expected complete, got ${first.status}`);
+      expect(first.tokens.aal).toBe(1);
+      const passkey = await sdk.evaluate((g) => g.auth.passkeys.register({ name: 'Chromium (SDK)' }));
+      expect(passkey).toMatchObject({ id: expect.stringMatching(UUID), name: 'Chromium (SDK)', last_used_at: null });
+      expect((await suite.smtp.next(address)).subject).toMatch(/^A passkey was added/);
+      expect(await authenticator.credentials()).toHaveLength(1);
+
+      // Another page load (no session): the passkey alone signs in at aal 2, and the client keeps the session.
+      const signedIn = await sdk.evaluate(async (g) => {
+        g.auth = g.client();
+        const result = await g.auth.passkeys.signIn();
+        return { result, me: await g.auth.me(), session: g.auth.getSession() };
+      });
+      if (signedIn.result.status !== 'complete') throw new Error(`expected complete, got ${signedIn.result.status}`);
+      expect(signedIn.result).toMatchObject({ tokens: { aal: 2 }, user: { id: first.user.id } });
+      expect(signedIn.me).toMatchObject({ id: first.user.id, primary_email: address, mfa_enrollment_required: false });
+      const { session_id } = signedIn.result.tokens;
+      expect(signedIn.session).toMatchObject({ aal: 2, user_id: first.user.id, session_id });
+
+      // The passkey is now the user's second factor: a magic link stops at mfa_required, mfa.passkey completes it.
+      const pending = await magicLink();
+      if (pending.status !== 'mfa_required') throw new Error(`expected mfa_required, got ${pending.status}`);
+      expect(pending.mfa.methods).toEqual(['passkey']);
+      const stepped = await sdk.evaluate((g, t) => g.auth.mfa.passkey(t), pending.pending_token);
+      expect(stepped).toMatchObject({ status: 'complete', tokens: { aal: 2 }, user: { id: first.user.id } });
+
+      // At aal 2 the passkey is removed; the authenticator still holds the credential, and the server refuses it.
+      expect(await sdk.evaluate((g, id) => g.auth.passkeys.remove(id), passkey.id)).toEqual({ id: passkey.id, deleted: true });
+      expect((await suite.smtp.next(address)).subject).toMatch(/^A passkey was removed/);
+      const refused = await sdk.evaluate((g) =>
+        g
+          .client()
+          .passkeys.signIn()
+          .then(
+            () => null,
+            (error: { name: string; code: string; status: number }) => ({
+              name: error.name,
+              code: error.code,
+              status: error.status,
+            }),
+          ),
+      );
+      expect(refused).toEqual({ name: 'GatehouseError', code: 'assertion_failed', status: 401 });
+    } finally {
+      await authenticator.remove();
+      await tab.close();
+    }
   });
 });
