@@ -1,5 +1,5 @@
-import { describe, expect, inject, it } from 'vitest';
-import { expectError, type RestResponse, rawRequest, sql, startServer, type TestApp } from './helpers/server.ts';
+import { describe, expect, it } from 'vitest';
+import { acrossServers, expectError, type RestResponse, sql, type TestApp } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -158,19 +158,12 @@ describe('POST /v1/auth/consent/accept', () => {
     expect(JSON.stringify(rows)).not.toContain(pending.slice(3));
   });
 
-  it('20 concurrent accepts of one pending token: exactly one 200, one session, one record per document', async () => {
+  it('20 concurrent accepts of one pending token (over two servers on PostgreSQL): one 200, one session, one record per document', async () => {
     const app = await appWithDocuments();
     const pending = await consentRequired(app, uniqueEmail('race'), [TERMS, PRIVACY]);
-    // On PostgreSQL, over two server processes sharing the database (SECURITY 3); PGlite belongs to one process.
-    const peer = inject('databaseUrl') ? await startServer({ smtpUrl: suite.smtp.url }) : suite.server;
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        rawRequest((i % 2 ? peer : suite.server).url, 'POST', '/v1/auth/consent/accept', {
-          body: { pending_token: pending, doc_types: ['terms', 'privacy'] },
-          headers: { 'x-application-id': app.id },
-        }),
-      ),
-    ).finally(() => (peer === suite.server ? undefined : peer.close()));
+    const results = await acrossServers(suite.server, 20, (server) =>
+      endUser(app.via(server), 'POST', '/v1/auth/consent/accept', { pending_token: pending, doc_types: ['terms', 'privacy'] }),
+    );
     const ok = results.filter((r) => r.status === 200);
     expect(ok, JSON.stringify(results.map((r) => r.status))).toHaveLength(1);
     const { user } = expectComplete(ok[0]!);

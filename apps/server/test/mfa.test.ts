@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { Secret, TOTP } from 'otpauth';
 import { describe, expect, it } from 'vitest';
-import { expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
+import { acrossServers, expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
 import { beginSignIn, endUser, type SignInResult, signIn } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
@@ -204,7 +204,7 @@ describe('TOTP', () => {
     expectError(await verifyTotp(app, last, codeAt(secret)), 401, 'assertion_failed', 'an earlier step');
   });
 
-  it('20 concurrent uses of one code (on 20 pending sign-ins): exactly one succeeds', async () => {
+  it('20 concurrent uses of one code (on 20 pending sign-ins, over two servers on PostgreSQL): exactly one succeeds', async () => {
     const app = await suite.server.createApp({
       settings: { rate_limits: { magic_link_per_email: 100, magic_link_per_address: 1000, window_s: 900 } },
     });
@@ -214,7 +214,7 @@ describe('TOTP', () => {
     const pendings: string[] = [];
     for (let i = 0; i < 20; i++) pendings.push(await mfaRequired(app, address, ['totp']));
     const code = codeAt(secret, STEP_MS);
-    const results = await Promise.all(pendings.map((pending) => verifyTotp(app, pending, code)));
+    const results = await acrossServers(suite.server, 20, (server, i) => verifyTotp(app.via(server), pendings[i]!, code));
     const winners = results.filter((r) => r.status === 200);
     expect(winners.length, results.map((r) => r.status).join(',')).toBe(1);
     expectAal2(winners[0]!);
@@ -344,7 +344,7 @@ describe('backup codes', () => {
     expect(result.status).toBe('complete');
   });
 
-  it('20 concurrent uses of one code: exactly one succeeds', async () => {
+  it('20 concurrent uses of one code (over two servers on PostgreSQL): exactly one succeeds', async () => {
     const app = await suite.server.createApp({
       settings: { rate_limits: { magic_link_per_email: 100, magic_link_per_address: 1000, window_s: 900 } },
     });
@@ -354,7 +354,9 @@ describe('backup codes', () => {
     await expectNotice(address, 'added', 'Backup codes');
     const pendings: string[] = [];
     for (let i = 0; i < 20; i++) pendings.push(await mfaRequired(app, address, ['backup_code']));
-    const results = await Promise.all(pendings.map((pending) => verifyBackupCode(app, pending, codes[0]!)));
+    const results = await acrossServers(suite.server, 20, (server, i) =>
+      verifyBackupCode(app.via(server), pendings[i]!, codes[0]!),
+    );
     const winners = results.filter((r) => r.status === 200);
     expect(winners.length, results.map((r) => r.status).join(',')).toBe(1);
     expectAal2(winners[0]!);
@@ -368,7 +370,7 @@ describe('backup codes', () => {
     const { codes } = await ok<{ codes: string[] }>(backupCodes(app, tokens.access_token), 201);
     await expectNotice(address, 'added', 'Backup codes');
     const one = await mfaRequired(app, address, ['backup_code']);
-    const same = await Promise.all(Array.from({ length: 20 }, () => verifyBackupCode(app, one, codes[0]!)));
+    const same = await acrossServers(suite.server, 20, (server) => verifyBackupCode(app.via(server), one, codes[0]!));
     expect(same.filter((r) => r.status === 200)).toHaveLength(1);
     for (const loser of same.filter((r) => r.status !== 200)) {
       expect(['assertion_failed', 'invalid_pending_token']).toContain(loser.body.error.code);

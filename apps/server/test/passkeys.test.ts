@@ -4,7 +4,7 @@ import { decodeJwt } from 'jose';
 import { Secret, TOTP } from 'otpauth';
 import { describe, expect, it } from 'vitest';
 import { type CreateTamper, type GetTamper, SoftwareAuthenticator } from './helpers/authenticator.ts';
-import { expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
+import { acrossServers, expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
 import { beginSignIn, endUser, type SignInResult, signIn, type Tokens } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
@@ -473,12 +473,12 @@ describe('passkey sign-in (first factor)', () => {
     await ok(signInStart(await passkeyApp()));
   });
 
-  it('20 concurrent finishes of one state: exactly one signs in', async () => {
+  it('20 concurrent finishes of one state (over two servers on PostgreSQL): exactly one signs in', async () => {
     const app = await passkeyApp();
     const { authenticator } = await withPasskey(app, uniqueEmail('pk-race'));
     const { options, state } = await ok(signInStart(app));
     const credential = await authenticator.get(options, ORIGIN);
-    const answers = await Promise.all(Array.from({ length: 20 }, () => signInFinish(app, { credential, state })));
+    const answers = await acrossServers(suite.server, 20, (server) => signInFinish(app.via(server), { credential, state }));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     for (const a of answers.filter((x) => x.status !== 200)) expectError(a, 401, 'invalid_pending_token');
   });
@@ -581,14 +581,14 @@ describe('passkey as second factor (S5)', () => {
     expectError(await mfaStart(app, pending), 401, 'invalid_pending_token');
   });
 
-  it('20 concurrent finishes of one state: exactly one signs in', async () => {
+  it('20 concurrent finishes of one state (over two servers on PostgreSQL): exactly one signs in', async () => {
     const app = await passkeyApp();
     const address = uniqueEmail('pk-mfa-race');
     const { authenticator } = await withPasskey(app, address);
     const pending = await mfaRequired(app, address, ['passkey']);
     const { options, state } = await ok(mfaStart(app, pending));
     const credential = await authenticator.get(options, ORIGIN);
-    const answers = await Promise.all(Array.from({ length: 20 }, () => mfaFinish(app, { credential, state })));
+    const answers = await acrossServers(suite.server, 20, (server) => mfaFinish(app.via(server), { credential, state }));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     for (const a of answers.filter((x) => x.status !== 200)) expectError(a, 401, 'invalid_pending_token');
   });

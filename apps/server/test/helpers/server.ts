@@ -43,6 +43,8 @@ export interface TestApp {
   ): Promise<RestResponse<T>>;
   /** The typed SDK bound to this application. */
   sdk: GatehouseClient;
+  /** The same application, its calls sent to another server on the same database (see `acrossServers`). */
+  via(server: { url: string }): TestApp;
 }
 
 /** A UUID (any version), an id that exists nowhere, and an ISO 8601 UTC timestamp as the API writes them. */
@@ -108,10 +110,12 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
 }
 
 /** Boots the real server on an ephemeral port against the run's database. */
-export async function startServer(options: { baseUrl?: string; smtpUrl?: string; redisUrl?: string } = {}): Promise<TestServer> {
+export async function startServer(
+  options: { baseUrl?: string; smtpUrl?: string; redisUrl?: string; operatorToken?: string; masterKey?: Buffer } = {},
+): Promise<TestServer> {
   const db = await database();
-  const operatorToken = `op_${randomBytes(24).toString('hex')}`;
-  const masterKey = randomBytes(32);
+  const operatorToken = options.operatorToken ?? `op_${randomBytes(24).toString('hex')}`;
+  const masterKey = options.masterKey ?? randomBytes(32);
   const server = await createGatehouseServer({
     database: db.config,
     operatorToken,
@@ -133,13 +137,15 @@ export async function startServer(options: { baseUrl?: string; smtpUrl?: string;
     if (created.status !== 201) throw new Error(`creating an application failed: ${JSON.stringify(created.body)}`);
     const { application, secret_key } = created.body.data;
     const auth = { authorization: `Bearer ${secret_key.secret}`, 'x-application-id': application.id };
-    return {
+    const at = (base: string): TestApp => ({
       id: application.id,
       secretKey: secret_key.secret,
       application,
-      rest: (method, path, body, headers) => rawRequest(url, method, path, { body, headers: { ...auth, ...headers } }),
-      sdk: createGatehouse({ baseUrl: url, applicationId: application.id, secretKey: secret_key.secret }),
-    };
+      rest: (method, path, body, headers) => rawRequest(base, method, path, { body, headers: { ...auth, ...headers } }),
+      sdk: createGatehouse({ baseUrl: base, applicationId: application.id, secretKey: secret_key.secret }),
+      via: (other) => at(other.url),
+    });
+    return at(url);
   };
 
   return {
@@ -153,6 +159,32 @@ export async function startServer(options: { baseUrl?: string; smtpUrl?: string;
       await db.dispose();
     },
   };
+}
+
+/**
+ * Runs `count` calls at once (`run(server, i)`), alternating between `server` and a peer: on PostgreSQL a second server
+ * on the same database with the same master key and operator token, as a deployment's second process is (its own
+ * connection pool and caches; its pool warmed first, so both really race). One-time things must be consumed
+ * once across processes (SECURITY 3). PGlite belongs to one process: there every call goes to `server`.
+ */
+export async function acrossServers<T>(
+  server: TestServer,
+  count: number,
+  run: (target: TestServer, i: number) => Promise<T>,
+): Promise<T[]> {
+  if (!inject('databaseUrl')) return Promise.all(Array.from({ length: count }, (_, i) => run(server, i)));
+  const peer = await startServer({ operatorToken: server.operatorToken, masterKey: server.masterKey });
+  try {
+    const warm = await Promise.all(
+      Array.from({ length: Math.ceil(count / 2) }, () =>
+        rawRequest(peer.url, 'GET', '/v1/applications?limit=1', { headers: { authorization: `Bearer ${peer.operatorToken}` } }),
+      ),
+    );
+    if (warm.some((r) => r.status !== 200)) throw new Error('the peer server did not answer');
+    return await Promise.all(Array.from({ length: count }, (_, i) => run(i % 2 ? peer : server, i)));
+  } finally {
+    await peer.close();
+  }
 }
 
 /** The `GatehouseError` an SDK call rejects with (and a failure when it resolves instead). */
