@@ -91,6 +91,7 @@ const PAGE = `<!doctype html>
 const SDK_PAGE = `<!doctype html>
 <meta charset="utf-8">
 <title>Passkeys through the SDK</title>
+<input name="username" autocomplete="username webauthn" placeholder="Email">
 <script src="/gatehouse-sdk.js"></script>
 <script>
   const params = new URLSearchParams(location.search);
@@ -284,7 +285,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
     expect(signedIn.finish?.status, JSON.stringify(signedIn.finish?.body)).toBe(200);
     expect(signedIn.finish!.body.data).toMatchObject({ status: 'complete', tokens: { aal: 2 } });
   });
-  it('the SDK browser client, bundled as an app ships it: passkeys.register, passkeys.signIn, mfa.passkey, remove', {
+  it('the SDK browser client, bundled as an app ships it: passkeys.register, signIn (dialog and autofill), mfa.passkey, remove', {
     timeout: 60_000,
   }, async () => {
     const tab = await context.newPage();
@@ -326,6 +327,14 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
       expect(signedIn.me).toMatchObject({ id: first.user.id, primary_email: address, mfa_enrollment_required: false });
       const { session_id } = signedIn.result.tokens;
       expect(signedIn.session).toMatchObject({ aal: 2, user_id: first.user.id, session_id });
+
+      // Passkey autofill (conditional mediation) on the page's `autocomplete="username webauthn"` field: the virtual
+      // authenticator answers the conditional request as a person picking the passkey from the autofill would.
+      const autofilled = await sdk.evaluate(async (g) => {
+        g.auth = g.client();
+        return g.auth.passkeys.signIn({ autofill: true });
+      });
+      expect(autofilled).toMatchObject({ status: 'complete', tokens: { aal: 2 }, user: { id: first.user.id } });
 
       // The passkey is now the user's second factor: a magic link stops at mfa_required, mfa.passkey completes it.
       const pending = await magicLink();

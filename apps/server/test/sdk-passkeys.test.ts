@@ -157,6 +157,64 @@ describe('createGatehouseClient: passkeys', () => {
     completed(await genuine.mfa.passkey(pending), 2);
   });
 
+  it('signIn({ autofill: true }) waits on a conditional request, renewed with a fresh state before the old one expires', async () => {
+    const app = await passkeyApp();
+    const { authenticator, user } = await withPasskey(app, uniqueEmail('autofill'));
+    // The server's states live 5 minutes; this fetch tells the client 31 s, so it renews after 1 s instead of 4½ min.
+    const states: string[] = [];
+    const shortLived: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (!String(input).includes('/trpc/auth.passkeys.signIn.start')) return response;
+      const body = await response.json();
+      states.push(body.result.data.state);
+      body.result.data.options.timeout = 31_000;
+      return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
+    };
+    // The first request waits (no passkey picked yet) until it is cancelled; the renewed one gets the person's pick.
+    const requests: Array<{ autofill?: boolean; challenge: string }> = [];
+    let cancel: (() => void) | undefined;
+    const webauthn: WebAuthnCeremonies = {
+      ...webauthnOf(authenticator),
+      startAuthentication: ({ optionsJSON, useBrowserAutofill }) => {
+        requests.push({ autofill: useBrowserAutofill, challenge: optionsJSON.challenge });
+        if (requests.length > 1) return authenticator.get(optionsJSON, ORIGIN);
+        return new Promise((_resolve, reject) => {
+          cancel = () =>
+            reject(Object.assign(new Error('Manually cancelling existing WebAuthn API call'), { name: 'AbortError' }));
+        });
+      },
+      cancelCeremony: () => cancel?.(),
+    };
+    const { client, changes } = browser(app, authenticator, { webauthn, fetch: shortLived });
+    const result = completed(await client.passkeys.signIn({ autofill: true }), 2);
+    expect(result.user.id).toBe(user.id);
+    expect(requests.map((r) => r.autofill)).toEqual([true, true]);
+    expect(new Set(requests.map((r) => r.challenge)).size).toBe(2);
+    expect(new Set(states).size).toBe(2);
+    expect(changes.map((c) => c?.aal)).toEqual([2]);
+
+    // Cancelled by something else (the page started another ceremony): the promise rejects, nothing is renewed.
+    const replaced = Object.assign(new Error('Authentication ceremony was sent an abort signal'), {
+      name: 'WebAuthnError',
+      code: 'ERROR_CEREMONY_ABORTED',
+    });
+    let attempts = 0;
+    const { client: other } = browser(app, authenticator, {
+      fetch: shortLived,
+      webauthn: {
+        ...webauthnOf(authenticator),
+        startAuthentication: async () => {
+          attempts++;
+          throw replaced;
+        },
+        cancelCeremony: () => {},
+      },
+    });
+    expect(await other.passkeys.signIn({ autofill: true }).catch((error: unknown) => error)).toBe(replaced);
+    expect(attempts).toBe(1);
+    expect(other.getSession()).toBeNull();
+  });
+
   it('by default uses @simplewebauthn/browser, which imports in Node and refuses there for want of WebAuthn', async () => {
     const app = await passkeyApp();
     const client = createGatehouseClient({ baseUrl: suite.server.url, applicationId: app.id });

@@ -4,6 +4,7 @@ import {
   type PublicKeyCredentialRequestOptionsJSON,
   startAuthentication,
   startRegistration,
+  WebAuthnAbortService,
 } from '@simplewebauthn/browser';
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { decodeJwt } from 'jose';
@@ -43,6 +44,23 @@ type RegistrationCeremony = AuthOutputs['passkeys']['register']['start'];
 export interface WebAuthnCeremonies {
   startRegistration: typeof startRegistration;
   startAuthentication: typeof startAuthentication;
+  /**
+   * Cancels the ceremony in progress (its promise then rejects), so that a waiting autofill sign-in can be renewed
+   * before its server state expires. Without it, an autofill sign-in is not renewed.
+   */
+  cancelCeremony?: () => void;
+}
+
+export interface PasskeySignInOptions {
+  /**
+   * Passkey autofill (WebAuthn conditional mediation): no dialog; the browser offers the person's passkeys in the
+   * autofill of an `<input autocomplete="username webauthn">` on the page, and the promise settles when one is picked.
+   * Start it as the sign-in page loads (check `browserSupportsWebAuthnAutofill()` of @simplewebauthn/browser first).
+   * It may wait for as long as the page is open: the client renews the request before its server state expires. A
+   * passkey ceremony started meanwhile (a "Sign in with a passkey" button) replaces it, and this promise rejects with
+   * @simplewebauthn/browser's `WebAuthnError` of code `ERROR_CEREMONY_ABORTED`.
+   */
+  autofill?: boolean;
 }
 
 /** Where the refresh token lives between page loads. Both methods are synchronous (e.g. over `localStorage`). */
@@ -88,8 +106,8 @@ export interface GatehouseClientOptions {
   lock?: <T>(run: () => Promise<T>) => Promise<T>;
   /**
    * Creates and uses passkeys (`navigator.credentials.create()`/`get()`). Default: @simplewebauthn/browser's
-   * `startRegistration`/`startAuthentication`; pass another implementation where there is no browser WebAuthn
-   * (React Native, tests).
+   * `startRegistration`/`startAuthentication` and `WebAuthnAbortService.cancelCeremony`; pass another implementation
+   * where there is no browser WebAuthn (React Native, tests).
    */
   webauthn?: WebAuthnCeremonies;
 }
@@ -123,8 +141,11 @@ export interface GatehouseBrowserClient {
   passkeys: {
     /** Signed in: creates a passkey on this device and registers it. Needs aal 2 once the user has a second factor. */
     register(input?: RegisterPasskeyInput): Promise<Passkey>;
-    /** Signs in with a passkey (a first factor at aal 2); when the result is `complete`, the client keeps its tokens. */
-    signIn(): Promise<SignInResult>;
+    /**
+     * Signs in with a passkey (a first factor at aal 2): the browser's passkey dialog, or with `autofill` its autofill.
+     * When the result is `complete`, the client keeps its tokens.
+     */
+    signIn(options?: PasskeySignInOptions): Promise<SignInResult>;
     list(): Promise<Passkey[]>;
     /** Needs aal 2 (`step_up_required` otherwise). */
     remove(id: string): Promise<Deleted>;
@@ -161,6 +182,8 @@ export interface GatehouseBrowserClient {
 }
 
 const REFRESH_MARGIN_MS = 60_000;
+/** A waiting autofill sign-in is started again this long before its server state (`options.timeout`) expires. */
+const AUTOFILL_RENEW_MARGIN_MS = 30_000;
 
 const notSignedIn = () => new GatehouseError('missing_credentials', 401, 'Not signed in');
 const isInvalidToken = (error: unknown) => error instanceof GatehouseError && error.code === 'invalid_token';
@@ -185,7 +208,11 @@ interface HeldAccess {
  */
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseBrowserClient {
   const now = options.now ?? Date.now;
-  const webauthn = options.webauthn ?? { startRegistration, startAuthentication };
+  const webauthn: WebAuthnCeremonies = options.webauthn ?? {
+    startRegistration,
+    startAuthentication,
+    cancelCeremony: () => WebAuthnAbortService.cancelCeremony(),
+  };
   const call = createTransport({
     baseUrl: options.baseUrl,
     fetch: options.fetch,
@@ -315,13 +342,44 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     }
   };
 
-  /** A passkey assertion, as first or second factor: `start` (with `input`), the browser's get(), then `finish`. */
-  const assertion = async (start: ProcedurePath, finish: ProcedurePath, input?: unknown): Promise<SignInResult> => {
-    const { options: requestOptions, state } = await call<AuthenticationCeremony>(start, input);
-    // The server's schema types WebAuthn's enums as plain strings; the values are WebAuthn's own.
-    const optionsJSON = requestOptions as PublicKeyCredentialRequestOptionsJSON;
-    const credential = await webauthn.startAuthentication({ optionsJSON });
-    return signedIn(await call<SignInResult>(finish, { credential, state }));
+  /**
+   * A passkey assertion, as first or second factor: `start` (with `input`), the browser's get(), then `finish`. An
+   * autofill request waits until the person picks a passkey, possibly longer than its `state` lives: before that
+   * expires, the request is cancelled and started again with a fresh state.
+   */
+  const assertion = async (
+    start: ProcedurePath,
+    finish: ProcedurePath,
+    input?: unknown,
+    autofill = false,
+  ): Promise<SignInResult> => {
+    for (;;) {
+      const { options: requestOptions, state } = await call<AuthenticationCeremony>(start, input);
+      // The server's schema types WebAuthn's enums as plain strings; the values are WebAuthn's own.
+      const optionsJSON = requestOptions as PublicKeyCredentialRequestOptionsJSON;
+      const { cancelCeremony } = webauthn;
+      let renewing = false;
+      const renewal =
+        autofill && cancelCeremony && optionsJSON.timeout
+          ? setTimeout(
+              () => {
+                renewing = true;
+                cancelCeremony();
+              },
+              Math.max(optionsJSON.timeout - AUTOFILL_RENEW_MARGIN_MS, 1_000),
+            )
+          : undefined;
+      let credential: Awaited<ReturnType<typeof startAuthentication>>;
+      try {
+        credential = await webauthn.startAuthentication({ optionsJSON, useBrowserAutofill: autofill });
+      } catch (error) {
+        if (renewing) continue;
+        throw error;
+      } finally {
+        clearTimeout(renewal);
+      }
+      return signedIn(await call<SignInResult>(finish, { credential, state }));
+    }
   };
 
   return {
@@ -365,7 +423,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         const credential = await webauthn.startRegistration({ optionsJSON });
         return authed<Passkey>('auth.passkeys.register.finish', { credential, state, name: input?.name });
       },
-      signIn: () => assertion('auth.passkeys.signIn.start', 'auth.passkeys.signIn.finish'),
+      signIn: (options) => assertion('auth.passkeys.signIn.start', 'auth.passkeys.signIn.finish', undefined, options?.autofill),
       list: () => authed<Passkey[]>('auth.passkeys.list', undefined),
       remove: (id) => authed<Deleted>('auth.passkeys.delete', { id }),
     },

@@ -16,6 +16,7 @@ export {
   type MagicLinkStarted,
   type MfaFactor,
   type Passkey,
+  type PasskeySignInOptions,
   type RegisterPasskeyInput,
   type SignInResult,
   type StartMagicLinkInput,
