@@ -261,7 +261,18 @@ describe('gatehouse CLI against a real server', () => {
 
     const doomed = await json(['apps', 'create', 'Doomed', '--environment', 'production']);
     expect(doomed.secret_key.secret).toMatch(/^sk_live_/);
-    expect(await json(['apps', 'delete', doomed.application.id], env)).toEqual({ id: doomed.application.id, deleted: true });
+    // Without a terminal to ask on, deleting needs --yes: the application stays.
+    const unconfirmed = await gatehouse(['apps', 'delete', doomed.application.id], env);
+    expect(unconfirmed).toMatchObject({ code: 2, stdout: '' });
+    expect(unconfirmed.stderr).toBe(
+      'error: deleting an application deletes all its data: pass --yes to confirm ' +
+        '(standard input is not a terminal, so the CLI cannot ask)\n',
+    );
+    expect((await json(['apps', 'list'], env)).applications.map((a: { id: string }) => a.id)).toContain(doomed.application.id);
+    expect(await json(['apps', 'delete', doomed.application.id, '--yes'], env)).toEqual({
+      id: doomed.application.id,
+      deleted: true,
+    });
 
     const noToken = await gatehouse(['apps', 'list'], { ...env, GATEHOUSE_DATA_DIR: join(tmp, 'nowhere') });
     expect(noToken.code).toBe(2);
@@ -551,7 +562,7 @@ describe('gatehouse CLI against a real server', () => {
       expect(result).toMatchObject({ code: 1, stdout: '', stderr: 'error: not_found: User not found\n' });
     }
     expect(await json(['users', 'factors', user.id])).toEqual([factor]);
-    await json(['apps', 'delete', other.application.id]);
+    await json(['apps', 'delete', other.application.id, '--yes']);
   });
 
   it('runs from the TypeScript sources with tsx (development)', async () => {

@@ -1,6 +1,7 @@
 import type { Application } from '@gatehouse/sdk';
 import { type Command, Option } from 'commander';
 import { pageInput, parseInteger, splitList } from '../args.ts';
+import { confirm, mustConfirm } from '../confirm.ts';
 import { operatorClient } from '../context.ts';
 import { present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
@@ -77,10 +78,17 @@ export function registerApps(program: Command): void {
 
   apps
     .command('delete')
-    .description('Delete an application and all its data')
+    .description('Delete an application and all its data (users, organizations, sessions, keys); there is no undo')
     .argument('<id>', 'application id')
-    .action(async (id: string, _options, command: Command) => {
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .action(async (id: string, options: { yes?: boolean }, command: Command) => {
+      const ask = mustConfirm(options.yes, 'deleting an application deletes all its data');
       const gatehouse = await operatorClient(command);
+      if (ask) {
+        const { name } = await gatehouse.applications.get({ id });
+        const question = `Delete application "${name}" (${id}) with all its users, organizations, sessions and keys? There is no undo.`;
+        if (!(await confirm(question))) throw new Error('cancelled: nothing was deleted');
+      }
       await present(
         command,
         'Deleting the application',
