@@ -1,7 +1,6 @@
-import { decodeJwt } from 'jose';
-import { Secret, TOTP } from 'otpauth';
 import { describe, expect, it } from 'vitest';
-import { acrossServers, expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
+import { expectAal2, mfaRequired, totpCode } from './helpers/mfa.ts';
+import { acrossServers, expectError, ok, sql, type TestApp, UUID } from './helpers/server.ts';
 import { beginSignIn, endUser, type SignInResult, signIn } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
@@ -9,12 +8,6 @@ const suite = serverSuite();
 
 const UNKNOWN_ID = '01890000-0000-7000-8000-000000000000';
 const STEP_MS = 30_000;
-
-/** The code an authenticator app shows, `offsetMs` away from now (±30 000 is one step). */
-const codeAt = (secret: string, offsetMs = 0) =>
-  new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({
-    timestamp: Date.now() + offsetMs,
-  });
 
 /**
  * Tests that compare steps must not straddle a step boundary (a code computed in one step and checked in the next
@@ -58,35 +51,11 @@ async function expectNotices(address: string, ...notices: ['added' | 'removed', 
 }
 const expectNotice = (address: string, change: 'added' | 'removed', name: string) => expectNotices(address, [change, name]);
 
-/** A sign-in that stops at `mfa_required`: checks the variant's exact shape and answers its pending token. */
-async function mfaRequired(app: TestApp, address: string, methods: string[]) {
-  const { result } = await beginSignIn(suite.server, suite.smtp, app, address);
-  expect(Object.keys(result).sort()).toEqual(['mfa', 'pending_token', 'status']);
-  expect(result).toEqual({
-    status: 'mfa_required',
-    pending_token: expect.stringMatching(/^pt_/),
-    mfa: { methods, pending_token: (result as { pending_token: string }).pending_token },
-  });
-  return (result as { pending_token: string }).pending_token;
-}
-
-/** A `complete` answer at aal 2: the tokens say so, and so does the signed access token. */
-function expectAal2(res: RestResponse<SignInResult>, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(200);
-  const result = res.body.data;
-  expect(result.status).toBe('complete');
-  if (result.status !== 'complete') throw new Error('not complete');
-  expect(Object.keys(result).sort()).toEqual(['status', 'tokens', 'user']);
-  expect(result.tokens.aal).toBe(2);
-  expect(decodeJwt(result.tokens.access_token)).toMatchObject({ aal: 2, sid: result.tokens.session_id });
-  return result;
-}
-
 /** Signs in (aal 1), enrolls and confirms an authenticator: answers its seed and the aal 1 session's tokens. */
 async function withTotp(app: TestApp, address: string) {
   const signedIn = await signIn(suite.server, suite.smtp, app, address);
   const enrolled = await ok(enroll(app, signedIn.tokens.access_token), 201);
-  await ok(confirm(app, signedIn.tokens.access_token, enrolled.factor_id, codeAt(enrolled.secret)));
+  await ok(confirm(app, signedIn.tokens.access_token, enrolled.factor_id, totpCode(enrolled.secret)));
   await expectNotice(address, 'added', 'Authenticator app');
   return { ...signedIn, secret: enrolled.secret as string, factorId: enrolled.factor_id as string };
 }
@@ -94,8 +63,8 @@ async function withTotp(app: TestApp, address: string) {
 /** A full sign-in through TOTP (the user's steps forgotten first, so the current code is fresh): the aal 2 result. */
 async function signInWithTotp(app: TestApp, address: string, userId: string, secret: string, methods = ['totp']) {
   await forgetUsedSteps(userId);
-  const pending = await mfaRequired(app, address, methods);
-  return expectAal2(await verifyTotp(app, pending, codeAt(secret)), 'totp sign-in');
+  const pending = await mfaRequired(suite, app, address, methods);
+  return expectAal2(await verifyTotp(app, pending, totpCode(secret)), 'totp sign-in');
 }
 
 describe('TOTP', () => {
@@ -129,12 +98,12 @@ describe('TOTP', () => {
     expect(row!.confirmed_at).toBeNull();
 
     // A wrong first code: 401, still unconfirmed.
-    const wrong = codeAt(enrolled.secret) === '000000' ? '111111' : '000000';
+    const wrong = totpCode(enrolled.secret) === '000000' ? '111111' : '000000';
     expectError(await confirm(app, tokens.access_token, enrolled.factor_id, wrong), 401, 'assertion_failed', 'wrong code');
-    expectError(await confirm(app, tokens.access_token, UNKNOWN_ID, codeAt(enrolled.secret)), 404, 'not_found');
+    expectError(await confirm(app, tokens.access_token, UNKNOWN_ID, totpCode(enrolled.secret)), 404, 'not_found');
     expectError(await confirm(app, tokens.access_token, enrolled.factor_id, '12345'), 422, 'validation_failed');
 
-    const factor = await ok(confirm(app, tokens.access_token, enrolled.factor_id, codeAt(enrolled.secret)));
+    const factor = await ok(confirm(app, tokens.access_token, enrolled.factor_id, totpCode(enrolled.secret)));
     expect(factor).toEqual({
       id: enrolled.factor_id,
       kind: 'totp',
@@ -145,10 +114,10 @@ describe('TOTP', () => {
     await expectNotice(address, 'added', 'Authenticator app');
     expect(await ok(factors(app, tokens.access_token))).toEqual([factor]);
     // Confirming twice: the enrollment is no longer open.
-    expectError(await confirm(app, tokens.access_token, enrolled.factor_id, codeAt(enrolled.secret)), 404, 'not_found');
+    expectError(await confirm(app, tokens.access_token, enrolled.factor_id, totpCode(enrolled.secret)), 404, 'not_found');
 
     await ok(endUser(app, 'POST', '/v1/auth/sign-out', undefined, tokens.access_token));
-    const pending = await mfaRequired(app, address, ['totp']);
+    const pending = await mfaRequired(suite, app, address, ['totp']);
     // No session yet: only the second factor creates one.
     const [{ n }] = (await sql(suite.server, 'select count(*)::int as n from sessions where user_id = ? and revoked_at is null', [
       user.id,
@@ -156,12 +125,12 @@ describe('TOTP', () => {
     expect(Number(n)).toBe(0);
 
     await awayFromStepBoundary();
-    const done = expectAal2(await verifyTotp(app, pending, codeAt(enrolled.secret, STEP_MS)));
+    const done = expectAal2(await verifyTotp(app, pending, totpCode(enrolled.secret, STEP_MS)));
     expect(done.user.id).toBe(user.id);
     const [session] = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, done.tokens.access_token));
     expect(session.aal).toBe(2);
     // The pending token is spent.
-    expectError(await verifyTotp(app, pending, codeAt(enrolled.secret, STEP_MS)), 401, 'invalid_pending_token');
+    expectError(await verifyTotp(app, pending, totpCode(enrolled.secret, STEP_MS)), 401, 'invalid_pending_token');
     const [listed] = await ok(factors(app, done.tokens.access_token));
     expect(listed.last_used_at).toEqual(expect.any(String));
   });
@@ -172,12 +141,12 @@ describe('TOTP', () => {
     await awayFromStepBoundary();
     const { secret, user } = await withTotp(app, address);
     // The confirmation spent the current step: its code cannot sign in.
-    const first = await mfaRequired(app, address, ['totp']);
-    expectError(await verifyTotp(app, first, codeAt(secret)), 401, 'assertion_failed', 'the confirmation code');
+    const first = await mfaRequired(suite, app, address, ['totp']);
+    expectError(await verifyTotp(app, first, totpCode(secret)), 401, 'assertion_failed', 'the confirmation code');
     // The next step's code works (within +1), once.
-    const code = codeAt(secret, STEP_MS);
+    const code = totpCode(secret, STEP_MS);
     expectAal2(await verifyTotp(app, first, code));
-    const second = await mfaRequired(app, address, ['totp']);
+    const second = await mfaRequired(suite, app, address, ['totp']);
     expectError(await verifyTotp(app, second, code), 401, 'assertion_failed', 'replayed');
     // The failure consumed nothing: the pending token still works (here with a step not yet used, as if time passed).
     await forgetUsedSteps(user.id);
@@ -192,16 +161,16 @@ describe('TOTP', () => {
     // As if the confirmation were long ago: no step spent yet.
     await forgetUsedSteps(user.id);
 
-    const pending = await mfaRequired(app, address, ['totp']);
-    expectError(await verifyTotp(app, pending, codeAt(secret, -2 * STEP_MS)), 401, 'assertion_failed', '-2 steps');
-    expectError(await verifyTotp(app, pending, codeAt(secret, 2 * STEP_MS)), 401, 'assertion_failed', '+2 steps');
-    expectAal2(await verifyTotp(app, pending, codeAt(secret, -STEP_MS)), '-1 step');
+    const pending = await mfaRequired(suite, app, address, ['totp']);
+    expectError(await verifyTotp(app, pending, totpCode(secret, -2 * STEP_MS)), 401, 'assertion_failed', '-2 steps');
+    expectError(await verifyTotp(app, pending, totpCode(secret, 2 * STEP_MS)), 401, 'assertion_failed', '+2 steps');
+    expectAal2(await verifyTotp(app, pending, totpCode(secret, -STEP_MS)), '-1 step');
 
-    const next = await mfaRequired(app, address, ['totp']);
-    expectAal2(await verifyTotp(app, next, codeAt(secret, STEP_MS)), '+1 step');
+    const next = await mfaRequired(suite, app, address, ['totp']);
+    expectAal2(await verifyTotp(app, next, totpCode(secret, STEP_MS)), '+1 step');
     // Once step N+1 was accepted, step N (the current one) is in the past.
-    const last = await mfaRequired(app, address, ['totp']);
-    expectError(await verifyTotp(app, last, codeAt(secret)), 401, 'assertion_failed', 'an earlier step');
+    const last = await mfaRequired(suite, app, address, ['totp']);
+    expectError(await verifyTotp(app, last, totpCode(secret)), 401, 'assertion_failed', 'an earlier step');
   });
 
   it('20 concurrent uses of one code (on 20 pending sign-ins, over two servers on PostgreSQL): exactly one succeeds', async () => {
@@ -212,8 +181,8 @@ describe('TOTP', () => {
     await awayFromStepBoundary();
     const { secret } = await withTotp(app, address);
     const pendings: string[] = [];
-    for (let i = 0; i < 20; i++) pendings.push(await mfaRequired(app, address, ['totp']));
-    const code = codeAt(secret, STEP_MS);
+    for (let i = 0; i < 20; i++) pendings.push(await mfaRequired(suite, app, address, ['totp']));
+    const code = totpCode(secret, STEP_MS);
     const results = await acrossServers(suite.server, 20, (server, i) => verifyTotp(app.via(server), pendings[i]!, code));
     const winners = results.filter((r) => r.status === 200);
     expect(winners.length, results.map((r) => r.status).join(',')).toBe(1);
@@ -233,18 +202,18 @@ describe('attempt limits', () => {
     await awayFromStepBoundary();
     const { secret, user } = await withTotp(app, address);
     await forgetUsedSteps(user.id);
-    const pending = await mfaRequired(app, address, ['totp']);
-    const right = codeAt(secret);
+    const pending = await mfaRequired(suite, app, address, ['totp']);
+    const right = totpCode(secret);
     const wrong = (i: number) => {
       const guess = String(100000 + i * 111111).slice(0, 6);
-      return [codeAt(secret, -STEP_MS), right, codeAt(secret, STEP_MS)].includes(guess) ? '999999' : guess;
+      return [totpCode(secret, -STEP_MS), right, totpCode(secret, STEP_MS)].includes(guess) ? '999999' : guess;
     };
     for (let i = 0; i < 5; i++) expectError(await verifyTotp(app, pending, wrong(i)), 401, 'assertion_failed', `guess ${i + 1}`);
     expectError(await verifyTotp(app, pending, wrong(5)), 401, 'invalid_pending_token', 'sixth');
     expectError(await verifyTotp(app, pending, right), 401, 'invalid_pending_token', 'right code, too late');
     expectError(await verifyBackupCode(app, pending, 'aaaaa-bbbbb'), 401, 'invalid_pending_token', 'backup code, too late');
     // The code itself was not spent by any of that: a new sign-in takes it.
-    const fresh = await mfaRequired(app, address, ['totp']);
+    const fresh = await mfaRequired(suite, app, address, ['totp']);
     expectAal2(await verifyTotp(app, fresh, right));
   });
 
@@ -255,13 +224,13 @@ describe('attempt limits', () => {
     const bystander = uniqueEmail('bystander');
     const other = await withTotp(app, bystander);
     for (let round = 0; round < 4; round++) {
-      const pending = await mfaRequired(app, address, ['totp']);
+      const pending = await mfaRequired(suite, app, address, ['totp']);
       for (let i = 0; i < 5; i++) {
         expectError(await verifyBackupCode(app, pending, `wrong-${round}${i}`), 401, 'assertion_failed', `${round}.${i}`);
       }
     }
-    const pending = await mfaRequired(app, address, ['totp']);
-    const limited = await verifyTotp(app, pending, codeAt(secret, STEP_MS));
+    const pending = await mfaRequired(suite, app, address, ['totp']);
+    const limited = await verifyTotp(app, pending, totpCode(secret, STEP_MS));
     expectError(limited, 429, 'rate_limited', '21st');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     // Another user of the same application is not affected.
@@ -273,9 +242,9 @@ describe('attempt limits', () => {
     const b = await suite.server.createApp();
     const address = uniqueEmail('tenant');
     const { secret } = await withTotp(a, address);
-    const pending = await mfaRequired(a, address, ['totp']);
-    expectError(await verifyTotp(b, pending, codeAt(secret, STEP_MS)), 401, 'invalid_pending_token', 'other application');
-    expectError(await verifyTotp(a, 'pt_nonsense', codeAt(secret, STEP_MS)), 401, 'invalid_pending_token', 'unknown');
+    const pending = await mfaRequired(suite, a, address, ['totp']);
+    expectError(await verifyTotp(b, pending, totpCode(secret, STEP_MS)), 401, 'invalid_pending_token', 'other application');
+    expectError(await verifyTotp(a, 'pt_nonsense', totpCode(secret, STEP_MS)), 401, 'invalid_pending_token', 'unknown');
 
     const withConsent = await suite.server.createApp({
       settings: { consent_documents: [{ doc_type: 'terms', url: 'https://app.example.com/terms', version: '1' }] },
@@ -289,7 +258,7 @@ describe('attempt limits', () => {
       'consent-stage token',
     );
     // And the right one still works where it belongs.
-    expectAal2(await verifyTotp(a, pending, codeAt(secret, STEP_MS)));
+    expectAal2(await verifyTotp(a, pending, totpCode(secret, STEP_MS)));
   });
 });
 
@@ -319,12 +288,12 @@ describe('backup codes', () => {
       last_used_at: null,
     });
 
-    const pending = await mfaRequired(app, address, ['backup_code']);
+    const pending = await mfaRequired(suite, app, address, ['backup_code']);
     const signedIn = expectAal2(await verifyBackupCode(app, pending, codes[0]!));
     expect(signedIn.user.id).toBe(user.id);
     // Used once: the same code again fails, and consumes nothing (the pending token then takes another code, typed
     // loosely: upper case, a space for the hyphen).
-    const again = await mfaRequired(app, address, ['backup_code']);
+    const again = await mfaRequired(suite, app, address, ['backup_code']);
     expectError(await verifyBackupCode(app, again, codes[0]!), 401, 'assertion_failed', 'used code');
     expectError(await verifyBackupCode(app, again, 'not a code'), 401, 'assertion_failed', 'garbage');
     expectAal2(await verifyBackupCode(app, again, codes[1]!.toUpperCase().replace('-', ' ')));
@@ -334,7 +303,7 @@ describe('backup codes', () => {
     await expectNotice(address, 'added', 'Backup codes');
     expect(fresh.filter((c) => codes.includes(c))).toEqual([]);
     expect(await sql(suite.server, 'select id from mfa_backup_codes where user_id = ?', [user.id])).toHaveLength(10);
-    const third = await mfaRequired(app, address, ['backup_code']);
+    const third = await mfaRequired(suite, app, address, ['backup_code']);
     expectError(await verifyBackupCode(app, third, codes[2]!), 401, 'assertion_failed', 'code of the old set');
     expectAal2(await verifyBackupCode(app, third, fresh[0]!));
 
@@ -353,7 +322,7 @@ describe('backup codes', () => {
     const { codes } = await ok<{ codes: string[] }>(backupCodes(app, tokens.access_token), 201);
     await expectNotice(address, 'added', 'Backup codes');
     const pendings: string[] = [];
-    for (let i = 0; i < 20; i++) pendings.push(await mfaRequired(app, address, ['backup_code']));
+    for (let i = 0; i < 20; i++) pendings.push(await mfaRequired(suite, app, address, ['backup_code']));
     const results = await acrossServers(suite.server, 20, (server, i) =>
       verifyBackupCode(app.via(server), pendings[i]!, codes[0]!),
     );
@@ -369,7 +338,7 @@ describe('backup codes', () => {
     const { tokens } = await signIn(suite.server, suite.smtp, app, address);
     const { codes } = await ok<{ codes: string[] }>(backupCodes(app, tokens.access_token), 201);
     await expectNotice(address, 'added', 'Backup codes');
-    const one = await mfaRequired(app, address, ['backup_code']);
+    const one = await mfaRequired(suite, app, address, ['backup_code']);
     const same = await acrossServers(suite.server, 20, (server) => verifyBackupCode(app.via(server), one, codes[0]!));
     expect(same.filter((r) => r.status === 200)).toHaveLength(1);
     for (const loser of same.filter((r) => r.status !== 200)) {
@@ -395,7 +364,7 @@ describe('factor management and step-up', () => {
     const listed = await ok(factors(app, aal2.access_token));
     expect(listed.map((f: { kind: string }) => f.kind).sort()).toEqual(['backup_code', 'totp']);
     // Both are offered at the next sign-in.
-    const pending = await mfaRequired(app, address, ['totp', 'backup_code']);
+    const pending = await mfaRequired(suite, app, address, ['totp', 'backup_code']);
     expectAal2(await verifyBackupCode(app, pending, codes[0]!));
 
     // Another user's factor, and an unknown id: 404, whatever the session's level.
@@ -411,7 +380,7 @@ describe('factor management and step-up', () => {
     await expectNotice(address, 'removed', 'Authenticator app');
     expectError(await removeFactor(app, aal2.access_token, factorId), 404, 'not_found', 'already removed');
     expect((await ok(factors(app, aal2.access_token))).map((f: { kind: string }) => f.kind)).toEqual(['backup_code']);
-    await mfaRequired(app, address, ['backup_code']);
+    await mfaRequired(suite, app, address, ['backup_code']);
 
     // Removing the set of codes too: its codes are gone with it, and sign-in completes at aal 1.
     const set = (await ok(factors(app, aal2.access_token)))[0];
@@ -432,15 +401,15 @@ describe('factor management and step-up', () => {
     const { secret: oldSecret, factorId: oldId, user } = await withTotp(app, address);
     const aal2 = (await signInWithTotp(app, address, user.id, oldSecret)).tokens;
     const enrolled = await ok(enroll(app, aal2.access_token, { name: 'New phone' }), 201);
-    const factor = await ok(confirm(app, aal2.access_token, enrolled.factor_id, codeAt(enrolled.secret)));
+    const factor = await ok(confirm(app, aal2.access_token, enrolled.factor_id, totpCode(enrolled.secret)));
     expect(factor.name).toBe('New phone');
     await expectNotices(address, ['removed', 'Authenticator app'], ['added', 'New phone']);
     expect((await ok(factors(app, aal2.access_token))).map((f: { id: string }) => f.id)).toEqual([enrolled.factor_id]);
     expect(await sql(suite.server, 'select id from mfa_factors where id = ?', [oldId])).toEqual([]);
     await forgetUsedSteps(user.id);
-    const pending = await mfaRequired(app, address, ['totp']);
-    expectError(await verifyTotp(app, pending, codeAt(oldSecret, STEP_MS)), 401, 'assertion_failed', 'old authenticator');
-    expectAal2(await verifyTotp(app, pending, codeAt(enrolled.secret)));
+    const pending = await mfaRequired(suite, app, address, ['totp']);
+    expectError(await verifyTotp(app, pending, totpCode(oldSecret, STEP_MS)), 401, 'assertion_failed', 'old authenticator');
+    expectAal2(await verifyTotp(app, pending, totpCode(enrolled.secret)));
   });
 });
 
@@ -471,7 +440,7 @@ describe("settings.mfa: 'required'", () => {
 
     // Enrolling clears it; the next sign-in asks for the factor.
     const enrolled = await ok(enroll(app, tokens.access_token), 201);
-    await ok(confirm(app, tokens.access_token, enrolled.factor_id, codeAt(enrolled.secret)));
+    await ok(confirm(app, tokens.access_token, enrolled.factor_id, totpCode(enrolled.secret)));
     await expectNotice(address, 'added', 'Authenticator app');
     expect((await ok(currentSession(app, tokens.access_token))).mfa_enrollment_required).toBe(false);
     expect((await ok(endUser(app, 'GET', '/v1/auth/me', undefined, tokens.access_token))).mfa_enrollment_required).toBe(false);
@@ -500,12 +469,12 @@ describe('merge', () => {
     await ok(app.rest('POST', '/v1/users/merge', { source_user_id: source.user.id, target_user_id: target.user.id }));
 
     await forgetUsedSteps(target.user.id);
-    const pending = await mfaRequired(app, targetAddress, ['totp', 'backup_code']);
-    const signedIn = expectAal2(await verifyTotp(app, pending, codeAt(source.secret)));
+    const pending = await mfaRequired(suite, app, targetAddress, ['totp', 'backup_code']);
+    const signedIn = expectAal2(await verifyTotp(app, pending, totpCode(source.secret)));
     expect(signedIn.user.id).toBe(target.user.id);
-    expectAal2(await verifyBackupCode(app, await mfaRequired(app, targetAddress, ['totp', 'backup_code']), codes[0]!));
+    expectAal2(await verifyBackupCode(app, await mfaRequired(suite, app, targetAddress, ['totp', 'backup_code']), codes[0]!));
     // The source's address now signs in the target, with the same factors.
-    await mfaRequired(app, sourceAddress, ['totp', 'backup_code']);
+    await mfaRequired(suite, app, sourceAddress, ['totp', 'backup_code']);
 
     // Source and target both with TOTP: the target's stays, the source's is dropped.
     const otherAddress = uniqueEmail('source2');
@@ -519,9 +488,9 @@ describe('merge', () => {
     ]);
     expect(rows.map((r: { id: string }) => r.id)).toEqual([keeper.factorId]);
     await forgetUsedSteps(keeper.user.id);
-    const keeperPending = await mfaRequired(app, keeperAddress, ['totp']);
-    expectError(await verifyTotp(app, keeperPending, codeAt(other.secret)), 401, 'assertion_failed', "dropped source's TOTP");
-    expectAal2(await verifyTotp(app, keeperPending, codeAt(keeper.secret)));
+    const keeperPending = await mfaRequired(suite, app, keeperAddress, ['totp']);
+    expectError(await verifyTotp(app, keeperPending, totpCode(other.secret)), 401, 'assertion_failed', "dropped source's TOTP");
+    expectAal2(await verifyTotp(app, keeperPending, totpCode(keeper.secret)));
   });
 });
 
@@ -542,7 +511,9 @@ describe('tRPC carries the same rules', () => {
     const enrolled = await call('auth.mfa.totp.enroll', {});
     expect(enrolled.status).toBe(200);
     const { factor_id, secret } = enrolled.body.result.data;
-    const wrong = [codeAt(secret, -STEP_MS), codeAt(secret), codeAt(secret, STEP_MS)].includes('000000') ? '999999' : '000000';
+    const wrong = [totpCode(secret, -STEP_MS), totpCode(secret), totpCode(secret, STEP_MS)].includes('000000')
+      ? '999999'
+      : '000000';
     const refused = await call('auth.mfa.totp.confirm', { factor_id, code: wrong });
     expect(refused.status).toBe(401);
     expect(refused.body.error.data).toMatchObject({ code: 'assertion_failed', httpStatus: 401 });

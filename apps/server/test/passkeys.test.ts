@@ -1,11 +1,11 @@
 import { purgeExpired } from '@gatehouse/api';
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import { decodeJwt } from 'jose';
-import { Secret, TOTP } from 'otpauth';
 import { describe, expect, it } from 'vitest';
 import { type CreateTamper, type GetTamper, SoftwareAuthenticator } from './helpers/authenticator.ts';
-import { acrossServers, expectError, ok, type RestResponse, sql, type TestApp, UUID } from './helpers/server.ts';
-import { beginSignIn, endUser, type SignInResult, signIn, type Tokens } from './helpers/sign-in.ts';
+import { expectAal2, mfaRequired, totpCode } from './helpers/mfa.ts';
+import { acrossServers, expectError, ok, sql, type TestApp, UUID } from './helpers/server.ts';
+import { endUser, type SignInResult, signIn, type Tokens } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
 const suite = serverSuite();
@@ -62,30 +62,12 @@ async function passkeyMfa(app: TestApp, pendingToken: string, authenticator: Sof
   return mfaFinish(app, { credential: await authenticator.get(options, ORIGIN, tamper), state });
 }
 
-/** A `complete` answer at aal 2, as the tokens and the signed access token both say. */
-function expectAal2(res: RestResponse<SignInResult>, label = '') {
-  expect(res.status, `${label} ${JSON.stringify(res.body)}`).toBe(200);
-  const result = res.body.data;
-  if (result.status !== 'complete') throw new Error(`${label}: ${result.status}, not complete`);
-  expect(Object.keys(result).sort()).toEqual(['status', 'tokens', 'user']);
-  expect(result.tokens.aal).toBe(2);
-  expect(decodeJwt(result.tokens.access_token)).toMatchObject({ aal: 2, sid: result.tokens.session_id });
-  return result;
-}
-
 /** A user signed in by magic link (aal 1) who then registers a passkey on `authenticator`. */
 async function withPasskey(app: TestApp, address: string, authenticator = new SoftwareAuthenticator(), name?: string) {
   const signedIn = await signIn(suite.server, suite.smtp, app, address);
   const passkey = await ok(register(app, signedIn.tokens.access_token, authenticator, { name }), 201);
   await expectNotice(address, 'added', passkey.name);
   return { ...signedIn, authenticator, passkey };
-}
-
-/** A magic-link sign-in that stops at `mfa_required` with these methods: its pending token. */
-async function mfaRequired(app: TestApp, address: string, methods: string[]) {
-  const { result } = await beginSignIn(suite.server, suite.smtp, app, address);
-  expect(result).toMatchObject({ status: 'mfa_required', mfa: { methods } });
-  return (result as { pending_token: string }).pending_token;
 }
 
 async function expectNotice(address: string, change: 'added' | 'removed', name: string) {
@@ -270,7 +252,7 @@ describe('registration', () => {
     const address = uniqueEmail('reg-stepup');
     const { tokens, authenticator } = await withPasskey(app, address);
     // Signed in again by magic link only: aal 1 is not enough to add a second passkey.
-    const pending = await mfaRequired(app, address, ['passkey']);
+    const pending = await mfaRequired(suite, app, address, ['passkey']);
     expectError(await registerStart(app, tokens.access_token), 403, 'step_up_required');
     const stepped = expectAal2(await passkeyMfa(app, pending, authenticator));
     await ok(register(app, stepped.tokens.access_token, new SoftwareAuthenticator(), { name: 'YubiKey' }), 201);
@@ -401,7 +383,7 @@ describe('passkey sign-in (first factor)', () => {
     await withPasskey(app, address);
     // Each sign-in stopping at mfa_required leaves a magic link and a pending token (with its ceremony); each
     // first-factor start a ceremony of its own.
-    for (let i = 0; i < 3; i++) await ok(mfaStart(app, await mfaRequired(app, address, ['passkey'])));
+    for (let i = 0; i < 3; i++) await ok(mfaStart(app, await mfaRequired(suite, app, address, ['passkey'])));
     for (let i = 0; i < 3; i++) await ok(signInStart(app));
     const idsOf = async (table: string, where = 'true'): Promise<string[]> =>
       (
@@ -489,7 +471,7 @@ describe('passkey as second factor (S5)', () => {
     const app = await passkeyApp();
     const address = uniqueEmail('pk-mfa');
     const { user, authenticator } = await withPasskey(app, address);
-    const pending = await mfaRequired(app, address, ['passkey']);
+    const pending = await mfaRequired(suite, app, address, ['passkey']);
 
     const started = await ok(mfaStart(app, pending));
     expect(started.options).toMatchObject({ rpId: RP_ID, userVerification: 'required' });
@@ -509,17 +491,17 @@ describe('passkey as second factor (S5)', () => {
     const app = await passkeyApp();
     const address = uniqueEmail('pk-methods');
     const { tokens, authenticator } = await withPasskey(app, address);
-    const pending = await mfaRequired(app, address, ['passkey']);
+    const pending = await mfaRequired(suite, app, address, ['passkey']);
     const stepped = expectAal2(await passkeyMfa(app, pending, authenticator));
     const enrolled = await ok(endUser(app, 'POST', '/v1/auth/mfa/totp/enroll', undefined, stepped.tokens.access_token), 201);
-    const code = new TOTP({ secret: Secret.fromBase32(enrolled.secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate();
+    const code = totpCode(enrolled.secret);
     await ok(
       endUser(app, 'POST', '/v1/auth/mfa/totp/confirm', { factor_id: enrolled.factor_id, code }, stepped.tokens.access_token),
     );
     await ok(endUser(app, 'POST', '/v1/auth/mfa/backup-codes', undefined, stepped.tokens.access_token), 201);
     await suite.smtp.next(address); // mfa_factor_added (authenticator app)
     await suite.smtp.next(address); // mfa_factor_added (backup codes)
-    await mfaRequired(app, address, ['passkey', 'totp', 'backup_code']);
+    await mfaRequired(suite, app, address, ['passkey', 'totp', 'backup_code']);
     expect(tokens.aal).toBe(1);
   });
 
@@ -528,7 +510,7 @@ describe('passkey as second factor (S5)', () => {
     const victim = uniqueEmail('pk-mfa-victim');
     const { authenticator } = await withPasskey(app, victim);
     const attacker = await withPasskey(app, uniqueEmail('pk-mfa-attacker'));
-    const pending = await mfaRequired(app, victim, ['passkey']);
+    const pending = await mfaRequired(suite, app, victim, ['passkey']);
 
     // The attacker's own (valid) passkey, offered for the victim's pending sign-in.
     const { options, state } = await ok(mfaStart(app, pending));
@@ -541,7 +523,7 @@ describe('passkey as second factor (S5)', () => {
     expectError(await mfaFinish(app, { credential: genuine, state }), 401, 'invalid_pending_token', 'replayed state');
 
     // A state of another sign-in of the same user: its challenge is not the one signed.
-    const otherPending = await mfaRequired(app, victim, ['passkey']);
+    const otherPending = await mfaRequired(suite, app, victim, ['passkey']);
     const first = await ok(mfaStart(app, pending));
     const second = await ok(mfaStart(app, otherPending));
     const signedForFirst = await authenticator.get(first.options, ORIGIN);
@@ -574,7 +556,7 @@ describe('passkey as second factor (S5)', () => {
     const app = await passkeyApp();
     const address = uniqueEmail('pk-mfa-five');
     const { authenticator } = await withPasskey(app, address);
-    const pending = await mfaRequired(app, address, ['passkey']);
+    const pending = await mfaRequired(suite, app, address, ['passkey']);
     for (let i = 0; i < 5; i++) {
       expectError(await passkeyMfa(app, pending, authenticator, { badSignature: true }), 401, 'assertion_failed', `attempt ${i}`);
     }
@@ -585,7 +567,7 @@ describe('passkey as second factor (S5)', () => {
     const app = await passkeyApp();
     const address = uniqueEmail('pk-mfa-race');
     const { authenticator } = await withPasskey(app, address);
-    const pending = await mfaRequired(app, address, ['passkey']);
+    const pending = await mfaRequired(suite, app, address, ['passkey']);
     const { options, state } = await ok(mfaStart(app, pending));
     const credential = await authenticator.get(options, ORIGIN);
     const answers = await acrossServers(suite.server, 20, (server) => mfaFinish(app.via(server), { credential, state }));
@@ -599,7 +581,7 @@ describe('passkey as second factor (S5)', () => {
     const { tokens } = await signIn(suite.server, suite.smtp, app, address);
     await ok(endUser(app, 'POST', '/v1/auth/mfa/backup-codes', undefined, tokens.access_token), 201);
     await suite.smtp.next(address); // mfa_factor_added
-    const pending = await mfaRequired(app, address, ['backup_code']);
+    const pending = await mfaRequired(suite, app, address, ['backup_code']);
     expectError(await mfaStart(app, pending), 404, 'not_found');
   });
 });
@@ -743,7 +725,7 @@ describe('the server SDK (tRPC) drives the same ceremonies', () => {
     });
     expect(result.body.result.data).toMatchObject({ status: 'complete', tokens: { aal: 2 }, user: { id: user.id } });
 
-    const pending = await mfaRequired(app, address, ['passkey']);
+    const pending = await mfaRequired(suite, app, address, ['passkey']);
     const mfa = (await trpc('auth.passkeys.mfa.start', { pending_token: pending })).body.result.data;
     const done = await trpc('auth.passkeys.mfa.finish', {
       credential: await authenticator.get(mfa.options, ORIGIN),

@@ -6,9 +6,9 @@ import {
   type SignInResult,
   type WebAuthnCeremonies,
 } from '@gatehouse/sdk';
-import { Secret, TOTP } from 'otpauth';
 import { describe, expect, it } from 'vitest';
 import { type GetTamper, SoftwareAuthenticator } from './helpers/authenticator.ts';
+import { totpCode } from './helpers/mfa.ts';
 import { rejection, type TestApp, UUID } from './helpers/server.ts';
 import { linkIn } from './helpers/smtp.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -60,12 +60,6 @@ function mfaRequired(result: SignInResult, methods: string[]) {
   expect(result.mfa.methods).toEqual(methods);
   return result.pending_token;
 }
-
-/** The code an authenticator app shows `offsetMs` from now (30 000 is the next step: the current one may be spent). */
-const totpCode = (secret: string, offsetMs = 0) =>
-  new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({
-    timestamp: Date.now() + offsetMs,
-  });
 
 /** A user signed in by magic link (aal 1) on a device with a passkey registered through the SDK. */
 async function withPasskey(app: TestApp, address: string) {
