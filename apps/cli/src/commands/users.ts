@@ -142,19 +142,16 @@ export function registerUsers(program: Command): void {
       const ask = mustConfirm(options.yes, 'removing a factor signs the user out everywhere');
       const gatehouse = await secretKeyClient(command);
       // The factor is named in the question and in the result line (--json prints only what the API answered).
-      let factor = ask ? await findFactor(gatehouse, user, factorId) : undefined;
+      const factor = ask || outputMode(command) !== 'json' ? await findFactor(gatehouse, user, factorId) : undefined;
       // A factor the user does not have is not asked about: removing it fails with not_found.
-      if (factor) {
+      if (ask && factor) {
         const question = `Remove ${describeFactor(factorId, factor)} of user ${user}? It signs them out everywhere.`;
         if (!(await confirm(question))) throw new Error('cancelled: nothing was removed');
       }
       await present(
         command,
         'Removing the factor',
-        async () => {
-          if (!ask && outputMode(command) !== 'json') factor = await findFactor(gatehouse, user, factorId);
-          return gatehouse.users.factors.remove({ id: user, factor_id: factorId });
-        },
+        () => gatehouse.users.factors.remove({ id: user, factor_id: factorId }),
         (removed) => ({
           kind: 'message',
           text:

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PendingTokenInputSchema } from '../sign-in/sign-in.schema.ts';
 
 export const MFA_FACTOR_KINDS = ['totp', 'backup_code'] as const;
 export type MfaFactorKind = (typeof MFA_FACTOR_KINDS)[number];
@@ -34,10 +35,10 @@ const TotpCodeSchema = z.string().regex(/^\d{6}$/, 'six digits');
 
 export const ConfirmTotpInputSchema = z.strictObject({ factor_id: z.uuid(), code: TotpCodeSchema });
 
-export const VerifyTotpInputSchema = z.strictObject({ pending_token: z.string().min(1).max(200), code: TotpCodeSchema });
+export const VerifyTotpInputSchema = z.strictObject({ pending_token: PendingTokenInputSchema, code: TotpCodeSchema });
 
 export const VerifyBackupCodeInputSchema = z.strictObject({
-  pending_token: z.string().min(1).max(200),
+  pending_token: PendingTokenInputSchema,
   code: z.string().min(1).max(64),
 });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PendingTokenInputSchema } from '../sign-in/sign-in.schema.ts';
 
 /** CONTRACT §5: a passkey as its owner sees it (never its key material). */
 export const PasskeySchema = z
@@ -107,7 +108,7 @@ export const FinishRegistrationInputSchema = z.strictObject({
 
 export const FinishAssertionInputSchema = z.strictObject({ credential: AssertionCredentialSchema, state: StateSchema });
 
-export const StartPasskeyMfaInputSchema = z.strictObject({ pending_token: z.string().min(1).max(200) });
+export const StartPasskeyMfaInputSchema = z.strictObject({ pending_token: PendingTokenInputSchema });
 
 export type RegistrationCredential = z.infer<typeof RegistrationCredentialSchema>;
 export type AssertionCredential = z.infer<typeof AssertionCredentialSchema>;

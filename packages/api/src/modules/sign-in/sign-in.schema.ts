@@ -27,8 +27,11 @@ export const SignInResultSchema = z
   .meta({ id: 'SignInResult' });
 export type SignInResult = z.infer<typeof SignInResultSchema>;
 
+/** A pending token as a client sends it back (the next step of a sign-in). */
+export const PendingTokenInputSchema = z.string().min(1).max(200);
+
 export const AcceptConsentInputSchema = z.strictObject({
-  pending_token: z.string().min(1).max(200),
+  pending_token: PendingTokenInputSchema,
   doc_types: z
     .array(z.string().max(64))
     .max(50)
