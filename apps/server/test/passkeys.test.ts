@@ -306,6 +306,39 @@ describe('passkey sign-in (first factor)', () => {
     expectAal2(accepted);
   });
 
+  it('a malformed finish is 422 with the failing path, and spends neither the state nor the counter', async () => {
+    const app = await passkeyApp();
+    const { authenticator } = await withPasskey(app, uniqueEmail('pk-schema'));
+    const { options, state } = await ok(signInStart(app));
+    const credential = await authenticator.get(options, ORIGIN);
+    const cases: Array<[unknown, string]> = [
+      [{ credential }, 'state'],
+      [{ credential: { ...credential, type: 'password' }, state }, 'credential.type'],
+      // Larger than any signature (ML-DSA-87's is 6170 base64url characters): refused before any work.
+      [
+        { credential: { ...credential, response: { ...credential.response, signature: 'A'.repeat(8193) } }, state },
+        'credential.response.signature',
+      ],
+    ];
+    for (const [body, path] of cases) {
+      const res = await signInFinish(app, body);
+      expectError(res, 422, 'validation_failed', path);
+      expect(
+        res.body.error.details!.map((d) => d.path),
+        JSON.stringify(res.body.error),
+      ).toContain(path);
+    }
+    // A field the route does not take (here: naming the user) is refused too, not ignored.
+    const extra = await signInFinish(app, { credential, state, user_id: '01890000-0000-7000-8000-000000000000' });
+    expectError(extra, 422, 'validation_failed', 'extra field');
+    expect(
+      extra.body.error.details!.some((d) => d.message.includes('user_id')),
+      JSON.stringify(extra.body.error),
+    ).toBe(true);
+    // The state and the assertion are still good: nothing was consumed by the refusals.
+    expectAal2(await signInFinish(app, { credential, state }));
+  });
+
   it('authenticators that always report counter 0 keep working', async () => {
     const app = await passkeyApp();
     const { authenticator } = await withPasskey(app, uniqueEmail('pk-zero'), new SoftwareAuthenticator({ counterStep: 0 }));
