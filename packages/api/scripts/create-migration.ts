@@ -6,7 +6,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { MikroORM } from '@mikro-orm/core';
-import { createOrm, migrate } from '../src/db/orm.ts';
+import { migrate } from '../src/db/orm.ts';
+import { createOrm } from '../src/entities.ts';
 
 const admin = process.env.MIGRATION_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const scratch = `gatehouse_migration_${process.pid}`;

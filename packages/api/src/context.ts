@@ -2,11 +2,6 @@ import type { EntityManager, Orm } from './db/orm.ts';
 import { SecretBox, sha256 } from './lib/crypto.ts';
 import { createMailer, type Mailer } from './lib/mailer.ts';
 import { type RateLimitStore, RateLimits } from './lib/rate-limit.ts';
-import type { ApiKey } from './modules/api-keys/api-key.entity.ts';
-import type { Application } from './modules/applications/application.entity.ts';
-import type { Session } from './modules/sessions/session.entity.ts';
-import { SigningKeyCache } from './modules/signing-keys/signing-keys.service.ts';
-import type { User } from './modules/users/user.entity.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
 export interface Logger {
@@ -24,7 +19,6 @@ export interface Services {
   /** The public base URL from configuration (never from request headers). */
   baseUrl: string;
   log: Logger;
-  signingKeys: SigningKeyCache;
   mailer: Mailer;
   rateLimits: RateLimits;
   inFlight: InFlight;
@@ -79,7 +73,6 @@ export function createServices(options: ServicesOptions): Services {
     operatorTokenHash: sha256(options.operatorToken),
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     log: options.log,
-    signingKeys: new SigningKeyCache(),
     mailer: createMailer(options.smtpUrl, options.mailFrom ?? 'Gatehouse <no-reply@gatehouse.local>'),
     rateLimits: new RateLimits(options.rateLimitStore),
     inFlight: new InFlight(),
@@ -94,18 +87,23 @@ export interface RequestInfo {
   log: Logger;
 }
 
-export interface Context extends RequestInfo {
+/**
+ * What every procedure receives. The kernel knows no module: what authentication adds (the application, the API key,
+ * the session and its user) is declared by the module that authenticates it, by augmenting this interface
+ * (`declare module '../../context.ts'`), as fastify's decorators are typed.
+ */
+interface KernelContext extends RequestInfo {
   services: Services;
   /** A forked entity manager: its identity map belongs to this request only. */
   em: EntityManager;
   /** Filled by the REST host from procedure meta (e.g. 201); tRPC ignores it. */
   response: { status?: number; headers: Record<string, string>; raw?: boolean };
-  application?: Application;
-  apiKey?: ApiKey;
-  /** End-user routes with an access token: the verified session and its user. */
-  session?: Session;
-  user?: User;
 }
+
+export interface Context extends KernelContext {}
+
+/** What an authenticator may add to the context: the fields the modules declare on it. */
+export type Authenticated = Partial<Omit<Context, keyof KernelContext>>;
 
 export function createContext(services: Services, info: RequestInfo): Context {
   return { ...info, services, em: services.orm.em.fork() as EntityManager, response: { headers: {} } };

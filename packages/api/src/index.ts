@@ -1,6 +1,7 @@
 export type { Context, RequestInfo, Services } from './context.ts';
 export { createContext, createServices, type ServicesOptions } from './context.ts';
-export { createOrm, type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations } from './db/orm.ts';
+export { type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations } from './db/orm.ts';
+export { createOrm } from './entities.ts';
 export { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
 export { SecretBox, sha256 } from './lib/crypto.ts';
 export { purgeExpired } from './lib/housekeeping.ts';

@@ -1,19 +1,26 @@
+import { authRouter } from './auth.router.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
-import { applicationsRouter } from './modules/applications/applications.router.ts';
-import { authRouter } from './modules/auth.router.ts';
+import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
+import { applicationProcedures } from './modules/applications/applications.router.ts';
 import { eventsRouter } from './modules/events/events.router.ts';
+import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
 import { organizationsRouter } from './modules/organizations/organizations.router.ts';
+import { revokeUserSessionsProcedure } from './modules/sessions/sessions.router.ts';
 import { signingKeysRouter } from './modules/signing-keys/signing-keys.router.ts';
 import { statsRouter } from './modules/stats/stats.router.ts';
 import { templatesRouter } from './modules/templates/templates.router.ts';
-import { usersRouter } from './modules/users/users.router.ts';
+import { userProcedures } from './modules/users/users.router.ts';
 import { router } from './trpc.ts';
 
+/**
+ * The composition root: the one place that sees every module. A namespace can gather procedures from several
+ * layers (users.factors comes from the factors module above users), so no module imports one above it.
+ */
 export const appRouter = router({
-  applications: applicationsRouter,
+  applications: router({ create: createApplicationProcedure, ...applicationProcedures }),
   apiKeys: apiKeysRouter,
-  users: usersRouter,
+  users: router({ ...userProcedures, revokeSessions: revokeUserSessionsProcedure, factors: userFactorsRouter }),
   organizations: organizationsRouter,
   events: eventsRouter,
   signingKeys: signingKeysRouter,

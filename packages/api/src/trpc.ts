@@ -2,16 +2,9 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import { type Context, header } from './context.ts';
+import type { Authenticated, Context } from './context.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
-import {
-  authenticateOperator,
-  authenticateSecretKey,
-  resolveApplication,
-  type Scope,
-} from './modules/api-keys/api-keys.service.ts';
-import { allowOrigin } from './modules/applications/cors.ts';
-import { authenticateSignedIn } from './modules/sessions/sessions.service.ts';
+import type { Scope } from './lib/scopes.ts';
 
 /** Who may call: the operator, a secret key, a browser (publishable id), a signed-in browser (★), anyone. */
 export type CallerKind = 'operator' | 'secret_key' | 'end_user' | 'signed_in' | 'public';
@@ -104,27 +97,35 @@ const base = t.procedure.use(async ({ ctx, meta, next }) => {
 
 export const publicProcedure = base.meta({ caller: 'public' });
 
-export const operatorProcedure = base.meta({ caller: 'operator' }).use(async ({ ctx, next }) => {
-  authenticateOperator(ctx.services.operatorTokenHash, header(ctx, 'authorization'));
-  return next();
-});
+/**
+ * How each kind of caller is authenticated: filled by the module that owns the credential (api-keys: operator, secret
+ * key, end user; sessions: signed in), so the kernel imports no module. What an authenticator answers is merged into
+ * the context (the fields it declares on `Context`).
+ */
+type Authenticator = (ctx: Context, meta: Meta | undefined) => Promise<Authenticated>;
+type AuthenticatedCaller = Exclude<CallerKind, 'public'>;
+const authenticators = new Map<AuthenticatedCaller, Authenticator>();
 
-/** Secret-key procedures: the application from `x-application-id` first, then the key, then the scope. */
-export const secretKeyProcedure = (scope: Scope) =>
-  base.meta({ caller: 'secret_key', scope }).use(async ({ ctx, next }) => {
-    const { application, apiKey } = await authenticateSecretKey(ctx, scope);
-    return next({ ctx: { application, apiKey } });
+export function registerAuthenticator(caller: AuthenticatedCaller, authenticate: Authenticator): void {
+  authenticators.set(caller, authenticate);
+}
+
+const authenticated = (caller: AuthenticatedCaller) =>
+  base.meta({ caller }).use(async ({ ctx, meta, next }) => {
+    const authenticate = authenticators.get(caller);
+    // Fail closed: a route whose credential has no authenticator (a module not loaded) refuses everyone.
+    if (!authenticate) throw new Error(`no authenticator for ${caller}`);
+    return next({ ctx: await authenticate(ctx, meta) });
   });
 
+/** Operator routes: the operator token. */
+export const operatorProcedure = authenticated('operator');
+
+/** Secret-key procedures: the application from `x-application-id` first, then the key, then the scope. */
+export const secretKeyProcedure = (scope: Scope) => authenticated('secret_key').meta({ scope });
+
 /** End-user routes (ES): the application from `x-application-id`, then the browser's origin against its allowlist. */
-export const endUserProcedure = base.meta({ caller: 'end_user' }).use(async ({ ctx, next }) => {
-  const application = await resolveApplication(ctx);
-  allowOrigin(ctx, application);
-  return next({ ctx: { application } });
-});
+export const endUserProcedure = authenticated('end_user');
 
 /** Signed-in end-user routes (ES★): a valid access token of a session that is still live, of an active user. */
-export const signedInProcedure = base.meta({ caller: 'signed_in' }).use(async ({ ctx, next }) => {
-  const { application, session, user } = await authenticateSignedIn(ctx);
-  return next({ ctx: { application, session, user } });
-});
+export const signedInProcedure = authenticated('signed_in');

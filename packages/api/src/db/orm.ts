@@ -7,7 +7,6 @@ import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
 import pg from 'pg';
 import array from 'postgres-array';
-import { entities } from './entities.ts';
 import { migrationsList } from './migrations/index.ts';
 
 export type DatabaseConfig =
@@ -22,7 +21,8 @@ export type Orm = MikroORM;
 const PGLITE_EXTENSIONS = { pg_trgm };
 export type EntityManager = SqlEntityManager;
 
-export function ormOptions(db: DatabaseConfig): Partial<Options> {
+/** `entities`: every table's entity, listed by the composition root (`src/entities.ts`): the kernel knows no module. */
+function ormOptions(db: DatabaseConfig, entities: Options['entities']): Partial<Options> {
   const common = {
     entities,
     extensions: [Migrator],
@@ -41,8 +41,8 @@ export function ormOptions(db: DatabaseConfig): Partial<Options> {
   return { ...common, driver: PgliteDriver, dbName: db.dataDir, driverOptions: { extensions: PGLITE_EXTENSIONS } };
 }
 
-export async function createOrm(db: DatabaseConfig): Promise<Orm> {
-  return MikroORM.init(ormOptions(db));
+export async function openOrm(db: DatabaseConfig, entities: Options['entities']): Promise<Orm> {
+  return MikroORM.init(ormOptions(db, entities));
 }
 
 /** An arbitrary constant: the advisory lock that serializes migrations across processes. */

@@ -1,27 +1,5 @@
 import { z } from 'zod';
-
-export const SCOPES = [
-  '*',
-  'api_keys:read',
-  'api_keys:write',
-  'users:read',
-  'users:write',
-  'organizations:read',
-  'organizations:write',
-  'saml:read',
-  'saml:write',
-  'settings:read',
-  'settings:write',
-  'webhooks:read',
-  'webhooks:write',
-  'authz:read',
-  'authz:write',
-  'billing:read',
-  'billing:write',
-  'access_rules:read',
-  'access_rules:write',
-  'stats:read',
-] as const;
+import { SCOPES } from '../../lib/scopes.ts';
 
 export const ApiKeySchema = z
   .object({

@@ -3,13 +3,21 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { constantTimeEqual, randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import { SCOPES, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
+import { registerAuthenticator } from '../../trpc.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
+import { allowOrigin } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type ApiKey, ApiKeyEntity } from './api-key.entity.ts';
-import { type ApiKeyRecord, SCOPES } from './api-keys.schema.ts';
+import type { ApiKeyRecord } from './api-keys.schema.ts';
 
-export type Scope = (typeof SCOPES)[number];
+declare module '../../context.ts' {
+  interface Context {
+    /** Secret-key routes: the key that authenticated the call. */
+    apiKey?: ApiKey;
+  }
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** `last_used_at` is written at most this often per key, so reads do not turn into writes. */
@@ -141,3 +149,14 @@ export async function revokeApiKey(ctx: Context, id: string) {
   }
   return { id, deleted: true as const };
 }
+
+registerAuthenticator('operator', async (ctx) => {
+  authenticateOperator(ctx.services.operatorTokenHash, header(ctx, 'authorization'));
+  return {};
+});
+registerAuthenticator('secret_key', (ctx, meta) => authenticateSecretKey(ctx, meta!.scope!));
+registerAuthenticator('end_user', async (ctx) => {
+  const application = await resolveApplication(ctx);
+  allowOrigin(ctx, application);
+  return { application };
+});

@@ -1,38 +1,17 @@
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { operatorProcedure, router, secretKeyProcedure } from '../../trpc.ts';
+import { operatorProcedure, secretKeyProcedure } from '../../trpc.ts';
 import {
   ApplicationPageSchema,
   ApplicationSchema,
-  CreateApplicationInputSchema,
-  CreatedApplicationSchema,
   ListApplicationsInputSchema,
   UpdateApplicationInputSchema,
 } from './applications.schema.ts';
-import {
-  createApplication,
-  deleteApplication,
-  getApplication,
-  listApplications,
-  updateApplication,
-} from './applications.service.ts';
+import { deleteApplication, getApplication, listApplications, updateApplication } from './applications.service.ts';
 
 const tags = ['Applications'];
 
-export const applicationsRouter = router({
-  create: operatorProcedure
-    .meta({
-      successStatus: 201,
-      openapi: {
-        method: 'POST',
-        path: '/v1/applications',
-        tags,
-        summary: 'Create an application (operator token)',
-        description: 'Answers the application and its first secret key; the secret is shown once.',
-      },
-    })
-    .input(CreateApplicationInputSchema)
-    .output(CreatedApplicationSchema)
-    .mutation(({ ctx, input }) => createApplication(ctx, input)),
+/** The applications namespace; the root router adds `create` from application-setup (it mints the first key). */
+export const applicationProcedures = {
   list: operatorProcedure
     .meta({ openapi: { method: 'GET', path: '/v1/applications', tags, summary: 'List applications (operator token)' } })
     .input(ListApplicationsInputSchema)
@@ -62,4 +41,4 @@ export const applicationsRouter = router({
     .input(UpdateApplicationInputSchema)
     .output(ApplicationSchema)
     .mutation(({ ctx, input }) => updateApplication(ctx, input)),
-});
+};

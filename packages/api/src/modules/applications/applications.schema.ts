@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
-import { ApiKeyWithSecretSchema } from '../api-keys/api-keys.schema.ts';
 
 /** An origin exactly as a browser sends it: scheme, host and optional port, nothing else. */
 export const OriginSchema = z
@@ -122,10 +121,6 @@ export const UpdateApplicationInputSchema = z.strictObject({
   allowed_origins: z.array(OriginSchema).max(50).optional(),
   settings: ApplicationSettingsPatchSchema.optional(),
 });
-
-export const CreatedApplicationSchema = z
-  .object({ application: ApplicationSchema, secret_key: ApiKeyWithSecretSchema })
-  .meta({ id: 'CreatedApplication' });
 
 export const ListApplicationsInputSchema = listQuerySchema({});
 export const ApplicationPageSchema = pageOf('applications', ApplicationSchema).meta({ id: 'ApplicationPage' });

@@ -3,8 +3,6 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
-import { issueApiKey, toApiKeyRecord } from '../api-keys/api-keys.service.ts';
-import { createFirstSigningKey } from '../signing-keys/signing-keys.service.ts';
 import { type Application, ApplicationEntity } from './application.entity.ts';
 import {
   type ApplicationRecord,
@@ -49,30 +47,25 @@ export const settingsOf = (app: Application): ApplicationSettings => Application
 const mergeSettings = (current: unknown, patch: ApplicationSettingsPatch): ApplicationSettings =>
   ApplicationSettingsSchema.parse({ ...ApplicationSettingsSchema.parse(current ?? {}), ...patch });
 
-export async function createApplication(
-  ctx: Context,
+/** Builds a new application in `em` (the caller's transaction); its first credentials are the setup module's. */
+export function newApplication(
+  em: EntityManager,
   input: {
     name: string;
     environment: 'development' | 'production';
     allowed_origins: string[];
     settings: ApplicationSettingsPatch;
   },
-) {
+): Application {
   const settings = mergeSettings({}, input.settings);
   checkRedirects(settings, input.allowed_origins);
-  return ctx.em.transactional(async (em) => {
-    const app = em.create(ApplicationEntity, {
-      id: newId(),
-      firstTrafficAt: null,
-      name: input.name,
-      environment: input.environment,
-      allowedOrigins: input.allowed_origins,
-      settings,
-    });
-    const { key, secret } = issueApiKey(em, app, 'Default key', ['*']);
-    createFirstSigningKey(em, ctx.services, app.id);
-    await em.flush();
-    return { application: toApplicationRecord(app), secret_key: { ...toApiKeyRecord(key), secret } };
+  return em.create(ApplicationEntity, {
+    id: newId(),
+    firstTrafficAt: null,
+    name: input.name,
+    environment: input.environment,
+    allowedOrigins: input.allowed_origins,
+    settings,
   });
 }
 

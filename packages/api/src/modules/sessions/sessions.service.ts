@@ -3,6 +3,7 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import { registerAuthenticator } from '../../trpc.ts';
 import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
@@ -11,9 +12,19 @@ import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
 import type { User } from '../users/user.entity.ts';
+import { registerBanStep } from '../users/users.hooks.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
+import { findUser } from '../users/users.service.ts';
 import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
 import type { SessionRecord, Tokens } from './sessions.schema.ts';
+
+declare module '../../context.ts' {
+  interface Context {
+    /** Signed-in routes (ES★): the verified session and its user. */
+    session?: Session;
+    user?: User;
+  }
+}
 
 const newRefreshToken = () => randomSecret('rt_');
 
@@ -145,6 +156,11 @@ async function revokeWhere(em: EntityManager, applicationId: string, where: { id
 
 export const revokeUserSessions = (em: EntityManager, applicationId: string, userId: string, reason: string) =>
   revokeWhere(em, applicationId, { user: userId }, reason);
+
+export async function revokeSessionsOfUser(ctx: Context, id: string) {
+  const user = await findUser(ctx, id);
+  return { user_id: user.id, revoked: await revokeUserSessions(ctx.em, user.application, user.id, 'revoked_by_admin') };
+}
 
 export async function signOut(ctx: Context) {
   await revokeWhere(ctx.em, ctx.application!.id, { id: ctx.session!.id }, 'sign_out');
@@ -314,4 +330,11 @@ const userFromRow = (u: JsonRow): User => ({
 /** Merge: the source's sessions are revoked (its identities now sign in the target). */
 registerMergeStep('sessions', async (em, { applicationId, sourceUserId }) => {
   await revokeUserSessions(em, applicationId, sourceUserId, 'user_merged');
+});
+
+registerAuthenticator('signed_in', authenticateSignedIn);
+
+/** A ban signs the user out everywhere, in the ban's transaction: never banned-but-still-signed-in. */
+registerBanStep('sessions', async (em, user) => {
+  await revokeUserSessions(em, user.application, user.id, 'user_banned');
 });

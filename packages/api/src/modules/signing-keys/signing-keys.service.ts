@@ -21,7 +21,7 @@ interface VerifyKey {
 }
 
 /** Per-process caches of decrypted signing keys and parsed public keys; the database stays the source of truth. */
-export class SigningKeyCache {
+class SigningKeyCache {
   readonly active = new Map<string, { kid: string; key: KeyObject; loadedAt: number }>();
   readonly verify = new Map<string, { keys: Map<string, VerifyKey>; loadedAt: number }>();
   /**
@@ -30,6 +30,14 @@ export class SigningKeyCache {
    * request. (Revocation is not cached: the session is read on every request.)
    */
   readonly verified = new Map<string, { applicationId: string; expiresAt: number; claims: JWTPayload & AccessTokenClaims }>();
+}
+
+/** One cache per process (per `Services`): tests run several servers in one process, each with its own. */
+const caches = new WeakMap<Services, SigningKeyCache>();
+function cacheOf(services: Services): SigningKeyCache {
+  const cache = caches.get(services) ?? new SigningKeyCache();
+  caches.set(services, cache);
+  return cache;
 }
 
 const MAX_REMEMBERED_TOKENS = 10_000;
@@ -67,7 +75,7 @@ async function loadActive(em: EntityManager, services: Services, applicationId: 
 }
 
 export async function activeSigningKey(em: EntityManager, services: Services, applicationId: string) {
-  const cached = services.signingKeys.active.get(applicationId);
+  const cached = cacheOf(services).active.get(applicationId);
   if (cached && Date.now() - cached.loadedAt < ACTIVE_KEY_TTL_MS) return cached;
   const row = await loadActive(em, services, applicationId);
   const entry = {
@@ -75,7 +83,7 @@ export async function activeSigningKey(em: EntityManager, services: Services, ap
     key: createPrivateKey(services.secretBox.decrypt(row.privateKeySealed, sealContext(row.id))),
     loadedAt: Date.now(),
   };
-  services.signingKeys.active.set(applicationId, entry);
+  cacheOf(services).active.set(applicationId, entry);
   return entry;
 }
 
@@ -117,10 +125,10 @@ const toVerifyKey = (row: SigningKey): VerifyKey => ({
  */
 async function verifyKey(em: EntityManager, services: Services, applicationId: string, kid: string | undefined) {
   if (!kid || !UUID.test(kid)) return undefined;
-  let entry = services.signingKeys.verify.get(applicationId);
+  let entry = cacheOf(services).verify.get(applicationId);
   if (!entry || Date.now() - entry.loadedAt > VERIFY_KEYS_TTL_MS) {
     entry = { keys: new Map(), loadedAt: Date.now() };
-    services.signingKeys.verify.set(applicationId, entry);
+    cacheOf(services).verify.set(applicationId, entry);
   }
   if (!entry.keys.has(kid)) {
     const row = await em.findOne(SigningKeyEntity, { id: kid, application: applicationId });
@@ -144,7 +152,7 @@ export async function verifyAccessToken(
   applicationId: string,
   token: string,
 ): Promise<JWTPayload & AccessTokenClaims> {
-  const remembered = ctx.services.signingKeys.verified;
+  const remembered = cacheOf(ctx.services).verified;
   const seen = remembered.get(token);
   if (seen) {
     if (seen.applicationId === applicationId && seen.expiresAt > Date.now()) return seen.claims;
@@ -205,7 +213,7 @@ export async function rotateSigningKey(ctx: Context, applicationId: string) {
     );
     return generate(em, ctx.services, applicationId);
   });
-  ctx.services.signingKeys.active.delete(applicationId);
-  ctx.services.signingKeys.verify.delete(applicationId);
+  cacheOf(ctx.services).active.delete(applicationId);
+  cacheOf(ctx.services).verify.delete(applicationId);
   return { kid: next.id, ...(await jwks(ctx.em, applicationId)) };
 }

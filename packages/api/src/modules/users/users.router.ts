@@ -1,24 +1,19 @@
-import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { router, secretKeyProcedure } from '../../trpc.ts';
-import { RevokedSessionsSchema } from '../sessions/sessions.schema.ts';
-import { listUserFactors, removeUserFactor } from './user-factors.service.ts';
+import { secretKeyProcedure } from '../../trpc.ts';
 import {
   CreateUserInputSchema,
   ListUsersInputSchema,
   MergeUsersInputSchema,
-  RemovedFactorSchema,
   UpdateUserInputSchema,
-  UserFactorParamsSchema,
-  UserFactorSchema,
   UserPageSchema,
   UserSchema,
 } from './users.schema.ts';
-import { createUser, deleteUser, getUser, listUsers, mergeUsers, revokeSessionsOfUser, updateUser } from './users.service.ts';
+import { createUser, deleteUser, getUser, listUsers, mergeUsers, updateUser } from './users.service.ts';
 
 const tags = ['Users'];
 
-export const usersRouter = router({
+/** The users namespace; the root router adds what modules above contribute to it (sessions, factors). */
+export const userProcedures = {
   create: secretKeyProcedure('users:write')
     .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/users', tags, summary: 'Create a user' } })
     .input(CreateUserInputSchema)
@@ -44,11 +39,6 @@ export const usersRouter = router({
     .input(IdParamSchema)
     .output(DeletedSchema)
     .mutation(({ ctx, input }) => deleteUser(ctx, input.id)),
-  revokeSessions: secretKeyProcedure('users:write')
-    .meta({ openapi: { method: 'POST', path: '/v1/users/{id}/sessions/revoke', tags, summary: 'Sign the user out everywhere' } })
-    .input(IdParamSchema)
-    .output(RevokedSessionsSchema)
-    .mutation(({ ctx, input }) => revokeSessionsOfUser(ctx, input.id)),
   merge: secretKeyProcedure('users:write')
     .meta({
       openapi: {
@@ -62,24 +52,4 @@ export const usersRouter = router({
     .input(MergeUsersInputSchema)
     .output(UserSchema)
     .mutation(({ ctx, input }) => mergeUsers(ctx, input)),
-  factors: router({
-    list: secretKeyProcedure('users:read')
-      .meta({ openapi: { method: 'GET', path: '/v1/users/{id}/factors', tags, summary: "A user's passkeys and second factors" } })
-      .input(IdParamSchema)
-      .output(z.array(UserFactorSchema))
-      .query(({ ctx, input }) => listUserFactors(ctx, input.id)),
-    remove: secretKeyProcedure('users:write')
-      .meta({
-        openapi: {
-          method: 'DELETE',
-          path: '/v1/users/{id}/factors/{factor_id}',
-          tags,
-          summary: 'Remove a passkey or second factor (support)',
-          description: 'Also revokes every session of the user, and tells them by mail.',
-        },
-      })
-      .input(UserFactorParamsSchema)
-      .output(RemovedFactorSchema)
-      .mutation(({ ctx, input }) => removeUserFactor(ctx, input.id, input.factor_id)),
-  }),
-});
+};

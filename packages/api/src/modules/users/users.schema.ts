@@ -54,25 +54,3 @@ export const UserPageSchema = pageOf('users', UserSchema).meta({ id: 'UserPage' 
 export const UpdateMeInputSchema = z.strictObject({ profile: ProfileSchema });
 
 export const MergeUsersInputSchema = z.strictObject({ source_user_id: z.uuid(), target_user_id: z.uuid() });
-
-/** A sign-in factor as support sees it: a passkey, an authenticator app or a set of backup codes. */
-export const UserFactorSchema = z
-  .object({
-    id: z.uuid(),
-    kind: z.enum(['passkey', 'totp', 'backup_code']),
-    name: z.string(),
-    created_at: z.iso.datetime(),
-    last_used_at: z.iso.datetime().nullable(),
-  })
-  .meta({ id: 'UserFactor' });
-export type UserFactorRecord = z.infer<typeof UserFactorSchema>;
-
-export const UserFactorParamsSchema = z.strictObject({ id: z.uuid(), factor_id: z.uuid() });
-
-export const RemovedFactorSchema = z
-  .object({
-    id: z.uuid(),
-    deleted: z.literal(true),
-    revoked_sessions: z.number().int().meta({ description: 'Sessions of the user ended by the removal' }),
-  })
-  .meta({ id: 'RemovedFactor' });

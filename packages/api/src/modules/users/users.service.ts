@@ -6,8 +6,8 @@ import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { iso } from '../../lib/time.ts';
 import { markTraffic } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { revokeUserSessions } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from './user.entity.ts';
+import { runBanSteps } from './users.hooks.ts';
 import { runMergeSteps } from './users.merge.ts';
 import type { UserRecord } from './users.schema.ts';
 
@@ -97,15 +97,9 @@ export async function updateUser(
     const record = toUserRecord(user);
     recordEvent(em, user.application, 'user.updated', record);
     await em.flush();
-    // A ban signs the user out everywhere, in the same transaction: never banned-but-still-signed-in.
-    if (banning) await revokeUserSessions(em, user.application, user.id, 'user_banned');
+    if (banning) await runBanSteps(em, user);
     return record;
   });
-}
-
-export async function revokeSessionsOfUser(ctx: Context, id: string) {
-  const user = await findUser(ctx, id);
-  return { user_id: user.id, revoked: await revokeUserSessions(ctx.em, user.application, user.id, 'revoked_by_admin') };
 }
 
 export async function deleteUser(ctx: Context, id: string) {

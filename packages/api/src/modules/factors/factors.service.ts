@@ -4,8 +4,8 @@ import { factorsOfUser, removeFactorOfUser } from '../mfa/mfa.service.ts';
 import { passkeysOfUser, removePasskeyOfUser } from '../passkeys/passkeys.service.ts';
 import { revokeUserSessions } from '../sessions/sessions.service.ts';
 import { sendSecurityNotice } from '../templates/templates.service.ts';
-import type { UserFactorRecord } from './users.schema.ts';
-import { findUser } from './users.service.ts';
+import { findUser } from '../users/users.service.ts';
+import type { UserFactorRecord } from './factors.schema.ts';
 
 /** Support view of a user's sign-in factors: passkeys and second factors, newest first, never their secrets. */
 export async function listUserFactors(ctx: Context, userId: string): Promise<UserFactorRecord[]> {

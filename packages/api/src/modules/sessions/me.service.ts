@@ -1,7 +1,7 @@
 import type { Context } from '../../context.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type User, UserEntity } from './user.entity.ts';
-import { toUserRecord } from './users.service.ts';
+import { type User, UserEntity } from '../users/user.entity.ts';
+import { toUserRecord } from '../users/users.service.ts';
 
 /** The user as S21 shows them, with what the current session asks of them. */
 const currentUser = (ctx: Context, user: User) => ({

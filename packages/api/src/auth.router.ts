@@ -1,10 +1,14 @@
 import { z } from 'zod';
-import { DeletedSchema, IdParamSchema } from '../lib/schemas.ts';
-import { endUserProcedure, router, signedInProcedure } from '../trpc.ts';
-import { acceptConsent } from './consent/consent.service.ts';
-import { mfaRouter } from './mfa/mfa.router.ts';
-import { passkeysRouter } from './passkeys/passkeys.router.ts';
-import { RefreshInputSchema, SessionSchema, SwitchOrganizationInputSchema, TokensSchema } from './sessions/sessions.schema.ts';
+import { DeletedSchema, IdParamSchema } from './lib/schemas.ts';
+import { mfaRouter } from './modules/mfa/mfa.router.ts';
+import { passkeysRouter } from './modules/passkeys/passkeys.router.ts';
+import { getMe, updateMe } from './modules/sessions/me.service.ts';
+import {
+  RefreshInputSchema,
+  SessionSchema,
+  SwitchOrganizationInputSchema,
+  TokensSchema,
+} from './modules/sessions/sessions.schema.ts';
 import {
   getCurrentSession,
   listSessions,
@@ -12,16 +16,17 @@ import {
   revokeOwnSession,
   signOut,
   switchOrganization,
-} from './sessions/sessions.service.ts';
+} from './modules/sessions/sessions.service.ts';
+import { acceptConsent } from './modules/sign-in/accept-consent.service.ts';
 import {
   StartMagicLinkInputSchema,
   StartMagicLinkOutputSchema,
   VerifyMagicLinkInputSchema,
-} from './sign-in/magic-link/magic-link.schema.ts';
-import { startMagicLink, verifyMagicLink } from './sign-in/magic-link/magic-link.service.ts';
-import { AcceptConsentInputSchema, SignInResultSchema } from './sign-in/sign-in.schema.ts';
-import { getMe, updateMe } from './users/me.service.ts';
-import { CurrentUserSchema, UpdateMeInputSchema } from './users/users.schema.ts';
+} from './modules/sign-in/magic-link/magic-link.schema.ts';
+import { startMagicLink, verifyMagicLink } from './modules/sign-in/magic-link/magic-link.service.ts';
+import { AcceptConsentInputSchema, SignInResultSchema } from './modules/sign-in/sign-in.schema.ts';
+import { CurrentUserSchema, UpdateMeInputSchema } from './modules/users/users.schema.ts';
+import { endUserProcedure, router, signedInProcedure } from './trpc.ts';
 
 /** The end-user surface (ES): sign-in steps, tokens, the current user and their sessions. */
 const tags = ['End-user sign-in'];
@@ -58,7 +63,7 @@ export const authRouter = router({
       })
       .input(RefreshInputSchema)
       .output(TokensSchema)
-      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application, input.refresh_token)),
+      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application!, input.refresh_token)),
   }),
   signOut: signedInProcedure
     .meta({ openapi: { method: 'POST', path: '/v1/auth/sign-out', tags, summary: 'End the current session' } })
