@@ -85,6 +85,40 @@ describe('/v1/openapi.json', () => {
     check('get', '/v1/applications/{id}', 200, (await app.rest('GET', `/v1/applications/${app.id}`)).body);
   });
 
+  it('serves client generators: tags with descriptions, servers from the base URL, a license, examples that validate', () => {
+    // The configured base URL (GATEHOUSE_BASE_URL), never the Host the request came to.
+    expect(doc.servers).toEqual([{ url: 'http://gatehouse.test' }]);
+    expect(doc.info.license.identifier).toBeTruthy();
+    const described = new Map((doc.tags as Array<{ name: string; description: string }>).map((t) => [t.name, t.description]));
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+    ajv.addSchema({ $id: 'doc', components: doc.components }, 'doc');
+    const validates = (schema: unknown, example: unknown) =>
+      ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components', '"doc#/components')))(example);
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        for (const tag of operation.tags) expect(described.get(tag), `tag ${tag}`).toBeTruthy();
+        const bodies = [operation.requestBody, ...Object.values<any>(operation.responses)]
+          .filter((b) => b && !b.$ref)
+          .map((b) => b.content['application/json']);
+        for (const body of bodies) {
+          expect(body.example, `${method} ${path}`).toBeDefined();
+          expect(validates(body.schema, body.example), `${method} ${path} example`).toBe(true);
+        }
+      }
+    }
+    for (const response of Object.values<any>(doc.components.responses)) {
+      const body = response.content['application/json'];
+      expect(validates(body.schema, body.example)).toBe(true);
+    }
+  });
+
+  it('lists 429 on the rate-limited routes only', () => {
+    expect(doc.paths['/v1/auth/magic-link/start'].post.responses['429']).toBeDefined();
+    expect(doc.paths['/v1/auth/mfa/totp/verify'].post.responses['429']).toBeDefined();
+    expect(doc.paths['/v1/auth/passkeys/mfa/finish'].post.responses['429']).toBeDefined();
+    expect(doc.paths['/v1/users'].post.responses['429']).toBeUndefined();
+  });
+
   it('names every error code the service can answer', () => {
     const codes = doc.components.schemas.Error.properties.code.enum as string[];
     for (const code of [

@@ -35,7 +35,10 @@ const none = z.strictObject({}).optional();
 export const authRouter = router({
   magicLink: router({
     start: endUserProcedure
-      .meta({ openapi: { method: 'POST', path: '/v1/auth/magic-link/start', tags, summary: 'Email a sign-in link' } })
+      .meta({
+        rateLimited: true,
+        openapi: { method: 'POST', path: '/v1/auth/magic-link/start', tags, summary: 'Email a sign-in link' },
+      })
       .input(StartMagicLinkInputSchema)
       .output(StartMagicLinkOutputSchema)
       .mutation(({ ctx, input }) => startMagicLink(ctx, input)),

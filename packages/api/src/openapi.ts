@@ -1,5 +1,6 @@
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
-import { ERROR_CODES } from './errors.ts';
+import { ERROR_CODES, type ErrorCode } from './errors.ts';
+import { exampleOf } from './openapi-examples.ts';
 import { appRouter } from './router.ts';
 import type { CallerKind, Meta } from './trpc.ts';
 
@@ -18,6 +19,49 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   500: 'Internal error (never with internals in the message)',
 };
 
+/** A typical error of each status, for the documented examples. */
+const ERROR_EXAMPLES: Record<number, [ErrorCode, string]> = {
+  400: ['invalid_json', 'The body is not valid JSON'],
+  401: ['invalid_api_key', 'Invalid API key'],
+  403: ['insufficient_scope', 'This key lacks the users:write scope'],
+  404: ['not_found', 'User not found'],
+  409: ['conflict', 'Already exists'],
+  413: ['payload_too_large', 'The body is larger than 1 MiB'],
+  415: ['unsupported_media_type', 'Send the body as application/json'],
+  422: ['validation_failed', 'The request does not match the schema'],
+  429: ['rate_limited', 'Too many attempts; try again later'],
+  500: ['internal_error', 'Internal error'],
+};
+
+/** The tags of the document, in reading order, each with what it groups. */
+const TAGS: Array<{ name: string; description: string }> = [
+  {
+    name: 'Applications',
+    description:
+      'Applications (tenants): settings, allowed origins, usage statistics and the message log. Created with the operator token.',
+  },
+  { name: 'API keys', description: 'Secret keys of an application, with scopes. A secret is shown once, at creation.' },
+  {
+    name: 'Signing keys',
+    description: "The application's Ed25519 keys: the public JWKS any backend verifies access tokens against, and rotation.",
+  },
+  {
+    name: 'Users',
+    description:
+      'The users of an application: create, search, update, ban, merge, sign out everywhere, support view of their factors.',
+  },
+  { name: 'Organizations', description: 'Organizations and their members with roles.' },
+  { name: 'Events', description: 'The event log: every change, written in the transaction that makes it.' },
+  { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
+  {
+    name: 'End-user sign-in',
+    description:
+      "Called from the end user's browser with the publishable application id: magic links, consent, tokens, the current user and their sessions.",
+  },
+  { name: 'End-user second factors', description: 'Authenticator apps (TOTP) and backup codes: enrollment and verification.' },
+  { name: 'End-user passkeys', description: 'WebAuthn passkeys: registration, passwordless sign-in and second factor.' },
+];
+
 const SECURITY: Record<CallerKind, Json[]> = {
   operator: [{ operatorToken: [] }],
   secret_key: [{ secretKey: [], applicationId: [] }],
@@ -34,6 +78,7 @@ function errorStatuses(method: string, meta: Meta): number[] {
   if (meta.caller === 'secret_key' || meta.caller === 'end_user' || meta.caller === 'signed_in') statuses.add(403);
   if (meta.caller !== 'operator' || method === 'delete') statuses.add(404);
   if (method === 'post' || method === 'patch' || method === 'put') statuses.add(409);
+  if (meta.rateLimited) statuses.add(429);
   return [...statuses].sort();
 }
 
@@ -68,10 +113,18 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       if (!meta) throw new Error(`No procedure behind ${method} ${path}`);
       const data = operation.responses['200'].content['application/json'].schema;
       const status = String(meta.successStatus ?? 200);
+      const body = operation.requestBody?.content?.['application/json'];
+      if (body) body.example = exampleOf(body.schema, doc.components.schemas);
+      const example = exampleOf(data, doc.components.schemas);
       operation.responses = {
         [status]: {
           description: meta.successStatus === 201 ? 'Created' : 'Success',
-          content: { 'application/json': { schema: meta.envelope === false ? data : successEnvelope(data) } },
+          content: {
+            'application/json':
+              meta.envelope === false
+                ? { schema: data, example }
+                : { schema: successEnvelope(data), example: { success: true, data: example, error: null, meta: EXAMPLE_META } },
+          },
         },
         ...Object.fromEntries(errorStatuses(method, meta).map((s) => [s, { $ref: `#/components/responses/Error${s}` }])),
       };
@@ -89,10 +142,19 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
     ...doc.components,
     schemas: { ...schemas, ResponseMeta: RESPONSE_META, Error: ERROR, ErrorEnvelope: ERROR_ENVELOPE },
     responses: Object.fromEntries(
-      Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => [
-        `Error${status}`,
-        { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } },
-      ]),
+      Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => {
+        const [code, message] = ERROR_EXAMPLES[Number(status)]!;
+        const error = {
+          code,
+          message,
+          ...(code === 'validation_failed' ? { details: [{ path: 'email', message: 'Invalid email address' }] } : {}),
+        };
+        const example = { success: false, data: null, error, meta: EXAMPLE_META };
+        return [
+          `Error${status}`,
+          { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' }, example } } },
+        ];
+      }),
     ),
     securitySchemes: {
       operatorToken: { type: 'http', scheme: 'bearer', description: 'The operator token (GATEHOUSE_OPERATOR_TOKEN)' },
@@ -101,8 +163,12 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       applicationId: { type: 'apiKey', in: 'header', name: 'x-application-id', description: 'The publishable application id' },
     },
   };
+  doc.tags = TAGS;
+  doc.info.license = { name: 'MIT', identifier: 'MIT' };
   return doc as OpenAPIObject;
 }
+
+const EXAMPLE_META = { timestamp: '2026-11-24T09:30:00.000Z', request_id: '01937c4e-8a2b-7c3d-9e4f-5a6b7c8d9e0f' };
 
 const RESPONSE_META = {
   type: 'object',

@@ -16,6 +16,8 @@ export type Meta = OpenApiMeta<{
   scope?: Scope;
   /** REST answers the data as it is, without the envelope (JWKS documents: standard tools read them). */
   envelope?: false;
+  /** The route counts attempts against a rate limit, so it can answer 429 (documented in OpenAPI). */
+  rateLimited?: true;
 }>;
 
 /** tRPC's own error codes (thrown by tRPC before our middlewares run) mapped to ours. */

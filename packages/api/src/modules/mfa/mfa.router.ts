@@ -44,6 +44,7 @@ export const mfaRouter = router({
       .mutation(({ ctx, input }) => confirmTotp(ctx, input)),
     verify: endUserProcedure
       .meta({
+        rateLimited: true,
         openapi: { method: 'POST', path: '/v1/auth/mfa/totp/verify', tags, summary: 'Continue a sign-in with a TOTP code' },
       })
       .input(VerifyTotpInputSchema)
@@ -61,6 +62,7 @@ export const mfaRouter = router({
       .mutation(({ ctx }) => createBackupCodes(ctx)),
     verify: endUserProcedure
       .meta({
+        rateLimited: true,
         openapi: {
           method: 'POST',
           path: '/v1/auth/mfa/backup-code/verify',

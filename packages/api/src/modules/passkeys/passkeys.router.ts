@@ -46,6 +46,7 @@ export const passkeysRouter = router({
   signIn: router({
     start: endUserProcedure
       .meta({
+        rateLimited: true,
         openapi: { method: 'POST', path: '/v1/auth/passkeys/sign-in/start', tags, summary: 'Options to sign in with a passkey' },
       })
       .input(none)
@@ -62,6 +63,7 @@ export const passkeysRouter = router({
   mfa: router({
     start: endUserProcedure
       .meta({
+        rateLimited: true,
         openapi: {
           method: 'POST',
           path: '/v1/auth/passkeys/mfa/start',
@@ -74,6 +76,7 @@ export const passkeysRouter = router({
       .mutation(({ ctx, input }) => startMfa(ctx, input)),
     finish: endUserProcedure
       .meta({
+        rateLimited: true,
         openapi: {
           method: 'POST',
           path: '/v1/auth/passkeys/mfa/finish',
