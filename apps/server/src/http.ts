@@ -9,13 +9,16 @@ import {
   CORS_ALLOWED_HEADERS,
   type Context,
   createContext,
+  describeError,
   ERROR_CODES,
   type ErrorBody,
   errorBody,
+  MAX_BODY_DEPTH,
   type Meta,
   preflightAllowed,
   type RequestInfo,
   type Services,
+  tooDeep,
 } from '@gatehouse/api';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -30,6 +33,8 @@ export interface ServerOptions {
   services: (log: Services['log']) => Services;
   /** A pino level, or false for no logs (tests). */
   logLevel: string | false;
+  /** Where log lines go (default stdout); tests read them. */
+  logStream?: { write(line: string): void };
   /** Reports readiness for /readyz (database reachable, migrations applied). */
   ready: () => Promise<boolean>;
 }
@@ -42,6 +47,20 @@ function sendError(request: FastifyRequest, reply: FastifyReply, body: ErrorBody
     .headers(headers)
     .type('application/json')
     .send({ success: false, data: null, error: body, meta: meta(request) });
+}
+
+/** Every 500 is logged once, at error level, with the request id (pino's `reqId`) and what failed — never a message that could quote SQL or a secret. */
+function logUnhandled(log: FastifyRequest['log'], error: unknown) {
+  log.error({ err: describeError(error) }, 'unhandled error');
+}
+
+/**
+ * Errors the procedure middleware never saw (tRPC failing before or after it): those that answer 500 are logged
+ * here. The middleware's own answers carry an AppError cause and were logged there.
+ */
+function logOutsideProcedure(log: FastifyRequest['log'], error: unknown) {
+  const cause = (error as { cause?: unknown }).cause;
+  if (!(cause instanceof AppError) && errorBody(error).code === 'internal_error') logUnhandled(log, error);
 }
 
 /** Fastify's own errors (parsing, limits) in our vocabulary. */
@@ -79,6 +98,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     logger: options.logLevel
       ? {
           level: options.logLevel,
+          ...(options.logStream ? { stream: options.logStream } : {}),
           // Paths only: query strings can carry one-time tokens. Headers (credentials) are never logged.
           serializers: {
             req: (req) => ({ method: req.method, path: req.url.split('?')[0] }),
@@ -99,20 +119,35 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
+      const parsed = JSON.parse(text);
+      // Deep nesting costs every later step (validation, storage, serialization) and PostgreSQL refuses jsonb past a
+      // stack depth: refuse it here, before anything walks it.
+      const deep = tooDeep(parsed, MAX_BODY_DEPTH);
+      if (deep) {
+        const path = `${deep.slice(0, 8).join('.')}${deep.length > 8 ? '…' : ''}`;
+        return done(
+          new AppError('validation_failed', 'The request does not match the schema', [
+            { path, message: `nested deeper than ${MAX_BODY_DEPTH} levels` },
+          ]),
+          undefined,
+        );
+      }
+      done(null, parsed);
     } catch {
       done(new AppError('invalid_json', 'The body is not valid JSON'), undefined);
     }
   });
 
   app.setErrorHandler((error, request, reply) => {
-    if (error instanceof AppError) return sendError(request, reply, { code: error.code, message: error.message });
+    if (error instanceof AppError) {
+      return sendError(request, reply, { code: error.code, message: error.message, details: error.details });
+    }
     const known = fastifyErrorBody(error as { code?: string });
     if (known) return sendError(request, reply, known);
     if ((error as { statusCode?: number }).statusCode === 400 && (error as { code?: string }).code?.startsWith('FST_ERR_CTP')) {
       return sendError(request, reply, { code: 'invalid_json', message: 'The body is not valid JSON' });
     }
-    request.log.error({ err: { type: (error as Error).name, code: (error as { code?: string }).code } }, 'unhandled error');
+    logUnhandled(request.log, error);
     return sendError(request, reply, { code: 'internal_error', message: 'Internal error' });
   });
 
@@ -137,6 +172,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
       createContext: ({ req }: { req: FastifyRequest }) => createContext(services, requestInfo(req)),
       // CORS headers of end-user procedures (set by the origin check) reach tRPC callers too.
       responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.response.headers }),
+      onError: ({ error, req }: { error: unknown; req: FastifyRequest }) => logOutsideProcedure(req.log, error),
     },
   });
 
@@ -163,6 +199,7 @@ function registerRest(app: FastifyInstance, services: Services) {
       return ctx;
     },
     responseMeta: ({ ctx }) => ({ status: ctx?.response.status, headers: ctx?.response.headers }),
+    onError: ({ error, req }) => logOutsideProcedure((req as unknown as FastifyRequest).log, error),
     maxBodySize: ONE_MIB,
   });
 

@@ -19,6 +19,8 @@ export interface GatehouseServerOptions {
   /** Public base URL (issuer and links). Never derived from request headers. */
   baseUrl: string;
   logLevel?: string | false;
+  /** Where log lines go (default stdout). */
+  logStream?: { write(line: string): void };
   /** `smtp://…` for outgoing mail; unset prints mail to the console. */
   smtpUrl?: string;
   mailFrom?: string;
@@ -58,6 +60,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         rateLimitStore,
       }),
     logLevel: options.logLevel ?? 'info',
+    logStream: options.logStream,
     ready: async () => (await pendingMigrations(orm)) === 0,
   });
   const housekeeping = setInterval(() => {

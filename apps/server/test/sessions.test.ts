@@ -383,7 +383,7 @@ describe('the signed-in user’s sessions', () => {
       expectError(await patch({ profile: bad }), 422, 'validation_failed', `profile ${JSON.stringify(bad)}`);
     }
     expectError(await patch({}), 422, 'validation_failed', 'no profile');
-    expectError(await patch({ profile: { blob: 'x'.repeat(17_000) } }), 422, 'validation_failed', 'profile over 16 KiB');
+    expectError(await patch({ profile: { blob: 'x'.repeat(17_000) } }), 422, 'validation_failed', 'profile over 8 KiB');
     // Mass assignment: nothing but the profile can be set by the user.
     for (const extra of [
       { status: 'banned' },

@@ -1,4 +1,5 @@
 import { authRouter } from './auth.router.ts';
+import { pinDeclaredCoercion } from './lib/strict-input.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
 import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
 import { applicationProcedures } from './modules/applications/applications.router.ts';
@@ -29,5 +30,7 @@ export const appRouter = router({
   messages: messagesRouter,
   auth: authRouter,
 });
+
+pinDeclaredCoercion(appRouter);
 
 export type AppRouter = typeof appRouter;

@@ -4,6 +4,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import type { Authenticated, Context } from './context.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
+import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
 
 /** Who may call: the operator, a secret key, a browser (publishable id), a signed-in browser (★), anyone. */
@@ -39,7 +40,9 @@ export function errorBody(error: unknown): ErrorBody {
   const cause = error instanceof TRPCError ? (error.cause ?? error) : error;
   if (cause instanceof AppError) return { code: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
-    return { code: 'validation_failed', message: 'The request does not match the schema', details: zodDetails(cause) };
+    const code = issueCode(cause.issues as Parameters<typeof issueCode>[0]) as ErrorCode;
+    const message = code === 'validation_failed' ? 'The request does not match the schema' : 'The URL is not allowed';
+    return { code: code in ERROR_CODES ? code : 'validation_failed', message, details: zodDetails(cause) };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
   const mapped = error instanceof TRPCError ? TRPC_TO_CODE[error.code] : undefined;
@@ -48,7 +51,7 @@ export function errorBody(error: unknown): ErrorBody {
 }
 
 /** What may be logged about an unexpected error: its kind, never a driver message (it can quote SQL and values). */
-function describe(error: unknown): Record<string, unknown> {
+export function describeError(error: unknown): Record<string, unknown> {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   if (!(cause instanceof Error)) return { type: typeof cause };
   const sqlState = (cause as { code?: unknown }).code;
@@ -91,7 +94,7 @@ const base = t.procedure.use(async ({ ctx, meta, next }) => {
     return result;
   }
   const body = errorBody(result.error);
-  if (body.code === 'internal_error') ctx.log.error({ err: describe(result.error) }, 'unhandled error');
+  if (body.code === 'internal_error') ctx.log.error({ err: describeError(result.error) }, 'unhandled error');
   const cause = result.error.cause instanceof AppError ? result.error.cause : new AppError(body.code, body.message, body.details);
   if (cause.headers) Object.assign(ctx.response.headers, cause.headers);
   throw new TRPCError({ code: ERROR_CODES[body.code].trpc, message: body.message, cause });

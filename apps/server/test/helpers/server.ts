@@ -111,9 +111,19 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
 
 /** Boots the real server on an ephemeral port against the run's database. */
 export async function startServer(
-  options: { baseUrl?: string; smtpUrl?: string; redisUrl?: string; operatorToken?: string; masterKey?: Buffer } = {},
+  options: {
+    baseUrl?: string;
+    smtpUrl?: string;
+    redisUrl?: string;
+    operatorToken?: string;
+    masterKey?: Buffer;
+    /** Collects the server's JSON log lines (level `info` and above) instead of discarding them. */
+    logLines?: string[];
+    /** Another database than the run's (the caller owns it). */
+    database?: DatabaseConfig;
+  } = {},
 ): Promise<TestServer> {
-  const db = await database();
+  const db = options.database ? { config: options.database, dispose: async () => {} } : await database();
   const operatorToken = options.operatorToken ?? `op_${randomBytes(24).toString('hex')}`;
   const masterKey = options.masterKey ?? randomBytes(32);
   const server = await createGatehouseServer({
@@ -121,7 +131,8 @@ export async function startServer(
     operatorToken,
     masterKey,
     baseUrl: options.baseUrl ?? 'http://gatehouse.test',
-    logLevel: false,
+    logLevel: options.logLines ? 'info' : false,
+    logStream: options.logLines ? { write: (line: string) => void options.logLines!.push(line) } : undefined,
     smtpUrl: options.smtpUrl,
     redisUrl: options.redisUrl,
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { RedirectUrlSchema } from '../../lib/schemas.ts';
 
 /** An origin exactly as a browser sends it: scheme, host and optional port, nothing else. */
 export const OriginSchema = z
@@ -54,11 +55,7 @@ const settingsShape = {
   magic_link: z
     .strictObject({
       ttl_s: z.number().int().min(60).max(600).default(600),
-      redirect_url: z
-        .url({ protocol: /^https?$/ })
-        .max(2048)
-        .nullable()
-        .default(null),
+      redirect_url: RedirectUrlSchema.nullable().default(null),
     })
     .default({ ttl_s: 600, redirect_url: null }),
   passkeys: z

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FreeFormJsonSchema } from '../../lib/schemas.ts';
 import { PendingTokenInputSchema } from '../sign-in/sign-in.schema.ts';
 
 /** CONTRACT §5: a passkey as its owner sees it (never its key material). */
@@ -27,7 +28,7 @@ const CredentialSchema = z
     rawId: z.string().min(1).max(1400),
     type: z.literal('public-key'),
     response: z.looseObject({ clientDataJSON: z.string().min(1).max(8192) }),
-    clientExtensionResults: z.record(z.string(), z.unknown()).optional().default({}),
+    clientExtensionResults: FreeFormJsonSchema.optional().default({}),
     authenticatorAttachment: z.string().max(32).nullable().optional(),
   })
   .meta({ description: 'The public-key credential JSON produced by the browser (base64url fields)' });

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { FreeFormJsonSchema } from '../../lib/schemas.ts';
 
 export const USER_STATUSES = ['active', 'banned', 'merged'] as const;
 
-const ProfileSchema = z
-  .record(z.string(), z.unknown())
-  .refine((p) => JSON.stringify(p).length <= 16_384, 'profile must serialize to at most 16 KiB')
-  .meta({ description: 'Free-form JSON object (at most 16 KiB)' });
+const ProfileSchema = FreeFormJsonSchema.meta({
+  description: 'Free-form JSON object (at most 8 KiB serialized, 10 levels deep)',
+});
 
 export const EmailSchema = z.string().trim().max(320).pipe(z.email());
 
