@@ -24,6 +24,12 @@ const EnvSchema = z.object({
     .string()
     .regex(/^rediss?:\/\//, 'GATEHOUSE_REDIS_URL must be a redis:// URL')
     .optional(),
+  /** Seconds between mail attempts after each failure, comma-separated; after the last the message is `failed`. */
+  GATEHOUSE_MAIL_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\d+(\.\d+)?(,\d+(\.\d+)?)*$/, 'GATEHOUSE_MAIL_RETRY_SCHEDULE must be seconds separated by commas, e.g. 10,60,300')
+    .transform((v) => v.split(',').map(Number))
+    .optional(),
   GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type Env = z.infer<typeof EnvSchema>;

@@ -2,6 +2,7 @@ import {
   createOrm,
   createServices,
   type DatabaseConfig,
+  MailWorker,
   migrate,
   type Orm,
   pendingMigrations,
@@ -26,6 +27,8 @@ export interface GatehouseServerOptions {
   mailFrom?: string;
   /** Shared rate-limit counters; unset uses the database (PostgreSQL) or memory (PGlite, one process). */
   redisUrl?: string;
+  /** Seconds between mail attempts after each failure (default 10 s, 1 min, 5 min, 30 min, 2 h). */
+  mailRetryScheduleS?: number[];
 }
 
 /** How often each process deletes long-expired one-time secrets (any process may; they do not conflict). */
@@ -63,6 +66,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     logStream: options.logStream,
     ready: async () => (await pendingMigrations(orm)) === 0,
   });
+  const mailWorker = new MailWorker(services, options.mailRetryScheduleS);
+  mailWorker.start();
   const housekeeping = setInterval(() => {
     purgeExpired(orm).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);
@@ -74,6 +79,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
       clearInterval(housekeeping);
       await app.close();
       await services.inFlight.idle(10_000);
+      // A send in hand finishes; queued mail stays queued for the next process.
+      await mailWorker.stop();
       await services.rateLimits.close();
       services.mailer.close();
       await orm.close();

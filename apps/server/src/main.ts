@@ -28,6 +28,7 @@ if (process.argv[2] === 'migrate') {
     smtpUrl: env.GATEHOUSE_SMTP_URL,
     mailFrom: env.GATEHOUSE_MAIL_FROM,
     redisUrl: env.GATEHOUSE_REDIS_URL,
+    mailRetryScheduleS: env.GATEHOUSE_MAIL_RETRY_SCHEDULE,
   });
   await server.app.listen({ port: env.PORT, host: env.HOST });
   console.log(

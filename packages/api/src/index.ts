@@ -7,6 +7,7 @@ export { SecretBox, sha256 } from './lib/crypto.ts';
 export { purgeExpired } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
+export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export { describeError, errorBody, type Meta } from './trpc.ts';

@@ -8,14 +8,18 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** A migrated PGlite data directory (tar) that each test file restores. */
     pgliteSnapshot: string;
-    /** A fresh, migrated PostgreSQL database for this run, when DATABASE_URL is set. */
+    /** DATABASE_URL when set: where each test server creates its own database (PostgreSQL only). */
     databaseUrl: string;
+    /** A migrated PostgreSQL database that each test server's database is copied from (`create database … template`). */
+    databaseTemplate: string;
   }
 }
 
 /**
  * Runs once per test run. PGlite: migrates an embedded database once and snapshots it, because initdb costs
- * seconds of CPU and a restore well under one. PostgreSQL: creates a scratch database, migrates it, drops it at the end.
+ * seconds of CPU and a restore well under one. PostgreSQL: migrates a template database once; each test server gets a
+ * copy of its own (as each PGlite server gets its own restore), because a deployment's processes share everything —
+ * the outbox workers of two unrelated test servers on one database would take each other's mail. Dropped at the end.
  */
 export default async function setup(project: TestProject) {
   const url = process.env.DATABASE_URL;
@@ -28,10 +32,16 @@ export default async function setup(project: TestProject) {
     const orm = await createOrm({ kind: 'postgres', url: scratch.toString(), poolSize: 1 });
     await migrate(orm);
     await orm.close();
-    project.provide('databaseUrl', scratch.toString());
+    project.provide('databaseUrl', url);
+    project.provide('databaseTemplate', name);
     project.provide('pgliteSnapshot', '');
     return async () => {
       await admin.em.getConnection().execute(`drop database if exists ${name} with (force)`);
+      // Copies a test file left behind (a worker killed mid-run) go too.
+      const copies = await admin.em
+        .getConnection()
+        .execute<Array<{ datname: string }>>(`select datname from pg_database where datname like ?`, [`${name}_%`]);
+      for (const { datname } of copies) await admin.em.getConnection().execute(`drop database if exists ${datname} with (force)`);
       await admin.close();
     };
   }
@@ -45,5 +55,6 @@ export default async function setup(project: TestProject) {
   await pglite.close();
   project.provide('pgliteSnapshot', snapshot);
   project.provide('databaseUrl', '');
+  project.provide('databaseTemplate', '');
   return () => rm(dir, { recursive: true, force: true });
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { type DatabaseConfig, openPglite } from '@gatehouse/api';
 import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehouse/sdk';
+import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
 
@@ -25,6 +26,8 @@ export interface TestServer {
   /** The master key the server seals secrets with: tests that forge tokens with the real signing key use it. */
   masterKey: Buffer;
   server: GatehouseServer;
+  /** What it was started with: a peer started with the same is another process of the same deployment. */
+  started: StartOptions & { database: DatabaseConfig };
   /** Creates a fresh application through the operator API: each test gets its own tenant. */
   createApp(input?: Record<string, unknown>): Promise<TestApp>;
   close(): Promise<void>;
@@ -101,28 +104,52 @@ export async function rawRequest(
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
+let copies = 0;
+
+/** Runs one statement on the PostgreSQL server of the run (outside any test database). */
+async function onPostgres(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: inject('databaseUrl') });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A database of the server's own: a copy of the migrated template on PostgreSQL, a restored snapshot on PGlite. */
 async function database(): Promise<{ config: DatabaseConfig; dispose: () => Promise<void> }> {
-  const url = inject('databaseUrl');
-  if (url) return { config: { kind: 'postgres', url, poolSize: 10 }, dispose: async () => {} };
+  if (inject('databaseUrl')) {
+    const template = inject('databaseTemplate');
+    const name = `${template}_${process.pid}_${++copies}`;
+    await onPostgres(`create database ${name} template ${template}`);
+    const url = new URL(inject('databaseUrl'));
+    url.pathname = `/${name}`;
+    return {
+      config: { kind: 'postgres', url: url.toString(), poolSize: 10 },
+      dispose: () => onPostgres(`drop database if exists ${name} with (force)`),
+    };
+  }
   const snapshot = await readFile(inject('pgliteSnapshot'));
   const pglite = await openPglite(new Blob([snapshot]));
   return { config: { kind: 'pglite', pglite }, dispose: () => pglite.close() };
 }
 
-/** Boots the real server on an ephemeral port against the run's database. */
-export async function startServer(
-  options: {
-    baseUrl?: string;
-    smtpUrl?: string;
-    redisUrl?: string;
-    operatorToken?: string;
-    masterKey?: Buffer;
-    /** Collects the server's JSON log lines (level `info` and above) instead of discarding them. */
-    logLines?: string[];
-    /** Another database than the run's (the caller owns it). */
-    database?: DatabaseConfig;
-  } = {},
-): Promise<TestServer> {
+export interface StartOptions {
+  baseUrl?: string;
+  smtpUrl?: string;
+  redisUrl?: string;
+  operatorToken?: string;
+  masterKey?: Buffer;
+  /** Collects the server's JSON log lines (level `info` and above) instead of discarding them. */
+  logLines?: string[];
+  /** Another database than the run's (the caller owns it). */
+  database?: DatabaseConfig;
+  mailRetryScheduleS?: number[];
+}
+
+/** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
+export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const db = options.database ? { config: options.database, dispose: async () => {} } : await database();
   const operatorToken = options.operatorToken ?? `op_${randomBytes(24).toString('hex')}`;
   const masterKey = options.masterKey ?? randomBytes(32);
@@ -134,6 +161,7 @@ export async function startServer(
     logLevel: options.logLines ? 'info' : false,
     logStream: options.logLines ? { write: (line: string) => void options.logLines!.push(line) } : undefined,
     smtpUrl: options.smtpUrl,
+    mailRetryScheduleS: options.mailRetryScheduleS,
     redisUrl: options.redisUrl,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
@@ -164,6 +192,7 @@ export async function startServer(
     operatorToken,
     masterKey,
     server,
+    started: { ...options, operatorToken, masterKey, database: db.config },
     createApp,
     close: async () => {
       await server.close();
@@ -174,7 +203,7 @@ export async function startServer(
 
 /**
  * Runs `count` calls at once (`run(server, i)`), alternating between `server` and a peer: on PostgreSQL a second server
- * on the same database with the same master key and operator token, as a deployment's second process is (its own
+ * on the same database with the same configuration (keys, SMTP), as a deployment's second process is (its own
  * connection pool and caches; its pool warmed first, so both really race). One-time things must be consumed
  * once across processes (SECURITY 3). PGlite belongs to one process: there every call goes to `server`.
  */
@@ -184,7 +213,7 @@ export async function acrossServers<T>(
   run: (target: TestServer, i: number) => Promise<T>,
 ): Promise<T[]> {
   if (!inject('databaseUrl')) return Promise.all(Array.from({ length: count }, (_, i) => run(server, i)));
-  const peer = await startServer({ operatorToken: server.operatorToken, masterKey: server.masterKey });
+  const peer = await startServer({ ...server.started, logLines: undefined });
   try {
     const warm = await Promise.all(
       Array.from({ length: Math.ceil(count / 2) }, () =>

@@ -9,9 +9,13 @@ export interface ReceivedMail {
   html: string;
 }
 
-/** A real SMTP server (smtp-server from npm) that keeps what nodemailer sends it, parsed with postal-mime. */
-export async function startSmtpSink() {
+/**
+ * A real SMTP server (smtp-server from npm) that keeps what nodemailer sends it, parsed with postal-mime.
+ * `refuse`: how many messages to refuse first with a temporary failure (451), as a busy server does.
+ */
+export async function startSmtpSink(options: { refuse?: number; port?: number } = {}) {
   const inbox: ReceivedMail[] = [];
+  let refused = 0;
   const waiters: Array<() => void> = [];
   const server = new SMTPServer({
     authOptional: true,
@@ -21,6 +25,10 @@ export async function startSmtpSink() {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
+        if (refused < (options.refuse ?? 0)) {
+          refused++;
+          return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
+        }
         PostalMime.parse(Buffer.concat(chunks))
           .then((mail) => {
             inbox.push({
@@ -36,11 +44,13 @@ export async function startSmtpSink() {
       });
     },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
   return {
     url: `smtp://127.0.0.1:${port}`,
     inbox,
+    /** How many messages were refused so far. */
+    refused: () => refused,
     /** Waits for the next message to `to` (case-insensitive), up to `timeoutMs`. */
     async next(to: string, timeoutMs = 10_000): Promise<ReceivedMail> {
       const deadline = Date.now() + timeoutMs;

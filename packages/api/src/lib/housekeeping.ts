@@ -1,27 +1,54 @@
 import type { EntityManager, Orm } from '../db/orm.ts';
 
 /**
- * One-time secrets that expired a day ago can never be used again: keeping them only grows the tables that every
- * sign-in writes to (a passkey sign-in start needs no credential at all). The day of grace keeps recent ones for
- * investigating a support case.
+ * Retention: every module that keeps rows nobody needs after a while registers a purge step here (the kernel knows
+ * no table), and every process runs them all on the housekeeping interval. Concurrent runs on several processes are
+ * harmless: each delete takes its own batch.
  */
-const EXPIRING_TABLES = ['webauthn_challenges', 'pending_tokens', 'magic_links'] as const;
+export type PurgeStep = (em: EntityManager) => Promise<number>;
+
+const steps = new Map<string, PurgeStep>();
+
+export function registerPurgeStep(name: string, step: PurgeStep): void {
+  if (steps.has(name)) throw new Error(`Purge step ${name} is registered twice`);
+  steps.set(name, step);
+}
+
 const BATCH = 1000;
 
-/** Deletes rows expired for more than a day, in batches (short locks); answers how many went. */
+/**
+ * Deletes the rows of `table` that `where` selects (it may use the alias `t`), in batches: each statement holds its
+ * locks briefly, so sign-ins writing to the same table never wait long. Answers how many went.
+ */
+export async function deleteInBatches(em: EntityManager, table: string, where: string): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    // By row address (ctid): every table qualifies, whatever its key.
+    const rows = await em.execute<unknown[]>(
+      `delete from ${table} where ctid = any(array(select t.ctid from ${table} t where ${where} limit ${BATCH})) returning 1`,
+    );
+    deleted += rows.length;
+    if (rows.length < BATCH) return deleted;
+  }
+}
+
+/**
+ * One-time secrets (links, pending tokens, ceremonies) are kept a day after they expired or were used — enough to
+ * investigate a support case — and can never be used again.
+ */
+export const SPENT_ONE_TIME_ROWS = `(t.expires_at < now() - interval '1 day' or t.consumed_at < now() - interval '1 day')`;
+
+/**
+ * How many days an application keeps a kind of row: its `settings.retention.<key>`, or the default for settings
+ * stored before the key existed. For a statement over `table t` with an `application_id`.
+ */
+export const retentionDays = (key: string, fallback: number) =>
+  `coalesce((select (a.settings->'retention'->>'${key}')::int from applications a where a.id = t.application_id), ${fallback})`;
+
+/** Runs every registered purge step; answers how many rows went. */
 export async function purgeExpired(orm: Orm): Promise<number> {
   const em = orm.em.fork() as EntityManager;
   let purged = 0;
-  for (const table of EXPIRING_TABLES) {
-    for (;;) {
-      const rows = await em.execute<Array<{ id: string }>>(
-        `delete from ${table} where id in (
-           select id from ${table} where expires_at < now() - interval '1 day' limit ${BATCH}
-         ) returning id`,
-      );
-      purged += rows.length;
-      if (rows.length < BATCH) break;
-    }
-  }
+  for (const step of steps.values()) purged += await step(em);
   return purged;
 }

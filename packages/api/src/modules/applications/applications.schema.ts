@@ -71,6 +71,14 @@ const settingsShape = {
       window_s: z.number().int().min(1).max(DAY).default(900),
     })
     .default({ magic_link_per_email: 10, magic_link_per_address: 100, window_s: 900 }),
+  /** How long the housekeeping job keeps rows nobody needs after a while (ARCHITECTURE "Retention"). */
+  retention: z
+    .strictObject({
+      events_days: z.number().int().min(1).max(365).default(30),
+      messages_days: z.number().int().min(1).max(365).default(30),
+      ended_sessions_days: z.number().int().min(1).max(365).default(30),
+    })
+    .default({ events_days: 30, messages_days: 30, ended_sessions_days: 30 }),
 };
 
 export const ApplicationSettingsSchema = z.strictObject(settingsShape).meta({ id: 'ApplicationSettings' });
@@ -87,6 +95,7 @@ export const ApplicationSettingsPatchSchema = z.strictObject({
   magic_link: settingsShape.magic_link.unwrap().optional(),
   passkeys: settingsShape.passkeys.unwrap().optional(),
   rate_limits: settingsShape.rate_limits.unwrap().optional(),
+  retention: settingsShape.retention.unwrap().optional(),
 });
 export type ApplicationSettingsPatch = z.infer<typeof ApplicationSettingsPatchSchema>;
 

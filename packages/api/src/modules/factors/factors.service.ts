@@ -31,6 +31,6 @@ export async function removeUserFactor(ctx: Context, userId: string, factorId: s
     const revoked = await revokeUserSessions(em, user.application, user.id, 'factor_removed');
     return { name: (passkey ?? factor)!.name, notice: passkey ? 'passkey_removed' : 'mfa_factor_removed', revoked } as const;
   });
-  sendSecurityNotice(ctx, user, outcome.notice, outcome.name);
+  await sendSecurityNotice(ctx, user, outcome.notice, outcome.name);
   return { id: factorId, deleted: true as const, revoked_sessions: outcome.revoked };
 }

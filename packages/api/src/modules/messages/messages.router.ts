@@ -12,7 +12,10 @@ export const MessageSchema = z
     to: z.string(),
     subject: z.string().nullable(),
     body: z.string().meta({ description: 'Text body; links only for development applications' }),
-    status: z.enum(['sent', 'failed', 'not_delivered']),
+    status: z.enum(['queued', 'sent', 'failed', 'not_delivered']).meta({
+      description:
+        'queued: waiting to be sent (or retried); sent; failed: every attempt failed; not_delivered: handed to you as message.created',
+    }),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'Message' });
@@ -20,7 +23,8 @@ export const MessageSchema = z
 async function listMessages(ctx: Context, input: PageQuery) {
   const [rows, total] = await ctx.em.findAndCount(
     MessageEntity,
-    { application: ctx.application!.id },
+    // Suppressed rows (a magic link to an address that cannot sign in) only keep timings equal: never listed.
+    { application: ctx.application!.id, status: { $ne: 'suppressed' } },
     { orderBy: { createdAt: 'desc', id: 'desc' }, limit: input.limit, offset: input.offset },
   );
   return {

@@ -155,8 +155,8 @@ export async function confirmTotp(ctx: Context, input: { factor_id: string; code
     await clearMfaEnrollmentRequired(em, application.id, user.id);
     return previous;
   });
-  for (const old of replaced) sendSecurityNotice(ctx, user, 'mfa_factor_removed', old.name);
-  sendSecurityNotice(ctx, user, 'mfa_factor_added', factor.name);
+  for (const old of replaced) await sendSecurityNotice(ctx, user, 'mfa_factor_removed', old.name);
+  await sendSecurityNotice(ctx, user, 'mfa_factor_added', factor.name);
   return toFactorRecord(factor);
 }
 
@@ -216,7 +216,7 @@ export async function createBackupCodes(ctx: Context) {
     await em.flush();
     await clearMfaEnrollmentRequired(em, application.id, user.id);
   });
-  sendSecurityNotice(ctx, user, 'mfa_factor_added', BACKUP_CODES_NAME);
+  await sendSecurityNotice(ctx, user, 'mfa_factor_added', BACKUP_CODES_NAME);
   return { codes: [...codes] };
 }
 
@@ -238,7 +238,7 @@ export async function deleteFactor(ctx: Context, id: string) {
   if (session.aal < 2) throw stepUpRequired();
   // The backup codes of a set go with it (foreign key cascade).
   if (!(await ctx.em.nativeDelete(MfaFactorEntity, { id: factor.id }))) throw notFound('Factor');
-  sendSecurityNotice(ctx, user, 'mfa_factor_removed', factor.name);
+  await sendSecurityNotice(ctx, user, 'mfa_factor_removed', factor.name);
   return { id, deleted: true as const };
 }
 

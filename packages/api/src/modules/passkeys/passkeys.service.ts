@@ -11,6 +11,7 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken, notFound, stepUpRequired } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -207,7 +208,7 @@ export async function finishRegistration(
     }
     throw error;
   }
-  sendSecurityNotice(ctx, user, 'passkey_added', passkey.name);
+  await sendSecurityNotice(ctx, user, 'passkey_added', passkey.name);
   return toPasskeyRecord(passkey);
 }
 
@@ -361,7 +362,7 @@ export async function deletePasskey(ctx: Context, id: string) {
   if (!passkey) throw notFound('Passkey');
   if (session.aal < 2) throw stepUpRequired();
   if (!(await ctx.em.nativeDelete(IdentityEntity, { id: passkey.id }))) throw notFound('Passkey');
-  sendSecurityNotice(ctx, user, 'passkey_removed', passkey.name);
+  await sendSecurityNotice(ctx, user, 'passkey_removed', passkey.name);
   return { id, deleted: true as const };
 }
 
@@ -387,3 +388,6 @@ registerSecondFactorSource(
   async (em, user): Promise<MfaMethod[]> =>
     (await em.count(IdentityEntity, { user: user.id, kind: 'passkey' })) ? ['passkey'] : [],
 );
+
+/** Ceremony starts need no credential, so their rows must not pile up. */
+registerPurgeStep('webauthn_challenges', (em) => deleteInBatches(em, 'webauthn_challenges', SPENT_ONE_TIME_ROWS));

@@ -2,6 +2,7 @@ import { type Context, header, type Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { registerAuthenticator } from '../../trpc.ts';
 import { resolveApplication } from '../api-keys/api-keys.service.ts';
@@ -338,3 +339,23 @@ registerAuthenticator('signed_in', authenticateSignedIn);
 registerBanStep('sessions', async (em, user) => {
   await revokeUserSessions(em, user.application, user.id, 'user_banned');
 });
+
+/** A session that ended (revoked, or past its absolute expiry). */
+const ENDED = (alias: string, age: string) =>
+  `((${alias}.revoked_at is not null and ${alias}.revoked_at < now() - ${age}) or ${alias}.expires_at < now() - ${age})`;
+
+/**
+ * Retention. Rotated refresh-token hashes serve reuse detection, which matters only while the session lives: they go
+ * a day after it ended. The ended session itself stays in the user's history `settings.retention.ended_sessions_days`
+ * (default 30).
+ */
+registerPurgeStep('refresh_tokens', (em) =>
+  deleteInBatches(
+    em,
+    'refresh_tokens',
+    `exists (select 1 from sessions s where s.id = t.session_id and ${ENDED('s', "interval '1 day'")})`,
+  ),
+);
+registerPurgeStep('sessions', (em) =>
+  deleteInBatches(em, 'sessions', ENDED('t', `make_interval(days => ${retentionDays('ended_sessions_days', 30)})`)),
+);

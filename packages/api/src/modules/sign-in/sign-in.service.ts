@@ -2,6 +2,7 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, invalidPendingToken } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { markTraffic, settingsOf } from '../applications/applications.service.ts';
@@ -160,3 +161,5 @@ export async function peekPendingToken(em: EntityManager, application: Applicati
   if (!row || row.expiresAt.getTime() <= Date.now()) throw invalidPendingToken();
   return row;
 }
+
+registerPurgeStep('pending_tokens', (em) => deleteInBatches(em, 'pending_tokens', SPENT_ONE_TIME_ROWS));

@@ -6,7 +6,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { MessageEntity } from '../messages/message.entity.ts';
+import { queueMail } from '../messages/mail-outbox.ts';
 import { CATALOG, type CatalogEntry, catalogEntry } from './catalog.ts';
 import { type TemplateOverride, TemplateOverrideEntity } from './template.entity.ts';
 
@@ -155,80 +155,38 @@ export async function previewTemplate(
 }
 
 /**
- * Sends a catalog message to one recipient, after the request that caused it has been answered (so its timing
- * reveals nothing). A template marked not delivered is handed to the developer as a `message.created` event
- * instead. Every message is recorded in the message log; links are stored only for development applications,
- * because they carry one-time tokens.
+ * Queues a catalog message to one recipient in `em` (the caller flushes, in its transaction when it has one); the
+ * mail outbox sends it. A template marked not delivered is handed to the developer as a `message.created` event
+ * instead. Every message is in the message log; links are kept only for development applications, because they
+ * carry one-time tokens. `suppressed`: do all the same work but send nothing (a magic link to an address that cannot
+ * sign in answers in the same time as one that can).
  */
-export function sendTemplate(
+export async function sendTemplate(
+  em: EntityManager,
   services: Services,
   application: Application,
   key: string,
   to: string,
   variables: Record<string, string>,
-): void {
-  setImmediate(() => {
-    // Counted as work in flight: a shutdown waits for the send instead of dropping it.
-    services.inFlight
-      .run(() => deliver(services, application, key, to, variables))
-      .catch((error: unknown) => {
-        services.log.error({ err: { type: (error as Error)?.name }, template: key }, 'message delivery failed');
-      });
-  });
-}
-
-/** The user's sign-in factors changed (`passkey_added`, `mfa_factor_removed`, …): they are told, if they have an email. */
-export function sendSecurityNotice(
-  ctx: Context,
-  user: { primaryEmail?: string | null },
-  key: 'passkey_added' | 'passkey_removed' | 'mfa_factor_added' | 'mfa_factor_removed',
-  name: string,
-): void {
-  if (!user.primaryEmail) return;
-  sendTemplate(ctx.services, ctx.application!, key, user.primaryEmail, { name, occurred_at: new Date().toISOString() });
-}
-
-export async function deliver(
-  services: Services,
-  application: Application,
-  key: string,
-  to: string,
-  variables: Record<string, string>,
-) {
-  const em = services.orm.em.fork() as EntityManager;
+  options: { suppressed?: boolean } = {},
+): Promise<void> {
   const template = await effective(em, application.id, key);
   const view = { app_name: application.name, email: to, ...variables };
   const rendered = render(template.subject, template.body, view);
   // What is kept (message log) or printed (console mail) for a production application is rendered without the
   // links themselves — not scrubbed afterwards, which escaping can defeat.
   const shown = application.environment === 'development' ? rendered : render(template.subject, template.body, hideLinks(view));
-  let status = 'not_delivered';
-  if (template.delivered) {
-    try {
-      await services.mailer.send(
-        { to, subject: rendered.subject ?? '', html: rendered.html, text: rendered.text },
-        { consoleText: shown.text },
-      );
-      status = 'sent';
-    } catch (error) {
-      status = 'failed';
-      services.log.error(
-        { err: { type: (error as Error)?.name, code: (error as { code?: string }).code }, template: key },
-        'smtp send failed',
-      );
-    }
-  }
-  const message = em.create(MessageEntity, {
-    id: newId(),
-    application: application.id,
+  const status = options.suppressed ? 'suppressed' : template.delivered ? 'queued' : 'not_delivered';
+  const message = queueMail(em, services, {
+    applicationId: application.id,
     templateKey: key,
     channel: template.entry.channel,
     to,
-    subject: rendered.subject,
-    body: shown.text,
+    shown: { subject: rendered.subject, text: shown.text },
+    mail: { to, subject: rendered.subject ?? '', html: rendered.html, text: rendered.text, consoleText: shown.text },
     status,
   });
-  if (!template.delivered) {
+  if (status === 'not_delivered') {
     // The developer delivers it: the event is the channel, so it carries the variables (links included).
     recordEvent(em, application.id, 'message.created', {
       id: message.id,
@@ -241,5 +199,19 @@ export async function deliver(
       variables,
     });
   }
-  await em.flush();
+}
+
+/** The user's sign-in factors changed (`passkey_added`, `mfa_factor_removed`, …): they are told, if they have an email. */
+export async function sendSecurityNotice(
+  ctx: Context,
+  user: { primaryEmail?: string | null },
+  key: 'passkey_added' | 'passkey_removed' | 'mfa_factor_added' | 'mfa_factor_removed',
+  name: string,
+): Promise<void> {
+  if (!user.primaryEmail) return;
+  await sendTemplate(ctx.em, ctx.services, ctx.application!, key, user.primaryEmail, {
+    name,
+    occurred_at: new Date().toISOString(),
+  });
+  await ctx.em.flush();
 }

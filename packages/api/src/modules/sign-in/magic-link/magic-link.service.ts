@@ -1,6 +1,7 @@
 import type { Context } from '../../../context.ts';
 import { AppError } from '../../../errors.ts';
 import { randomSecret, sha256 } from '../../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../../lib/housekeeping.ts';
 import { newId } from '../../../lib/ids.ts';
 import type { Application } from '../../applications/application.entity.ts';
 import { settingsOf } from '../../applications/applications.service.ts';
@@ -28,8 +29,8 @@ function linkFor(ctx: Context, application: Application, token: string, redirect
 
 /**
  * S15. The answer is the same, in shape and in time, for known, unknown and banned emails: the same queries run
- * for everyone, a link row is always written, and mail leaves after the answer. Whether a mail is sent at all
- * depends on whether that address could sign in.
+ * for everyone, a link row and a message row are always written, and the mail outbox sends after the answer.
+ * Whether a mail is sent at all depends on whether that address could sign in.
  */
 export async function startMagicLink(ctx: Context, input: { email: string; redirect_url?: string }) {
   const application = ctx.application!;
@@ -64,14 +65,19 @@ export async function startMagicLink(ctx: Context, input: { email: string; redir
     expiresAt: new Date(Date.now() + settings.magic_link.ttl_s * 1000),
     consumedAt: null,
   });
-  await ctx.em.flush();
   const canSignIn = user ? user.status === 'active' : settings.sign_up === 'open';
-  if (canSignIn) {
-    sendTemplate(ctx.services, application, 'magic_link', email, {
-      link,
-      expires_in_minutes: String(Math.round(settings.magic_link.ttl_s / 60)),
-    });
-  }
+  // The mail is queued with the link, in one flush; for an address that cannot sign in it is queued suppressed, so
+  // that both answers do the same work.
+  await sendTemplate(
+    ctx.em,
+    ctx.services,
+    application,
+    'magic_link',
+    email,
+    { link, expires_in_minutes: String(Math.round(settings.magic_link.ttl_s / 60)) },
+    { suppressed: !canSignIn },
+  );
+  await ctx.em.flush();
   return { verification_id: magicLink.id };
 }
 
@@ -116,3 +122,5 @@ export async function verifyMagicLink(ctx: Context, input: { token: string }) {
     return { user, aal: 1, firstFactor: 'magic_link' };
   });
 }
+
+registerPurgeStep('magic_links', (em) => deleteInBatches(em, 'magic_links', SPENT_ONE_TIME_ROWS));
