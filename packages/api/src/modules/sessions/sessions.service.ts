@@ -76,7 +76,17 @@ export async function issueTokens(
   session: Pick<Session, 'id' | 'user' | 'aal' | 'organization'>,
   refreshToken: string,
 ): Promise<Tokens> {
-  const role = await organizationRole(em, session);
+  return signTokens(em, services, application, session, await organizationRole(em, session), refreshToken);
+}
+
+async function signTokens(
+  em: EntityManager,
+  services: Services,
+  application: Application,
+  session: Pick<Session, 'id' | 'user' | 'aal' | 'organization'>,
+  role: string | null,
+  refreshToken: string,
+): Promise<Tokens> {
   const ttl = settingsOf(application).session.access_token_ttl_s;
   const accessToken = await signAccessToken(
     em,
@@ -106,38 +116,46 @@ export async function refreshSession(ctx: Context, application: Application, ref
   const presented = sha256(refreshToken);
   const next = newRefreshToken();
   const { idle_timeout_s } = settingsOf(application).session;
-  const rotated = await ctx.em.transactional(async (em) => {
-    const rows = await em.execute<Array<{ id: string; user_id: string; aal: number; organization_id: string | null }>>(
-      `update sessions s set refresh_token_hash = ?, last_active_at = now()
+  // The hot path is one statement, atomic on its own: rotate the hash, record the issued one for reuse detection, and
+  // read the organization role for the token — one round trip, no transaction to open and commit, no unit of work.
+  const [row] = await ctx.em.execute<
+    Array<{ id: string; user_id: string; aal: number; organization_id: string | null; org_role: string | null }>
+  >(
+    `with rotated as (
+       update sessions s set refresh_token_hash = ?, last_active_at = now()
          from users u
         where s.application_id = ? and s.refresh_token_hash = ? and s.revoked_at is null
           and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ?)
           and u.id = s.user_id and u.status = 'active'
-        returning s.id, s.user_id, s.aal, s.organization_id`,
-      [sha256(next), application.id, presented, idle_timeout_s],
-    );
-    const row = rows[0];
-    if (row) {
-      em.create(RefreshTokenEntity, { tokenHash: sha256(next), session: row.id });
-      return row;
-    }
-    // Reuse: a token this session issued but has since replaced. (A current token refused for idleness, expiry or
-    // a ban is not reuse, and revokes nothing.)
-    const known = await em.findOne(RefreshTokenEntity, { tokenHash: presented });
-    const session = known ? await em.findOne(SessionEntity, { id: known.session, application: application.id }) : null;
-    if (session && !session.revokedAt && session.refreshTokenHash !== presented) {
-      await revokeWhere(em, application.id, { id: session.id }, 'refresh_token_reuse');
-    }
-    return null;
-  });
-  if (!rotated) throw invalidRefresh();
-  return issueTokens(
-    ctx.em,
-    ctx.services,
-    application,
-    { id: rotated.id, user: rotated.user_id, aal: rotated.aal, organization: rotated.organization_id },
-    next,
+        returning s.id, s.user_id, s.aal, s.organization_id
+     ), issued as (
+       insert into refresh_tokens (token_hash, session_id, created_at) select ?, id, now() from rotated
+     )
+     select r.id, r.user_id, r.aal, r.organization_id,
+            (select m.role from organization_members m where m.organization_id = r.organization_id and m.user_id = r.user_id) as org_role
+       from rotated r`,
+    [sha256(next), application.id, presented, idle_timeout_s, sha256(next)],
   );
+  if (!row) {
+    await detectReuse(ctx.em, application, presented);
+    throw invalidRefresh();
+  }
+  const session = { id: row.id, user: row.user_id, aal: row.aal, organization: row.organization_id };
+  return signTokens(ctx.em, ctx.services, application, session, row.org_role, next);
+}
+
+/**
+ * A refresh token this session issued but has since replaced is reuse — a stolen token or a replay — and revokes the
+ * session. (A current token refused for idleness, expiry or a ban is not reuse, and revokes nothing.)
+ */
+async function detectReuse(em: EntityManager, application: Application, presented: string): Promise<void> {
+  await em.transactional(async (tx) => {
+    const known = await tx.findOne(RefreshTokenEntity, { tokenHash: presented });
+    const session = known ? await tx.findOne(SessionEntity, { id: known.session, application: application.id }) : null;
+    if (session && !session.revokedAt && session.refreshTokenHash !== presented) {
+      await revokeWhere(tx, application.id, { id: session.id }, 'refresh_token_reuse');
+    }
+  });
 }
 
 /**
