@@ -34,11 +34,14 @@ const EnvSchema = z.object({
 });
 export type Env = z.infer<typeof EnvSchema>;
 
+/** A problem that stops the process before it serves: reported as its message alone (no stack), exit code 1. */
+export class StartupError extends Error {}
+
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(source).filter(([, v]) => v !== '')));
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`Invalid configuration: ${problems}`);
+    const problems = parsed.error.issues.map((i) => `  - ${i.path.join('.')}: ${i.message}`);
+    throw new StartupError(['Invalid configuration:', ...problems].join('\n'));
   }
   return parsed.data;
 }

@@ -1,22 +1,30 @@
 import { createOrm, migrate } from '@gatehouse/api';
-import { databaseFromEnv, dataDirOf, readEnv } from './config.ts';
+import { assertPortFree, databaseFromEnv, dataDirOf, lockEmbeddedDatabase, readEnv, StartupError } from './config.ts';
 import { createGatehouseServer, loadSecrets } from './index.ts';
 
-/** `node src/main.ts` serves; `node src/main.ts migrate` applies pending migrations and exits. */
-const env = readEnv();
-const dataDir = dataDirOf(env);
-const { database, where } = await databaseFromEnv(env);
+/**
+ * `node src/main.ts` serves; `node src/main.ts migrate` applies pending migrations and exits. Standard output carries
+ * only the JSON log lines; the banner and start-up failures go to standard error.
+ */
+async function main() {
+  const env = readEnv();
+  const serving = process.argv[2] !== 'migrate';
+  if (serving) await assertPortFree(env.PORT, env.HOST);
+  const dataDir = dataDirOf(env);
+  const { database, where } = await databaseFromEnv(env);
+  lockEmbeddedDatabase(database);
 
-if (process.argv[2] === 'migrate') {
-  const orm = await createOrm(database);
-  const applied = await migrate(orm);
-  await orm.close();
-  console.log(
-    applied.length
-      ? `Applied ${applied.length} migration(s) to ${where}: ${applied.join(', ')}`
-      : `Database is up to date (${where}).`,
-  );
-} else {
+  if (!serving) {
+    const orm = await createOrm(database);
+    const applied = await migrate(orm);
+    await orm.close();
+    process.stderr.write(
+      applied.length
+        ? `Applied ${applied.length} migration(s) to ${where}: ${applied.join(', ')}\n`
+        : `Database is up to date (${where}).\n`,
+    );
+    return;
+  }
   const secrets = await loadSecrets(dataDir, env);
   const baseUrl = env.GATEHOUSE_BASE_URL ?? `http://localhost:${env.PORT}`;
   const server = await createGatehouseServer({
@@ -30,17 +38,6 @@ if (process.argv[2] === 'migrate') {
     redisUrl: env.GATEHOUSE_REDIS_URL,
     mailRetryScheduleS: env.GATEHOUSE_MAIL_RETRY_SCHEDULE,
   });
-  await server.app.listen({ port: env.PORT, host: env.HOST });
-  console.log(
-    [
-      '',
-      `  Gatehouse is running at ${baseUrl}`,
-      `  API reference:   ${baseUrl}/docs`,
-      `  Database:        ${where}`,
-      `  Operator token:  ${secrets.operatorTokenFile ?? 'from GATEHOUSE_OPERATOR_TOKEN'}`,
-      '',
-    ].join('\n'),
-  );
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -51,4 +48,25 @@ if (process.argv[2] === 'migrate') {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  await server.app.listen({ port: env.PORT, host: env.HOST });
+  process.stderr.write(
+    [
+      '',
+      `  Gatehouse is running at ${baseUrl}`,
+      `  API reference:   ${baseUrl}/docs`,
+      `  Database:        ${where}`,
+      `  Operator token:  ${secrets.operatorTokenFile ?? 'from GATEHOUSE_OPERATOR_TOKEN'}`,
+      '',
+      '',
+    ].join('\n'),
+  );
+}
+
+try {
+  await main();
+} catch (error) {
+  // Known start-up problems are one message, no stack; anything else keeps its stack for whoever debugs it.
+  const known = error instanceof StartupError || (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+  process.stderr.write(`gatehouse: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
+  process.exit(1);
 }

@@ -2,16 +2,21 @@ import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 
-/** The database the server would use, by the server's own rule (`databaseFromEnv`). */
+/**
+ * The database the server would use, by the server's own rule (`databaseFromEnv`); the embedded one is locked for
+ * this process (a running server holding it makes this fail before anything is opened).
+ */
 async function serverDatabase() {
-  const { databaseFromEnv, readEnv } = await import('@gatehouse/server/config');
+  const { databaseFromEnv, lockEmbeddedDatabase, readEnv } = await import('@gatehouse/server/config');
   let env: ReturnType<typeof readEnv>;
   try {
     env = readEnv();
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  return databaseFromEnv(env);
+  const found = await databaseFromEnv(env);
+  lockEmbeddedDatabase(found.database);
+  return found;
 }
 
 export function registerMigrate(program: Command): void {
