@@ -30,6 +30,8 @@ const EnvSchema = z.object({
     .regex(/^\d+(\.\d+)?(,\d+(\.\d+)?)*$/, 'GATEHOUSE_MAIL_RETRY_SCHEDULE must be seconds separated by commas, e.g. 10,60,300')
     .transform((v) => v.split(',').map(Number))
     .optional(),
+  /** Bearer token that `GET /metrics` requires; unset leaves /metrics open (keep it off the public network). */
+  GATEHOUSE_METRICS_TOKEN: z.string().min(16, 'GATEHOUSE_METRICS_TOKEN must be at least 16 characters').optional(),
   GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type Env = z.infer<typeof EnvSchema>;

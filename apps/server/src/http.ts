@@ -24,6 +24,7 @@ import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { HOSTED_VERIFY_HTML } from './hosted-pages.ts';
+import { registerMetrics } from './metrics.ts';
 
 const ONE_MIB = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -37,6 +38,8 @@ export interface ServerOptions {
   logStream?: { write(line: string): void };
   /** Reports readiness for /readyz (database reachable, migrations applied). */
   ready: () => Promise<boolean>;
+  /** When set, `GET /metrics` needs it as a bearer token. */
+  metricsToken?: string;
 }
 
 const meta = (request: FastifyRequest) => ({ timestamp: new Date().toISOString(), request_id: request.id });
@@ -155,6 +158,19 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     sendError(request, reply, { code: 'not_found', message: `No route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
+  const routes = restRoutes();
+  registerMetrics(
+    app,
+    services,
+    (request) =>
+      request.url.startsWith('/v1/') && request.routeOptions.url === '/v1/*'
+        ? (routeOf(routes, request)?.path ?? 'unmatched')
+        : request.url.startsWith('/trpc/')
+          ? '/trpc'
+          : (request.routeOptions.url ?? 'unmatched'),
+    options.metricsToken,
+  );
+
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ready = await options.ready().catch(() => false);
@@ -190,7 +206,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
  * answer in the envelope (CONTRACT §1) and applies the success status the procedure declares.
  */
 function registerRest(app: FastifyInstance, services: Services) {
-  const pathParameters = pathParameterTable();
+  const pathParameters = restRoutes();
   const handle = createOpenApiNodeHttpHandler({
     router: appRouter,
     createContext: ({ req }) => {
@@ -338,26 +354,33 @@ function registerCors(app: FastifyInstance, services: Services) {
 
 interface PathRoute {
   method: string;
+  /** The OpenAPI path (`/v1/users/{id}`): the route's name in metrics. */
+  path: string;
   pattern: RegExp;
   parameters: string[];
 }
 
 /** Every REST route with path parameters, from the procedures' OpenAPI meta. */
-function pathParameterTable(): PathRoute[] {
+/** Every REST route, literal paths before those with parameters (`/v1/users/merge` before `/v1/users/{id}`). */
+function restRoutes(): PathRoute[] {
   const routes: PathRoute[] = [];
   for (const procedure of Object.values(appRouter._def.procedures) as unknown as Array<{ _def: { meta?: Meta } }>) {
     const openapi = procedure._def.meta?.openapi;
-    const parameters = [...(openapi?.path.matchAll(/\{(\w+)\}/g) ?? [])].map((m) => m[1]!);
-    if (!openapi || !parameters.length) continue;
+    if (!openapi) continue;
+    const parameters = [...openapi.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
     const pattern = new RegExp(`^${openapi.path.replace(/[.]/g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`);
-    routes.push({ method: openapi.method, pattern, parameters });
+    routes.push({ method: openapi.method, path: openapi.path, pattern, parameters });
   }
-  return routes;
+  return routes.sort((a, b) => a.parameters.length - b.parameters.length);
 }
 
-function shadowedParameters(routes: PathRoute[], request: FastifyRequest): string[] {
+const routeOf = (routes: PathRoute[], request: FastifyRequest) => {
   const path = request.url.split('?')[0]!;
-  const route = routes.find((r) => r.method === request.method && r.pattern.test(path));
+  return routes.find((r) => r.method === request.method && r.pattern.test(path));
+};
+
+function shadowedParameters(routes: PathRoute[], request: FastifyRequest): string[] {
+  const route = routeOf(routes, request);
   if (!route) return [];
   const body = request.body && typeof request.body === 'object' ? (request.body as Record<string, unknown>) : {};
   const query = request.query as Record<string, unknown>;

@@ -27,6 +27,8 @@ export interface GatehouseServerOptions {
   mailFrom?: string;
   /** Shared rate-limit counters; unset uses the database (PostgreSQL) or memory (PGlite, one process). */
   redisUrl?: string;
+  /** When set, `GET /metrics` needs it as a bearer token. */
+  metricsToken?: string;
   /** Seconds between mail attempts after each failure (default 10 s, 1 min, 5 min, 30 min, 2 h). */
   mailRetryScheduleS?: number[];
 }
@@ -65,6 +67,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     logLevel: options.logLevel ?? 'info',
     logStream: options.logStream,
     ready: async () => (await pendingMigrations(orm)) === 0,
+    metricsToken: options.metricsToken,
   });
   const mailWorker = new MailWorker(services, options.mailRetryScheduleS);
   mailWorker.start();

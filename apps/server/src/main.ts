@@ -37,6 +37,7 @@ async function main() {
     mailFrom: env.GATEHOUSE_MAIL_FROM,
     redisUrl: env.GATEHOUSE_REDIS_URL,
     mailRetryScheduleS: env.GATEHOUSE_MAIL_RETRY_SCHEDULE,
+    metricsToken: env.GATEHOUSE_METRICS_TOKEN,
   });
   let stopping = false;
   const stop = async (signal: string) => {

@@ -1,6 +1,7 @@
 import type { EntityManager, Orm } from './db/orm.ts';
 import { SecretBox, sha256 } from './lib/crypto.ts';
 import { createMailer, type Mailer } from './lib/mailer.ts';
+import { createMetrics, type Metrics } from './lib/metrics.ts';
 import { type RateLimitStore, RateLimits } from './lib/rate-limit.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
@@ -22,6 +23,7 @@ export interface Services {
   mailer: Mailer;
   rateLimits: RateLimits;
   inFlight: InFlight;
+  metrics: Metrics;
 }
 
 /**
@@ -67,6 +69,7 @@ export interface ServicesOptions {
 }
 
 export function createServices(options: ServicesOptions): Services {
+  const metrics = createMetrics();
   return {
     orm: options.orm,
     secretBox: new SecretBox(options.masterKey),
@@ -74,8 +77,9 @@ export function createServices(options: ServicesOptions): Services {
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     log: options.log,
     mailer: createMailer(options.smtpUrl, options.mailFrom ?? 'Gatehouse <no-reply@gatehouse.local>'),
-    rateLimits: new RateLimits(options.rateLimitStore),
+    rateLimits: new RateLimits(options.rateLimitStore, metrics),
     inFlight: new InFlight(),
+    metrics,
   };
 }
 

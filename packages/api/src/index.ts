@@ -3,7 +3,7 @@ export { createContext, createServices, type ServicesOptions } from './context.t
 export { type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations } from './db/orm.ts';
 export { createOrm } from './entities.ts';
 export { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
-export { SecretBox, sha256 } from './lib/crypto.ts';
+export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
 export { purgeExpired } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';

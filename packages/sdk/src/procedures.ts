@@ -45,6 +45,7 @@ export const PROCEDURES = {
   'organizations.members.remove': 'mutation',
   'organizations.members.update': 'mutation',
   'organizations.update': 'mutation',
+  'signingKeys.discovery': 'query',
   'signingKeys.jwks': 'query',
   'signingKeys.rotate': 'mutation',
   'signingKeys.wellKnown': 'query',

@@ -162,6 +162,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     logStream: options.logLines ? { write: (line: string) => void options.logLines!.push(line) } : undefined,
     smtpUrl: options.smtpUrl,
     mailRetryScheduleS: options.mailRetryScheduleS,
+    metricsToken: options.metricsToken,
     redisUrl: options.redisUrl,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });

@@ -8,6 +8,20 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
+import type { Metrics } from './metrics.ts';
+
+/** Writes the RateLimit-* headers when this limit is the tightest so far; answers its reset in seconds. */
+function report(headers: Record<string, string>, limit: number, res: RateLimiterRes, refused = false): number {
+  const remaining = refused ? 0 : Math.max(0, res.remainingPoints);
+  const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  const current = headers['ratelimit-remaining'];
+  if (refused || current === undefined || remaining < Number(current)) {
+    headers['ratelimit-limit'] = String(limit);
+    headers['ratelimit-remaining'] = String(remaining);
+    headers['ratelimit-reset'] = String(reset);
+  }
+  return reset;
+}
 
 /** Where counters live: shared by every process (PostgreSQL or Redis), or in memory for the one-process PGlite. */
 export type RateLimitStore = { kind: 'postgres'; url: string } | { kind: 'redis'; url: string } | { kind: 'memory' };
@@ -21,8 +35,11 @@ export class RateLimits {
   readonly #client: pg.Pool | Redis | undefined;
   readonly #store: RateLimitStore;
 
-  constructor(store: RateLimitStore) {
+  readonly #metrics: Metrics;
+
+  constructor(store: RateLimitStore, metrics: Metrics) {
     this.#store = store;
+    this.#metrics = metrics;
     if (store.kind === 'postgres') this.#client = new pg.Pool({ connectionString: store.url, max: 4 });
     if (store.kind === 'redis') this.#client = new Redis(store.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   }
@@ -53,16 +70,22 @@ export class RateLimits {
 
   /**
    * Counts one attempt against `key`; over the limit it throws 429 `rate_limited` with `retry-after`. A store that
-   * fails fails closed (SECURITY 12): the attempt is refused, not waved through.
+   * fails fails closed (SECURITY 12): the attempt is refused, not waved through. `headers` (the response's) get the
+   * IETF draft's `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds) of the tightest limit the
+   * request met.
    */
-  async consume(name: string, key: string, points: number, windowS: number): Promise<void> {
+  async consume(name: string, key: string, points: number, windowS: number, headers?: Record<string, string>): Promise<void> {
     try {
-      await this.#limiter(name, points, windowS).consume(key);
+      const res = await this.#limiter(name, points, windowS).consume(key);
+      if (headers) report(headers, points, res);
     } catch (error) {
       if (error instanceof RateLimiterRes) {
-        const retryAfter = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
+        this.#metrics.rateLimited.inc({ limit: name });
+        const refused: Record<string, string> = {};
+        const reset = report(refused, points, error, true);
         throw new AppError('rate_limited', 'Too many requests; try again later', undefined, {
-          'retry-after': String(retryAfter),
+          ...refused,
+          'retry-after': String(reset),
         });
       }
       throw new AppError('service_unavailable', 'Rate limiting is unavailable; try again later');

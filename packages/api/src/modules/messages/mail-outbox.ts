@@ -153,6 +153,7 @@ export class MailWorker {
           where id = ?`,
         [row.id],
       );
+      this.services.metrics.mail.inc({ outcome: 'sent' });
     } catch (error) {
       const code = String((error as { code?: unknown }).code ?? (error as Error)?.name ?? 'error').slice(0, 64);
       const delay = this.retryScheduleS[row.attempts - 1];
@@ -163,12 +164,14 @@ export class MailWorker {
           [code, row.id],
         );
         this.services.log.error({ err: { code }, attempts: row.attempts }, 'message delivery failed for good');
+        this.services.metrics.mail.inc({ outcome: 'failed' });
       } else {
         await em.execute(
           `update messages set next_attempt_at = now() + interval '1 second' * ${Number(delay)}, locked_until = null,
                   last_error = ? where id = ?`,
           [code, row.id],
         );
+        this.services.metrics.mail.inc({ outcome: 'retried' });
       }
     }
   }

@@ -250,7 +250,7 @@ async function countAttempt(ctx: Context, limits: FailureLimit[]) {
   const counted: FailureLimit[] = [];
   try {
     for (const limit of limits) {
-      await ctx.services.rateLimits.consume(limit.name, limit.key, limit.points, limit.windowS);
+      await ctx.services.rateLimits.consume(limit.name, limit.key, limit.points, limit.windowS, ctx.response.headers);
       counted.push(limit);
     }
   } catch (error) {

@@ -280,7 +280,7 @@ async function verifyAssertion(
 
 async function limitStarts(ctx: Context, application: Application) {
   const { name, points, windowS } = CEREMONY_STARTS;
-  await ctx.services.rateLimits.consume(name, `${application.id}:${ctx.ip}`, points, windowS);
+  await ctx.services.rateLimits.consume(name, `${application.id}:${ctx.ip}`, points, windowS, ctx.response.headers);
 }
 
 /** First factor: any discoverable passkey of this relying party; the browser lets the person choose. */

@@ -27,7 +27,44 @@ function cacheable(ctx: Context) {
   ctx.response.headers['access-control-allow-origin'] = '*';
 }
 
+const DiscoverySchema = z
+  .object({
+    issuer: z.string().meta({ description: 'The `iss` of access tokens: the service base URL (GATEHOUSE_BASE_URL)' }),
+    jwks_uri: z.string().meta({ description: "The application's JWKS" }),
+    subject_types_supported: z.array(z.literal('public')),
+    access_token_signing_alg_values_supported: z.array(z.literal('EdDSA')),
+    audience: z.string().meta({ description: 'The `aud` of access tokens: the application id' }),
+  })
+  .meta({ id: 'OpenIdConfiguration' });
+
 export const signingKeysRouter = router({
+  discovery: publicProcedure
+    .meta({
+      envelope: false,
+      openapi: {
+        method: 'GET',
+        path: '/v1/applications/{id}/.well-known/openid-configuration',
+        tags,
+        summary: "Discovery of the application's token verification (not enveloped)",
+        description:
+          'What a generic JWT middleware needs to verify access tokens without custom headers: the issuer, the JWKS ' +
+          'URL and the audience. Access tokens are issued by the service itself, so `issuer` is the base URL, not ' +
+          'this document\u2019s prefix: point a strict discovery client at `jwks_uri`, `issuer` and `audience` directly.',
+      },
+    })
+    .input(IdParamSchema)
+    .output(DiscoverySchema)
+    .query(async ({ ctx, input }) => {
+      if (!(await ctx.em.count(ApplicationEntity, { id: input.id }))) throw notFound('Application');
+      cacheable(ctx);
+      return {
+        issuer: ctx.services.baseUrl,
+        jwks_uri: `${ctx.services.baseUrl}/v1/applications/${input.id}/jwks.json`,
+        subject_types_supported: ['public' as const],
+        access_token_signing_alg_values_supported: ['EdDSA' as const],
+        audience: input.id,
+      };
+    }),
   jwks: publicProcedure
     .meta({
       envelope: false,

@@ -43,12 +43,14 @@ export async function startMagicLink(ctx: Context, input: { email: string; redir
     `${application.id}:${ctx.ip}`,
     limits.magic_link_per_address,
     limits.window_s,
+    ctx.response.headers,
   );
   await ctx.services.rateLimits.consume(
     'magic_link_email',
     `${application.id}:${normalized}`,
     limits.magic_link_per_email,
     limits.window_s,
+    ctx.response.headers,
   );
 
   const token = randomSecret('ml_');
