@@ -146,6 +146,7 @@ export interface StartOptions {
   /** Another database than the run's (the caller owns it). */
   database?: DatabaseConfig;
   mailRetryScheduleS?: number[];
+  metricsToken?: string;
 }
 
 /** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
