@@ -1,15 +1,18 @@
 /**
- * The hosted magic-link page (`{GATEHOUSE_BASE_URL}/sign-in/verify`). Opening it consumes nothing: the person
- * confirms with a button, which POSTs the token — so mail scanners that follow links cannot use them up.
+ * The hosted magic-link page (`{GATEHOUSE_BASE_URL}/sign-in/verify`), the cross-device half of a magic link without
+ * a redirect URL: opening it consumes nothing; the person confirms with a button, which POSTs the token to
+ * `magic-link/confirm` — so mail scanners that follow links cannot use them up — and the device that asked for the
+ * link (polling with its secret) is signed in, not this page. Inline script and style carry the CSP nonces of the
+ * response (helmet).
  */
-export const HOSTED_VERIFY_HTML = `<!doctype html>
+export const hostedVerifyHtml = (nonce: { script: string; style: string }) => `<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <meta name="robots" content="noindex">
   <title>Sign in</title>
-  <style>
+  <style nonce="${nonce.style}">
     body { font-family: system-ui, sans-serif; display: grid; place-items: center; min-height: 100vh; margin: 0; background: #f6f7f9; }
     main { background: #fff; padding: 2rem 2.5rem; border-radius: 12px; box-shadow: 0 1px 4px rgba(0,0,0,.08); max-width: 26rem; }
     button { font: inherit; padding: .6rem 1.4rem; border-radius: 8px; border: 0; background: #1f2937; color: #fff; cursor: pointer; }
@@ -20,12 +23,11 @@ export const HOSTED_VERIFY_HTML = `<!doctype html>
 <body>
 <main>
   <h1>Sign in</h1>
-  <p id="prompt">Confirm that you want to sign in on this device.</p>
-  <form id="confirm"><button type="submit">Sign in</button></form>
-  <ul id="documents"></ul>
+  <p id="prompt">Sign in on the device where you asked for this link?</p>
+  <form id="confirm"><button type="submit">Yes, sign me in</button></form>
   <p id="status" role="status"></p>
 </main>
-<script>
+<script nonce="${nonce.script}">
   const params = new URLSearchParams(location.search);
   const token = params.get('token');
   const applicationId = params.get('application_id');
@@ -34,40 +36,6 @@ export const HOSTED_VERIFY_HTML = `<!doctype html>
   const button = form.querySelector('button');
   // The token leaves the address bar (and the history) once read.
   history.replaceState(null, '', location.pathname);
-  const call = async (path, body) => {
-    const response = await fetch(path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-application-id': applicationId },
-      body: JSON.stringify(body),
-    });
-    return response.json();
-  };
-  const show = (result) => {
-    if (!result.success) { status.textContent = result.error.message; return; }
-    const data = result.data;
-    if (data.status === 'complete') {
-      status.textContent = 'You are signed in. You can close this page and return to the application.';
-      form.remove();
-    } else if (data.status === 'consent_required') {
-      const list = document.getElementById('documents');
-      for (const doc of data.consent_documents) {
-        const item = document.createElement('li');
-        const link = document.createElement('a');
-        link.href = doc.url; link.target = '_blank'; link.rel = 'noopener';
-        link.textContent = doc.doc_type + ' (version ' + doc.version + ')';
-        item.append(link); list.append(item);
-      }
-      document.getElementById('prompt').textContent = 'Please read and accept these documents to continue.';
-      button.textContent = 'Accept and continue'; button.disabled = false;
-      form.onsubmit = async (event) => {
-        event.preventDefault(); button.disabled = true;
-        show(await call('/v1/auth/consent/accept', { pending_token: data.pending_token, doc_types: data.consent_documents.map((d) => d.doc_type) }));
-      };
-    } else {
-      status.textContent = 'Continue in the application to finish signing in with your second factor.';
-      form.remove();
-    }
-  };
   if (!token || !applicationId) {
     status.textContent = 'This link is incomplete. Ask for a new one.';
     button.disabled = true;
@@ -75,8 +43,20 @@ export const HOSTED_VERIFY_HTML = `<!doctype html>
   form.onsubmit = async (event) => {
     event.preventDefault(); button.disabled = true;
     status.textContent = 'Signing in…';
-    try { show(await call('/v1/auth/magic-link/verify', { token })); }
-    catch { status.textContent = 'Something went wrong. Try again.'; button.disabled = false; }
+    try {
+      const response = await fetch('/v1/auth/magic-link/confirm', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-application-id': applicationId },
+        body: JSON.stringify({ token }),
+      });
+      const result = await response.json();
+      if (!result.success) { status.textContent = result.error.message; return; }
+      form.remove();
+      document.getElementById('prompt').textContent = 'Done.';
+      status.textContent = 'You are signed in on the device where you asked for the link. You can close this tab.';
+    } catch {
+      status.textContent = 'Something went wrong. Try again.'; button.disabled = false;
+    }
   };
 </script>
 </body>

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import helmet from '@fastify/helmet';
 import {
   AppError,
   appRouter,
@@ -23,7 +24,7 @@ import {
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
-import { HOSTED_VERIFY_HTML } from './hosted-pages.ts';
+import { hostedVerifyHtml } from './hosted-pages.ts';
 import { registerMetrics } from './metrics.ts';
 
 const ONE_MIB = 1024 * 1024;
@@ -193,8 +194,28 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   });
 
   registerCors(app, services);
-  app.get('/sign-in/verify', async (_request, reply) =>
-    reply.type('text/html').header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send(HOSTED_VERIFY_HTML),
+  // Security headers for the hosted pages only (the API answers JSON; /docs brings its own scripts): a CSP with
+  // per-response nonces for the inline script and style, no framing, no referrer (the URL carries a token).
+  await app.register(helmet, { global: false, enableCSPNonces: true });
+  app.get(
+    '/sign-in/verify',
+    {
+      helmet: {
+        enableCSPNonces: true,
+        contentSecurityPolicy: {
+          useDefaults: false,
+          directives: {
+            defaultSrc: ["'none'"],
+            connectSrc: ["'self'"],
+            formAction: ["'none'"],
+            baseUri: ["'none'"],
+            frameAncestors: ["'none'"],
+          },
+        },
+        referrerPolicy: { policy: 'no-referrer' },
+      },
+    },
+    async (_request, reply) => reply.type('text/html').header('cache-control', 'no-store').send(hostedVerifyHtml(reply.cspNonce)),
   );
 
   registerRest(app, services);

@@ -174,6 +174,8 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
         '--disable-background-networking',
         '--disable-component-update',
         '--disable-sync',
+        // The mailed hosted link names the configured base URL (http://gatehouse.test): it leads to this test server.
+        `--host-resolver-rules=MAP gatehouse.test:80 ${new URL(suite.server.url).host}`,
       ],
     });
     context.setDefaultTimeout(15_000);
@@ -300,7 +302,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
       const magicLink = async (): Promise<SignInResult> => {
         await sdk.evaluate((g, email) => {
           g.auth = g.client();
-          return g.auth.magicLink.start({ email });
+          return g.auth.magicLink.start({ email, redirect_url: `${location.origin}/sdk` });
         }, address);
         const mail = await suite.smtp.next(address);
         expect(mail.subject).toMatch(/^Your sign-in link/);
@@ -363,6 +365,33 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
     } finally {
       await authenticator.remove();
       await tab.close();
+    }
+  });
+  it('the default magic link signs in the device that asked: the SDK waits on one page, the hosted page confirms on another', {
+    timeout: 60_000,
+  }, async () => {
+    const laptop = await context.newPage();
+    const phone = await context.newPage();
+    try {
+      await laptop.goto(`${origin}/sdk?${new URLSearchParams({ api: suite.server.url, app: app.id })}`);
+      const address = uniqueEmail('cross-device');
+      // No redirect URL: start() waits until the link is confirmed somewhere, then holds this page's session.
+      const waiting = laptop.evaluate(async (email) => {
+        const g = globalThis as unknown as SdkPage;
+        g.auth = g.client();
+        const result = await g.auth.magicLink.start({ email }, { pollIntervalMs: 250 });
+        return { status: result.status, me: result.status === 'complete' ? (await g.auth.me()).primary_email : null };
+      }, address);
+      const link = linkIn(await suite.smtp.next(address));
+      expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
+      await phone.goto(link.toString());
+      await phone.getByRole('button', { name: 'Yes, sign me in' }).click();
+      await phone.getByText('You are signed in on the device where you asked for the link').waitFor();
+      expect(await waiting).toEqual({ status: 'complete', me: address });
+      // The phone's page holds no tokens and its address bar no longer shows the token.
+      expect(phone.url()).not.toContain('token=');
+    } finally {
+      await Promise.all([laptop.close(), phone.close()]);
     }
   });
 });

@@ -184,7 +184,7 @@ describe('end-user routes, actual requests', () => {
       });
     const ok = await call(from);
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect(ok.body.result.data).toEqual({ verification_id: expect.any(String) });
+    expect(ok.body.result.data).toEqual({ verification_id: expect.any(String), poll_secret: expect.any(String) });
     expectAllowed(ok, from);
 
     const refused = await call(origin('evil'));

@@ -233,7 +233,10 @@ describe('who signs in', () => {
     const stranger = uniqueEmail('stranger');
     const answer = await start(app, stranger);
     expect(answer.status).toBe(200);
-    expect(answer.body.data).toEqual({ verification_id: expect.stringMatching(UUID) });
+    expect(answer.body.data).toEqual({
+      verification_id: expect.stringMatching(UUID),
+      poll_secret: expect.stringMatching(/^mlp_/),
+    });
     await expectNoMail(app, stranger, known);
     expect(await messageCount(app)).toBe(1);
   });

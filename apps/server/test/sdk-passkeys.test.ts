@@ -42,7 +42,7 @@ type Client = ReturnType<typeof createGatehouseClient>;
 
 /** magicLink.start → the mail → magicLink.verify, through the SDK: the result, whatever its status. */
 async function magicLink(client: Client, address: string) {
-  await client.magicLink.start({ email: address });
+  await client.magicLink.start({ email: address, redirect_url: `${ORIGIN}/auth/callback` });
   // Security notices (a passkey or factor added) share the inbox: the sign-in link is the mail that has one.
   let mail = await suite.smtp.next(address);
   while (!mail.subject.startsWith('Your sign-in link')) mail = await suite.smtp.next(address);

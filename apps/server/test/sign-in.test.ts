@@ -23,7 +23,10 @@ describe('magic link → consent → tokens → /me, through real mail', () => {
       settings: { consent_documents: [{ doc_type: 'terms', url: `${ORIGIN}/terms`, version: '2026-01' }] },
     });
     const { started, mail, link } = await magicLinkToken(app, 'Grace@Example.com');
-    expect(started.body.data).toEqual({ verification_id: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(started.body.data).toEqual({
+      verification_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      poll_secret: expect.stringMatching(/^mlp_/),
+    });
     expect(mail.subject).toBe('Your sign-in link for Test app');
     expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
     expect(link.searchParams.get('application_id')).toBe(app.id);

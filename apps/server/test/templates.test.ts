@@ -358,6 +358,15 @@ describe('the hosted page GET /sign-in/verify', () => {
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
       expect(page.headers.get('cache-control')).toBe('no-store');
       expect(String(page.body)).toMatch(/<form|<button/);
+      // Security headers: a nonce CSP that forbids framing, no referrer, no sniffing.
+      const csp = page.headers.get('content-security-policy')!;
+      const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
+      expect(nonce).toBeTruthy();
+      expect(String(page.body)).toContain(`<script nonce="${nonce}">`);
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("default-src 'none'");
+      expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     }
     const verified = await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token: link.searchParams.get('token') });
     expect(verified.status, JSON.stringify(verified.body)).toBe(200);

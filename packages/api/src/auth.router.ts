@@ -19,11 +19,19 @@ import {
 } from './modules/sessions/sessions.service.ts';
 import { acceptConsent } from './modules/sign-in/accept-consent.service.ts';
 import {
+  ConfirmMagicLinkOutputSchema,
+  PollMagicLinkInputSchema,
+  PollMagicLinkOutputSchema,
   StartMagicLinkInputSchema,
   StartMagicLinkOutputSchema,
   VerifyMagicLinkInputSchema,
 } from './modules/sign-in/magic-link/magic-link.schema.ts';
-import { startMagicLink, verifyMagicLink } from './modules/sign-in/magic-link/magic-link.service.ts';
+import {
+  confirmMagicLink,
+  pollMagicLink,
+  startMagicLink,
+  verifyMagicLink,
+} from './modules/sign-in/magic-link/magic-link.service.ts';
 import { AcceptConsentInputSchema, SignInResultSchema } from './modules/sign-in/sign-in.schema.ts';
 import { CurrentUserSchema, UpdateMeInputSchema } from './modules/users/users.schema.ts';
 import { endUserProcedure, router, signedInProcedure } from './trpc.ts';
@@ -49,6 +57,35 @@ export const authRouter = router({
       .input(VerifyMagicLinkInputSchema)
       .output(SignInResultSchema)
       .mutation(({ ctx, input }) => verifyMagicLink(ctx, input)),
+    confirm: endUserProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/v1/auth/magic-link/confirm',
+          tags,
+          summary: 'Confirm a hosted link for the device that asked (cross-device sign-in)',
+          description: 'Called by the hosted page: signs nobody in here; the starting device collects the sign-in by polling.',
+        },
+      })
+      .input(VerifyMagicLinkInputSchema)
+      .output(ConfirmMagicLinkOutputSchema)
+      .mutation(({ ctx, input }) => confirmMagicLink(ctx, input)),
+    poll: endUserProcedure
+      .meta({
+        rateLimited: true,
+        openapi: {
+          method: 'POST',
+          path: '/v1/auth/magic-link/poll',
+          tags,
+          summary: 'Wait for a hosted link to be confirmed, then collect the sign-in once',
+          description:
+            '`{status: "pending"}` until the person confirms on the hosted page (any device), then the sign-in result, ' +
+            'once. Poll every 2 s or so.',
+        },
+      })
+      .input(PollMagicLinkInputSchema)
+      .output(PollMagicLinkOutputSchema)
+      .mutation(({ ctx, input }) => pollMagicLink(ctx, input)),
   }),
   consent: router({
     accept: endUserProcedure

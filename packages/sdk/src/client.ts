@@ -18,6 +18,19 @@ type AuthOutputs = inferRouterOutputs<AppRouter>['auth'];
 export type SignInResult = AuthOutputs['magicLink']['verify'];
 export type Tokens = AuthOutputs['token']['refresh'];
 export type MagicLinkStarted = AuthOutputs['magicLink']['start'];
+type MagicLinkPoll = AuthOutputs['magicLink']['poll'];
+/**
+ * What `magicLink.start()` ends with: the sign-in result, once the link was opened and confirmed on any device (the
+ * hosted page), or `link_sent` when the link leads to your own redirect URL (that page calls `magicLink.verify`).
+ */
+export type MagicLinkOutcome = SignInResult | { status: 'link_sent'; verification_id: string };
+
+export interface MagicLinkWaitOptions {
+  /** Stops waiting: the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** How often to ask whether the link was confirmed (default 2000 ms). */
+  pollIntervalMs?: number;
+}
 /** One of the signed-in user's sessions, as `sessions.list()` answers it. */
 export type UserSession = AuthOutputs['sessions']['list'][number];
 export type CurrentUser = AuthOutputs['me']['get'];
@@ -114,8 +127,14 @@ export interface GatehouseClientOptions {
 
 export interface GatehouseBrowserClient {
   magicLink: {
-    /** Emails a sign-in link. The answer is the same whether or not the address is known. */
-    start(input: StartMagicLinkInput): Promise<MagicLinkStarted>;
+    /**
+     * Emails a sign-in link (the answer is the same whether or not the address is known). Without a redirect URL the
+     * link opens Gatehouse's hosted page, on any device (a phone), and this promise waits until the person confirms
+     * there, then resolves with the sign-in result for *this* client (tokens kept when `complete`; `mfa_required` and
+     * `consent_required` continue here). With a redirect URL it resolves at once with `link_sent`: your page at that
+     * URL calls `verify` with the link's `token`.
+     */
+    start(input: StartMagicLinkInput, options?: MagicLinkWaitOptions): Promise<MagicLinkOutcome>;
     /** Exchanges the link's `token`; when the result is `complete`, the client keeps its tokens. */
     verify(input: VerifyMagicLinkInput): Promise<SignInResult>;
   };
@@ -206,6 +225,22 @@ interface HeldAccess {
  * Refresh tokens are single use and the server revokes the whole session when one is presented twice, so every
  * rotation (refresh, organization switch) runs one at a time, and concurrent calls that need a refresh share one.
  */
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseBrowserClient {
   const now = options.now ?? Date.now;
   const webauthn: WebAuthnCeremonies = options.webauthn ?? {
@@ -384,7 +419,16 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
 
   return {
     magicLink: {
-      start: (input) => call<MagicLinkStarted>('auth.magicLink.start', input),
+      start: async (input, wait = {}) => {
+        const started = await call<MagicLinkStarted>('auth.magicLink.start', input);
+        if (!started.poll_secret) return { status: 'link_sent', verification_id: started.verification_id };
+        const poll = { verification_id: started.verification_id, poll_secret: started.poll_secret };
+        for (;;) {
+          await pause(wait.pollIntervalMs ?? 2000, wait.signal);
+          const answer = await call<MagicLinkPoll>('auth.magicLink.poll', poll);
+          if (answer.status !== 'pending') return signedIn(answer);
+        }
+      },
       verify: async (input) => signedIn(await call<SignInResult>('auth.magicLink.verify', input)),
     },
     consent: {

@@ -9,6 +9,8 @@ export const PROCEDURES = {
   'applications.list': 'query',
   'applications.update': 'mutation',
   'auth.consent.accept': 'mutation',
+  'auth.magicLink.confirm': 'mutation',
+  'auth.magicLink.poll': 'mutation',
   'auth.magicLink.start': 'mutation',
   'auth.magicLink.verify': 'mutation',
   'auth.me.get': 'query',

@@ -12,6 +12,10 @@ export const MagicLinkEntity = defineEntity({
     emailNormalized: p.string().length(320),
     tokenHash: p.string().length(64).unique(),
     redirectUrl: p.string().length(2048).nullable(),
+    /** Hosted links: SHA-256 of the secret the starting device polls with. */
+    pollSecretHash: p.string().length(64).nullable(),
+    /** Hosted links: when the person confirmed on the hosted page; the poll then collects the sign-in. */
+    confirmedAt: p.datetime().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RedirectUrlSchema } from '../../../lib/schemas.ts';
 import { EmailSchema } from '../../users/users.schema.ts';
+import { SignInResultSchema } from '../sign-in.schema.ts';
 
 export const StartMagicLinkInputSchema = z.strictObject({
   email: EmailSchema,
@@ -8,5 +9,26 @@ export const StartMagicLinkInputSchema = z.strictObject({
     description: 'Where the link leads (`?token=` is appended); its origin must be an allowed origin',
   }),
 });
-export const StartMagicLinkOutputSchema = z.object({ verification_id: z.uuid() }).meta({ id: 'MagicLinkStarted' });
+export const StartMagicLinkOutputSchema = z
+  .object({
+    verification_id: z.uuid(),
+    poll_secret: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'With the hosted page (no redirect URL): the secret the device that asked polls with (POST ' +
+          '/v1/auth/magic-link/poll), so the link can be opened anywhere — a phone — and sign this device in. Shown once. ' +
+          'null when the link leads to your own redirect URL (that page calls verify).',
+      }),
+  })
+  .meta({ id: 'MagicLinkStarted' });
 export const VerifyMagicLinkInputSchema = z.strictObject({ token: z.string().min(1).max(200) });
+export const ConfirmMagicLinkOutputSchema = z.object({ status: z.literal('confirmed') }).meta({ id: 'MagicLinkConfirmed' });
+export const PollMagicLinkInputSchema = z.strictObject({
+  verification_id: z.uuid(),
+  poll_secret: z.string().min(1).max(200),
+});
+export const PollMagicLinkOutputSchema = z
+  .union([z.strictObject({ status: z.literal('pending') }), SignInResultSchema])
+  .meta({ id: 'MagicLinkPoll' });
