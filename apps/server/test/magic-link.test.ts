@@ -324,15 +324,16 @@ describe('no enumeration', () => {
       const shape = (res: RestResponse) => {
         expect(res.status).toBe(200);
         expect(Object.keys(res.body).sort()).toEqual(['data', 'error', 'meta', 'success']);
-        expect(Object.keys(res.body.data)).toEqual(['verification_id']);
+        expect(Object.keys(res.body.data)).toEqual(['verification_id', 'poll_secret']);
         expect(res.body.data.verification_id).toMatch(UUID);
+        expect(res.body.data.poll_secret).toMatch(/^mlp_[\w-]{43}$/);
         ids.add(res.body.data.verification_id);
         const headers = Object.fromEntries([...res.headers].filter(([name]) => name !== 'date' && name !== 'x-request-id'));
         return {
           status: res.status,
           headerNames: [...res.headers.keys()].sort(),
           headers,
-          body: { ...res.body, data: { verification_id: '*' }, meta: Object.keys(res.body.meta).sort() },
+          body: { ...res.body, data: { verification_id: '*', poll_secret: '*' }, meta: Object.keys(res.body.meta).sort() },
         };
       };
       const [first, ...rest] = answers.map(shape);

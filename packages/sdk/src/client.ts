@@ -105,6 +105,10 @@ export interface GatehouseClientOptions {
    */
   storage?: TokenStorage;
   fetch?: typeof fetch;
+  /** Per attempt, in milliseconds (default 30 000); a slower call fails with `timeout`. */
+  timeoutMs?: number;
+  /** Retries of reads after a network error, a timeout, 429 or a 5xx (default 2; 0 = none). */
+  maxRetries?: number;
   /** Called with the session whenever the client's tokens change (sign-in, refresh, organization switch) and with
    * null when it loses them (sign-out, a refused refresh). */
   onSessionChange?: (session: ClientSession | null) => void;
@@ -251,6 +255,8 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
   const call = createTransport({
     baseUrl: options.baseUrl,
     fetch: options.fetch,
+    timeoutMs: options.timeoutMs,
+    maxRetries: options.maxRetries,
     headers: (token) => ({ 'x-application-id': options.applicationId, ...(token ? { authorization: `Bearer ${token}` } : {}) }),
   });
 

@@ -5,26 +5,34 @@ export interface GatehouseErrorDetail {
   message: string;
 }
 
-/** Every failed call rejects with this: `code` is the API's error code (CONTRACT §1), `status` its HTTP status. */
+/**
+ * Every failed call rejects with this. `code` is the API's error code (CONTRACT §1), or the SDK's own: `timeout`,
+ * `network_error` (status 0: no answer) or `unexpected_response` (an answer that is not the service's, e.g. a proxy's
+ * 502 page; `status` is its HTTP status). `requestId` is the `x-request-id` of the answer: quote it to the operator.
+ */
 export class GatehouseError extends Error {
   readonly code: string;
   readonly status: number;
   readonly details: GatehouseErrorDetail[] | undefined;
+  readonly requestId: string | undefined;
 
-  constructor(code: string, status: number, message: string, details?: GatehouseErrorDetail[]) {
+  constructor(code: string, status: number, message: string, details?: GatehouseErrorDetail[], requestId?: string) {
     super(message);
     this.name = 'GatehouseError';
     this.code = code;
     this.status = status;
     this.details = details;
+    this.requestId = requestId;
   }
 
   static from(error: unknown): GatehouseError {
     if (error instanceof GatehouseError) return error;
     if (error instanceof TRPCClientError) {
       const data = error.data as { code?: string; httpStatus?: number; details?: GatehouseErrorDetail[] } | undefined;
-      if (data?.code) return new GatehouseError(data.code, data.httpStatus ?? 0, error.message, data.details);
-      return new GatehouseError('network_error', 0, error.message);
+      const response = (error.meta as { response?: Response } | undefined)?.response;
+      const requestId = response?.headers.get('x-request-id') ?? undefined;
+      if (data?.code) return new GatehouseError(data.code, data.httpStatus ?? 0, error.message, data.details, requestId);
+      return new GatehouseError('network_error', response?.status ?? 0, error.message, undefined, requestId);
     }
     return new GatehouseError('network_error', 0, error instanceof Error ? error.message : String(error));
   }

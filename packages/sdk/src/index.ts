@@ -68,6 +68,10 @@ export interface GatehouseOptions {
   /** The operator token, for managing applications (`applications.create|list|delete`). */
   operatorToken?: string;
   fetch?: typeof fetch;
+  /** Per attempt, in milliseconds (default 30 000); a slower call fails with `timeout`. */
+  timeoutMs?: number;
+  /** Retries of reads after a network error, a timeout, 429 (honouring `retry-after`) or a 5xx (default 2; 0 = none). */
+  maxRetries?: number;
 }
 
 /**
@@ -79,6 +83,9 @@ export function createGatehouse(options: GatehouseOptions): GatehouseClient {
   const call = createTransport({
     baseUrl: options.baseUrl,
     fetch: options.fetch,
+    timeoutMs: options.timeoutMs,
+    maxRetries: options.maxRetries,
+    userAgent: true,
     headers: () => ({
       ...(options.applicationId ? { 'x-application-id': options.applicationId } : {}),
       ...(token ? { authorization: `Bearer ${token}` } : {}),

@@ -3,8 +3,8 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError } from '../../errors.ts';
 import type { Application } from './application.entity.ts';
 
-export const CORS_ALLOWED_HEADERS = 'authorization, content-type, x-application-id, x-request-id';
-export const CORS_EXPOSED_HEADERS = 'x-request-id, retry-after';
+export const CORS_ALLOWED_HEADERS = 'authorization, content-type, x-application-id, x-request-id, x-gatehouse-client';
+export const CORS_EXPOSED_HEADERS = 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset';
 
 /** The service's own origin (its hosted pages call the API) is always allowed; `null` never is. */
 export const ownOrigin = (services: Services): string => new URL(services.baseUrl).origin;
