@@ -104,7 +104,9 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
     baseUrl,
     description:
       'Multi-tenant identity and access service. Every response with a body is an envelope ' +
-      '`{success, data, error, meta}`; `data` is described per operation, errors carry `error.code`.',
+      '`{success, data, error, meta}`; `data` is described per operation, errors carry `error.code`. The TypeScript ' +
+      'SDK uses the tRPC endpoint at `/trpc` instead: the same procedures, inputs, outputs and error codes, and like ' +
+      '`/v1` a public, versioned surface.',
   }) as Json;
   const routes = proceduresByRoute();
   for (const [path, item] of Object.entries(doc.paths as Json)) {
