@@ -277,7 +277,8 @@ function registerRest(app: FastifyInstance, services: Services) {
         },
         end: (body: string) => {
           const prefix = `{"success":${status < 400},`;
-          const tail = `"meta":${JSON.stringify(meta(request))}}`;
+          // An idempotent replay repeats the first answer's meta, so the whole body is the same, byte for byte.
+          const tail = `"meta":${JSON.stringify(contexts.get(request)?.response.meta ?? meta(request))}}`;
           let payload: string;
           if (status < 400 && contexts.get(request)?.response.raw) payload = body;
           else if (status < 400) payload = `${prefix}"data":${body ?? 'null'},"error":null,${tail}`;

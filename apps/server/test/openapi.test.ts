@@ -40,7 +40,10 @@ describe('/v1/openapi.json', () => {
       expect(schema.required).toEqual(['success', 'data', 'error', 'meta']);
       expect(operation.responses['422']).toBeDefined();
     }
-    expect(doc.paths['/v1/users'].post.parameters ?? []).toEqual([]);
+    // A create takes only the optional Idempotency-Key header: nothing else outside its body.
+    expect(doc.paths['/v1/users'].post.parameters.map((p: { name: string; in: string }) => [p.in, p.name])).toEqual([
+      ['header', 'Idempotency-Key'],
+    ]);
     expect(doc.paths['/v1/users'].post.security).toEqual([{ secretKey: [], applicationId: [] }]);
     expect(doc.paths['/v1/applications'].post.security).toEqual([{ operatorToken: [] }]);
     expect(doc.paths['/v1/users'].post['x-required-scope']).toBe('users:write');

@@ -72,13 +72,32 @@ describe('SDK transport: retries, timeouts and errors that say what happened', (
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
   });
 
-  it('never repeats a write; a proxy page is unexpected_response with its status, not a network error', async () => {
+  it('never repeats a write that is not a create; a proxy page is unexpected_response with its status', async () => {
     seen.length = 0;
     script = [status(502, { 'content-type': 'text/html' }, '<html><body>Bad gateway</body></html>')];
-    const error = await rejection(sdk().users.create({ primary_email: 'a@example.com' }));
+    const error = await rejection(sdk().users.update({ id: '01937c4e-8a2b-7c3d-9e4f-5a6b7c8d9e0f', profile: {} }));
     expect(error).toMatchObject({ code: 'unexpected_response', status: 502 });
     expect(error.message).toContain('HTTP 502');
     expect(seen).toHaveLength(1);
+  });
+
+  it('a create carries one Idempotency-Key for all its attempts, so it is retried like a read', async () => {
+    seen.length = 0;
+    script = [status(503), trpcOk({ id: 'u1' })];
+    await sdk().users.create({ primary_email: 'a@example.com' });
+    expect(seen).toHaveLength(2);
+    const keys = seen.map((req) => req.headers['idempotency-key']);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
+    seen.length = 0;
+    script = [trpcOk({ id: 'u2' })];
+    await sdk().users.create({ primary_email: 'b@example.com' });
+    expect(seen[0]!.headers['idempotency-key']).not.toBe(keys[0]);
+    // Other writes carry none.
+    seen.length = 0;
+    script = [trpcOk({ id: 'u1', deleted: true })];
+    await sdk().users.delete({ id: '01937c4e-8a2b-7c3d-9e4f-5a6b7c8d9e0f' });
+    expect(seen[0]!.headers['idempotency-key']).toBeUndefined();
   });
 
   it('times out a call that hangs, after its retries; maxRetries 0 turns retries off', async () => {

@@ -100,8 +100,16 @@ interface KernelContext extends RequestInfo {
   services: Services;
   /** A forked entity manager: its identity map belongs to this request only. */
   em: EntityManager;
-  /** Filled by the REST host from procedure meta (e.g. 201); tRPC ignores it. */
-  response: { status?: number; headers: Record<string, string>; raw?: boolean };
+  /**
+   * Filled by the REST host from procedure meta (e.g. 201); tRPC ignores it. `meta`: the envelope's meta when the
+   * answer must carry a given one (an idempotent replay repeats the first answer's).
+   */
+  response: {
+    status?: number;
+    headers: Record<string, string>;
+    raw?: boolean;
+    meta?: { timestamp: string; request_id: string };
+  };
 }
 
 export interface Context extends KernelContext {}

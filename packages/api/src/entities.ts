@@ -1,3 +1,4 @@
+import { IdempotencyKeyEntity } from './db/idempotency-key.entity.ts';
 import { type DatabaseConfig, type Orm, openOrm } from './db/orm.ts';
 import { RateLimitEntity } from './db/rate-limit.entity.ts';
 import { ApiKeyEntity } from './modules/api-keys/api-key.entity.ts';
@@ -34,6 +35,7 @@ export const entities = [
   MessageEntity,
   TemplateOverrideEntity,
   RateLimitEntity,
+  IdempotencyKeyEntity,
   MfaFactorEntity,
   MfaBackupCodeEntity,
   IdentityEntity,

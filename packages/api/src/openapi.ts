@@ -131,6 +131,9 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
         ...Object.fromEntries(errorStatuses(method, meta).map((s) => [s, { $ref: `#/components/responses/Error${s}` }])),
       };
       operation.security = SECURITY[meta.caller ?? 'public'];
+      if (meta.successStatus === 201 && (meta.caller === 'secret_key' || meta.caller === 'operator')) {
+        operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY];
+      }
       if (meta.scope) {
         operation['x-required-scope'] = meta.scope;
         operation.description = `${operation.description ? `${operation.description}\n\n` : ''}Required scope: \`${meta.scope}\`.`;
@@ -169,6 +172,18 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
   doc.info.license = { name: 'MIT', identifier: 'MIT' };
   return doc as OpenAPIObject;
 }
+
+/** Creating calls take an idempotency key (lib/idempotency.ts). */
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the same key with the same request within 24 h answers the first response again ' +
+    '(`idempotent-replayed: true`), with another request 422 `idempotency_key_reused`; 409 while the first is running.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  example: '5f0c2a57-6c4e-4c0b-9d43-2f7a1f4a9e11',
+};
 
 const EXAMPLE_META = { timestamp: '2026-11-24T09:30:00.000Z', request_id: '01937c4e-8a2b-7c3d-9e4f-5a6b7c8d9e0f' };
 

@@ -1,10 +1,21 @@
-/** Regenerates src/procedures.ts (which procedures are queries and which mutations) from the API router. */
+/**
+ * Regenerates src/procedures.ts from the API router: which procedures are queries, mutations, or creates (a
+ * management mutation answering 201: it takes an Idempotency-Key, so the SDK may retry it).
+ */
 import { writeFile } from 'node:fs/promises';
 import { appRouter } from '@gatehouse/api';
 
 const procedures = Object.fromEntries(
-  Object.entries(appRouter._def.procedures as unknown as Record<string, { _def: { type: string } }>)
-    .map(([path, p]) => [path, p._def.type] as const)
+  Object.entries(
+    appRouter._def.procedures as unknown as Record<
+      string,
+      { _def: { type: string; meta?: { successStatus?: number; caller?: string } } }
+    >,
+  )
+    .map(([path, { _def }]) => {
+      const creates = _def.meta?.successStatus === 201 && (_def.meta.caller === 'secret_key' || _def.meta.caller === 'operator');
+      return [path, creates ? 'create' : _def.type] as const;
+    })
     .sort(([a], [b]) => a.localeCompare(b)),
 );
 const body = Object.entries(procedures)

@@ -16,8 +16,8 @@ export interface TransportOptions {
   /** Per attempt; default 30 s. A call that takes longer fails with `timeout`. */
   timeoutMs?: number;
   /**
-   * Retries of a read (a query: safe to repeat) after a network error, a timeout, 429 or a 5xx answer; default 2, 0
-   * turns them off. Writes are never repeated by the SDK: a write that may have reached the server is reported.
+   * Retries of a read (a query: safe to repeat) or a create (it carries an Idempotency-Key) after a network error, a
+   * timeout, 429 or a 5xx answer; default 2, 0 turns them off. Other writes are never repeated by the SDK.
    */
   maxRetries?: number;
   /** Set a User-Agent (servers; a browser sets its own). */
@@ -66,7 +66,8 @@ function resilientFetch(options: TransportOptions): typeof fetch {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxRetries = options.maxRetries ?? 2;
   return async (input, init) => {
-    const idempotent = (init?.method ?? 'GET').toUpperCase() === 'GET';
+    // Reads, and creates that carry an Idempotency-Key (the service answers a repeat with the first answer).
+    const idempotent = (init?.method ?? 'GET').toUpperCase() === 'GET' || new Headers(init?.headers).has('idempotency-key');
     for (let attempt = 0; ; attempt++) {
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
@@ -112,6 +113,9 @@ export function createTransport(options: TransportOptions) {
         fetch: resilientFetch(options),
         headers: ({ op }) => ({
           ...options.headers((op.context as { accessToken?: string }).accessToken),
+          ...((op.context as { idempotencyKey?: string }).idempotencyKey
+            ? { 'idempotency-key': (op.context as { idempotencyKey: string }).idempotencyKey }
+            : {}),
           'x-gatehouse-client': SDK_CLIENT,
           ...(options.userAgent && typeof process !== 'undefined'
             ? { 'user-agent': `${SDK_CLIENT} node/${process.version}` }
@@ -121,7 +125,13 @@ export function createTransport(options: TransportOptions) {
     ],
   });
   return async <T>(path: ProcedurePath, input: unknown, accessToken?: string): Promise<T> => {
-    const request = { context: accessToken ? { accessToken } : {} };
+    // A create gets one key for all its attempts: a retry after a lost answer cannot create twice.
+    const request = {
+      context: {
+        ...(accessToken ? { accessToken } : {}),
+        ...(PROCEDURES[path] === 'create' ? { idempotencyKey: crypto.randomUUID() } : {}),
+      },
+    };
     try {
       return (await (PROCEDURES[path] === 'query'
         ? client.query(path, input, request)

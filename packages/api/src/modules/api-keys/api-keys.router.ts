@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router, secretKeyProcedure } from '../../trpc.ts';
 import { ApiKeySchema, ApiKeyWithSecretSchema, CreateApiKeyInputSchema } from './api-keys.schema.ts';
@@ -11,7 +12,7 @@ export const apiKeysRouter = router({
     .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/api-keys', tags, summary: 'Create a secret API key' } })
     .input(CreateApiKeyInputSchema)
     .output(ApiKeyWithSecretSchema)
-    .mutation(({ ctx, input }) => createApiKey(ctx, input)),
+    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createApiKey(ctx, input))),
   list: secretKeyProcedure('api_keys:read')
     .meta({ openapi: { method: 'GET', path: '/v1/api-keys', tags, summary: 'List secret API keys' } })
     .input(z.strictObject({}).optional())

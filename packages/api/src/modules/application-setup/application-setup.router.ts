@@ -1,3 +1,4 @@
+import { idempotent } from '../../lib/idempotency.ts';
 import { operatorProcedure } from '../../trpc.ts';
 import { CreateApplicationInputSchema } from '../applications/applications.schema.ts';
 import { CreatedApplicationSchema } from './application-setup.schema.ts';
@@ -19,4 +20,4 @@ export const createApplicationProcedure = operatorProcedure
   })
   .input(CreateApplicationInputSchema)
   .output(CreatedApplicationSchema)
-  .mutation(({ ctx, input }) => createApplication(ctx, input));
+  .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createApplication(ctx, input)));

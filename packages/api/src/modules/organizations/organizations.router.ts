@@ -1,3 +1,4 @@
+import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router, secretKeyProcedure } from '../../trpc.ts';
 import {
@@ -35,7 +36,7 @@ const membersRouter = router({
     })
     .input(AddMemberInputSchema)
     .output(MemberSchema)
-    .mutation(({ ctx, input }) => addMember(ctx, input)),
+    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => addMember(ctx, input))),
   list: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations/{id}/members', tags, summary: 'List members, newest first' } })
     .input(ListMembersInputSchema)
@@ -60,7 +61,7 @@ export const organizationsRouter = router({
     .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/organizations', tags, summary: 'Create an organization' } })
     .input(CreateOrganizationInputSchema)
     .output(OrganizationSchema)
-    .mutation(({ ctx, input }) => createOrganization(ctx, input)),
+    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createOrganization(ctx, input))),
   list: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations', tags, summary: 'List organizations, newest first' } })
     .input(ListOrganizationsInputSchema)

@@ -1,3 +1,4 @@
+import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { secretKeyProcedure } from '../../trpc.ts';
 import {
@@ -18,7 +19,7 @@ export const userProcedures = {
     .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/users', tags, summary: 'Create a user' } })
     .input(CreateUserInputSchema)
     .output(UserSchema)
-    .mutation(({ ctx, input }) => createUser(ctx, input)),
+    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createUser(ctx, input))),
   list: secretKeyProcedure('users:read')
     .meta({ openapi: { method: 'GET', path: '/v1/users', tags, summary: 'List users, newest first' } })
     .input(ListUsersInputSchema)
