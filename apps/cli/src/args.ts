@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 
 /** `--limit 10`: an integer (the server checks the range and answers 422 outside it). */
 export function parseInteger(value: string): number {
@@ -40,3 +40,21 @@ export const pageInput = (options: { limit?: number; offset?: number }) => ({
   ...(options.limit !== undefined ? { limit: options.limit } : {}),
   ...(options.offset !== undefined ? { offset: options.offset } : {}),
 });
+
+/** `--limit`: 1 to 100, checked here (a usage error, exit 2) before anything is sent. */
+export function parseLimit(value: string): number {
+  const n = parseInteger(value);
+  if (n < 1 || n > 100) throw new InvalidArgumentError('expected 1 to 100.');
+  return n;
+}
+
+/** `--offset`: 0 or more. */
+export function parseOffset(value: string): number {
+  const n = parseInteger(value);
+  if (n < 0) throw new InvalidArgumentError('expected 0 or more.');
+  return n;
+}
+
+/** Adds `--limit`/`--offset` to a list command. */
+export const pageOptions = (command: Command): Command =>
+  command.option('--limit <n>', 'page size (1-100, default 25)', parseLimit).option('--offset <n>', 'rows to skip', parseOffset);

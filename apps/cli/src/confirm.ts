@@ -37,3 +37,23 @@ export async function confirm(
     terminal.close();
   }
 }
+
+/** Asks for a line of text on stderr; end of input or Ctrl-C answers empty. */
+export async function ask(
+  question: string,
+  input: NodeJS.ReadableStream = process.stdin,
+  output: NodeJS.WritableStream = process.stderr,
+): Promise<string> {
+  const terminal = createInterface({ input, output });
+  const ended = new AbortController();
+  terminal.on('SIGINT', () => ended.abort());
+  terminal.on('close', () => ended.abort());
+  try {
+    return (await terminal.question(question, { signal: ended.signal })).trim();
+  } catch (error) {
+    if ((error as Error).name !== 'AbortError') throw error;
+    return '';
+  } finally {
+    terminal.close();
+  }
+}

@@ -177,9 +177,21 @@ describe('gatehouse CLI against a real server', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe('error: email_taken: A user with this email already exists\n');
-    const invalid = await gatehouse(['users', 'list', '--limit', '500']);
+    const invalid = await gatehouse(['users', 'get', 'not-a-uuid']);
     expect(invalid.code).toBe(1);
-    expect(invalid.stderr).toMatch(/^error: validation_failed: .*limit/);
+    expect(invalid.stderr).toMatch(/^error: validation_failed: .*id/);
+    // Under --json the failure is JSON on stderr, with what the API said.
+    const asJson = await gatehouse(['users', 'create', '--email', 'a@example.com', '--json']);
+    expect(asJson.code).toBe(1);
+    expect(asJson.stdout).toBe('');
+    expect(JSON.parse(asJson.stderr)).toEqual({
+      error: {
+        code: 'email_taken',
+        status: 409,
+        message: 'A user with this email already exists',
+        request_id: expect.any(String),
+      },
+    });
   });
 
   it('orgs create, list and members add/list', async () => {
@@ -242,6 +254,14 @@ describe('gatehouse CLI against a real server', () => {
       gatehouse(['apps', 'create', 'x', '--environment', 'staging']),
       gatehouse(['users', 'list'], { GATEHOUSE_CONFIG: join(tmp, 'missing.json') }),
       gatehouse(['users', 'list', '--base-url', 'ftp://example.com']),
+      // Checked here, before anything is sent.
+      gatehouse(['users', 'list', '--limit', '500']),
+      gatehouse(['orgs', 'list', '--limit', '0']),
+      gatehouse(['events', 'list', '--offset', '-1']),
+      // A user without an email must be asked for: a script says --no-email.
+      gatehouse(['users', 'create']),
+      gatehouse(['orgs', 'update', '00000000-0000-7000-8000-000000000000']),
+      gatehouse(['users', 'delete', '00000000-0000-7000-8000-000000000000']),
     ]);
     for (const result of cases) {
       expect(result.code, result.stderr).toBe(2);
@@ -249,6 +269,12 @@ describe('gatehouse CLI against a real server', () => {
       expect(result.stderr).toMatch(/^error: [^\n]+\n$/);
     }
     expect(cases[5]!.stderr).toMatch(/not logged in/);
+    expect(cases[7]!.stderr).toMatch(/--limit.*expected 1 to 100/);
+    expect(cases[10]!.stderr).toMatch(/--no-email/);
+    expect(cases[12]!.stderr).toMatch(/--yes/);
+    const usageJson = await gatehouse(['users', 'create', '--json']);
+    expect(usageJson.code).toBe(2);
+    expect(JSON.parse(usageJson.stderr).error.code).toBe('usage_error');
   });
 
   it('apps list and delete find the operator token in the data directory', async () => {
@@ -543,7 +569,8 @@ describe('gatehouse CLI against a real server', () => {
     const unknown = await gatehouse(['users', 'factors', 'remove', user.id, second.id, '--yes']);
     expect(unknown).toMatchObject({ code: 1, stdout: '', stderr: 'error: not_found: Factor not found\n' });
     const unknownJson = await gatehouse(['users', 'factors', 'remove', user.id, second.id, '--yes', '--json']);
-    expect(unknownJson).toMatchObject({ code: 1, stdout: '', stderr: 'error: not_found: Factor not found\n' });
+    expect(unknownJson).toMatchObject({ code: 1, stdout: '' });
+    expect(JSON.parse(unknownJson.stderr).error).toMatchObject({ code: 'not_found', status: 404, message: 'Factor not found' });
   });
 
   it('users factors does not reach the users of another application', async () => {
@@ -561,11 +588,55 @@ describe('gatehouse CLI against a real server', () => {
       gatehouse(['users', 'factors', stranger.id]),
       gatehouse(['users', 'factors', 'remove', stranger.id, factor.id, '--yes']),
     ]);
-    for (const result of cases) {
-      expect(result).toMatchObject({ code: 1, stdout: '', stderr: 'error: not_found: User not found\n' });
+    for (const [i, result] of cases.entries()) {
+      expect(result).toMatchObject({ code: 1, stdout: '' });
+      if (i === 2) expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'not_found', message: 'User not found' });
+      else expect(result.stderr).toBe('error: not_found: User not found\n');
     }
     expect(await json(['users', 'factors', user.id])).toEqual([factor]);
     await json(['apps', 'delete', other.application.id, '--yes']);
+  });
+
+  it('covers every management operation: apps get/update, users update/ban/unban/delete, orgs get/update/delete, members role/remove, events, stats, templates preview', async () => {
+    const app = await json(['apps', 'get']);
+    expect(app.id).toBeTruthy();
+    const updated = await json([
+      'apps',
+      'update',
+      '--name',
+      'Renamed',
+      '--origin',
+      'https://app.example.com',
+      '--settings',
+      '{"sign_up":"closed"}',
+    ]);
+    expect(updated).toMatchObject({ name: 'Renamed', allowed_origins: ['https://app.example.com'] });
+    expect(updated.settings.sign_up).toBe('closed');
+    expect((await json(['apps', 'update', '--no-origins'])).allowed_origins).toEqual([]);
+
+    const user = await json(['users', 'create', '--email', 'cover@example.com']);
+    expect((await json(['users', 'update', user.id, '--verified', '--profile', '{"plan":"pro"}'])).email_verified).toBe(true);
+    expect((await json(['users', 'ban', user.id, '--yes'])).status).toBe('banned');
+    expect((await json(['users', 'unban', user.id])).status).toBe('active');
+    const nobody = await json(['users', 'create', '--no-email']);
+    expect(nobody.primary_email).toBeNull();
+
+    const org = await json(['orgs', 'create', 'Covered']);
+    expect((await json(['orgs', 'get', org.id])).name).toBe('Covered');
+    expect((await json(['orgs', 'update', org.id, '--name', 'Covered Inc', '--slug', 'covered-inc'])).slug).toBe('covered-inc');
+    await json(['orgs', 'members', 'add', org.id, user.id]);
+    expect((await json(['orgs', 'members', 'role', org.id, user.id, 'admin'])).role).toBe('admin');
+    await json(['orgs', 'members', 'remove', org.id, user.id, '--yes']);
+    expect((await json(['orgs', 'members', 'list', org.id])).total).toBe(0);
+    expect(await json(['orgs', 'delete', org.id, '--yes'])).toEqual({ id: org.id, deleted: true });
+    expect(await json(['users', 'delete', nobody.id, '--yes'])).toEqual({ id: nobody.id, deleted: true });
+
+    const events = await json(['events', 'list', '--type', 'organization.deleted', '--limit', '5']);
+    expect(events.events[0]).toMatchObject({ type: 'organization.deleted', data: { id: org.id } });
+    const stats = await json(['stats']);
+    expect(stats).toHaveProperty('active_sessions');
+    const preview = await json(['templates', 'preview', 'magic_link', '--var', 'link=https://example.com/x']);
+    expect(preview.text).toContain('https://example.com/x');
   });
 
   it('runs from the TypeScript sources with tsx (development)', async () => {

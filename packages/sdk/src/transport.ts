@@ -38,6 +38,14 @@ function delayBefore(attempt: number, response: Response | undefined): number {
   return Math.random() * Math.min(MAX_DELAY_MS, 500 * 2 ** attempt);
 }
 
+/** What to say when no answer came: the fetch's own words, or for undici's bare "fetch failed" its cause. */
+function unreachable(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (message !== 'fetch failed') return message;
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return `Could not reach the service (${cause?.code ?? cause?.message ?? 'no answer'})`;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -79,7 +87,7 @@ function resilientFetch(options: TransportOptions): typeof fetch {
         if (init?.signal?.aborted) throw error;
         failure = timeout.aborted
           ? new TransportFailure('timeout', `No answer within ${timeoutMs} ms`)
-          : new TransportFailure('network_error', `Could not reach the service: ${(error as Error)?.message ?? error}`);
+          : new TransportFailure('network_error', unreachable(error));
       }
       const retry = idempotent && attempt < maxRetries && (failure !== undefined || RETRYABLE_STATUS.has(response!.status));
       if (!retry) {

@@ -1,8 +1,9 @@
 import type { Application } from '@gatehouse/sdk';
 import { type Command, Option } from 'commander';
-import { pageInput, parseInteger, splitList } from '../args.ts';
+import { pageInput, pageOptions, parseJsonObject, splitList } from '../args.ts';
 import { confirm, mustConfirm } from '../confirm.ts';
-import { operatorClient } from '../context.ts';
+import { applicationClient, operatorClient } from '../context.ts';
+import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
@@ -61,12 +62,8 @@ export function registerApps(program: Command): void {
       },
     );
 
-  apps
-    .command('list')
-    .description('List applications, newest first')
-    .option('--limit <n>', 'page size (1-100, default 25)', parseInteger)
-    .option('--offset <n>', 'rows to skip', parseInteger)
-    .action(async (options: { limit?: number; offset?: number }, command: Command) => {
+  pageOptions(apps.command('list').description('List applications, newest first')).action(
+    async (options: { limit?: number; offset?: number }, command: Command) => {
       const gatehouse = await operatorClient(command);
       await present(
         command,
@@ -74,7 +71,57 @@ export function registerApps(program: Command): void {
         () => gatehouse.applications.list(pageInput(options)),
         (page) => tableView(columns, page.applications, 'No applications.', pageSummary(page, page.applications.length)),
       );
+    },
+  );
+
+  apps
+    .command('get')
+    .description('Show the application you are logged in to (secret key): its origins and settings')
+    .action(async (_options, command: Command) => {
+      const { gatehouse, applicationId } = await applicationClient(command);
+      await present(
+        command,
+        'Fetching the application',
+        () => gatehouse.applications.get({ id: applicationId }),
+        (app) => recordView({ ...app, settings: JSON.stringify(app.settings) }),
+      );
     });
+
+  apps
+    .command('update')
+    .description('Change the application you are logged in to (secret key): name, allowed origins, settings')
+    .option('--name <name>', 'new name')
+    .option('--origin <url...>', 'the allowed browser origins, replacing the current list (repeatable)')
+    .option('--no-origins', 'allow no browser origin')
+    .option(
+      '--settings <json>',
+      'settings to change, a JSON object: each top-level key given replaces that key (e.g. \'{"sign_up":"closed"}\')',
+      parseJsonObject,
+    )
+    .action(
+      async (
+        options: { name?: string; origin?: string[]; origins?: boolean; settings?: Record<string, unknown> },
+        command: Command,
+      ) => {
+        const origins = options.origins === false ? [] : options.origin ? splitList(options.origin) : undefined;
+        if (options.name === undefined && origins === undefined && !options.settings) {
+          throw new UsageError('nothing to change: pass --name, --origin, --no-origins or --settings');
+        }
+        const { gatehouse, applicationId } = await applicationClient(command);
+        await present(
+          command,
+          'Updating the application',
+          () =>
+            gatehouse.applications.update({
+              id: applicationId,
+              ...(options.name !== undefined ? { name: options.name } : {}),
+              ...(origins !== undefined ? { allowed_origins: origins } : {}),
+              ...(options.settings ? { settings: options.settings as never } : {}),
+            }),
+          (app) => recordView({ ...app, settings: JSON.stringify(app.settings) }),
+        );
+      },
+    );
 
   apps
     .command('delete')

@@ -1,7 +1,9 @@
 import type { Organization, OrganizationMember } from '@gatehouse/sdk';
 import type { Command } from 'commander';
-import { pageInput, parseInteger } from '../args.ts';
+import { pageInput, pageOptions } from '../args.ts';
+import { confirm, mustConfirm } from '../confirm.ts';
 import { secretKeyClient } from '../context.ts';
+import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
@@ -20,11 +22,6 @@ const memberColumns: Column<OrganizationMember>[] = [
   { key: 'user_status', header: 'STATUS', value: (m) => m.user_status },
   { key: 'created_at', header: 'SINCE', value: (m) => m.created_at },
 ];
-
-const pageOptions = (command: Command): Command =>
-  command
-    .option('--limit <n>', 'page size (1-100, default 25)', parseInteger)
-    .option('--offset <n>', 'rows to skip', parseInteger);
 
 export function registerOrgs(program: Command): void {
   const orgs = program.command('orgs').description("Manage the application's organizations and their members");
@@ -63,7 +60,96 @@ export function registerOrgs(program: Command): void {
     );
   });
 
+  orgs
+    .command('get')
+    .description('Show an organization')
+    .argument('<id>', 'organization id')
+    .action(async (id: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Fetching the organization',
+        () => gatehouse.organizations.get({ id }),
+        (org) => recordView(org),
+      );
+    });
+
+  orgs
+    .command('update')
+    .description('Rename an organization or change its slug')
+    .argument('<id>', 'organization id')
+    .option('--name <name>', 'new name')
+    .option('--slug <slug>', 'new slug (unique in the application)')
+    .action(async (id: string, options: { name?: string; slug?: string }, command: Command) => {
+      if (options.name === undefined && options.slug === undefined)
+        throw new UsageError('nothing to change: pass --name and/or --slug');
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Updating the organization',
+        () => gatehouse.organizations.update({ id, ...options }),
+        (org) => recordView(org),
+      );
+    });
+
+  orgs
+    .command('delete')
+    .description('Delete an organization and its memberships; there is no undo')
+    .argument('<id>', 'organization id')
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .action(async (id: string, options: { yes?: boolean }, command: Command) => {
+      const ask = mustConfirm(options.yes, 'deleting an organization removes all its memberships');
+      const gatehouse = await secretKeyClient(command);
+      if (ask) {
+        const { name } = await gatehouse.organizations.get({ id });
+        if (!(await confirm(`Delete organization "${name}" (${id}) and its memberships? There is no undo.`))) {
+          throw new Error('cancelled: nothing was deleted');
+        }
+      }
+      await present(
+        command,
+        'Deleting the organization',
+        () => gatehouse.organizations.delete({ id }),
+        (deleted) => ({ kind: 'message', text: `Deleted organization ${deleted.id}` }),
+      );
+    });
+
   const members = orgs.command('members').description("Manage an organization's members");
+
+  members
+    .command('role')
+    .description("Change a member's role")
+    .argument('<org>', 'organization id')
+    .argument('<user>', 'user id')
+    .argument('<role>', 'owner, admin, member or an application-defined role key')
+    .action(async (org: string, user: string, role: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Changing the role',
+        () => gatehouse.organizations.members.update({ id: org, user_id: user, role }),
+        (member) => recordView(member),
+      );
+    });
+
+  members
+    .command('remove')
+    .description('Remove a user from an organization')
+    .argument('<org>', 'organization id')
+    .argument('<user>', 'user id')
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .action(async (org: string, user: string, options: { yes?: boolean }, command: Command) => {
+      const ask = mustConfirm(options.yes, 'removing a member takes their access to the organization');
+      if (ask && !(await confirm(`Remove user ${user} from organization ${org}?`)))
+        throw new Error('cancelled: nothing was removed');
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Removing the member',
+        () => gatehouse.organizations.members.remove({ id: org, user_id: user }),
+        () => ({ kind: 'message', text: `Removed user ${user} from organization ${org}` }),
+      );
+    });
 
   members
     .command('add')

@@ -48,6 +48,28 @@ export function registerTemplates(program: Command): void {
     });
 
   templates
+    .command('preview')
+    .description('Render a template with example values (or yours), as a message would look')
+    .argument('<key>', 'template key, e.g. magic_link')
+    .option('--var <name=value...>', 'a variable value, e.g. --var link=https://example.com (repeatable)')
+    .action(async (key: string, options: { var?: string[] }, command: Command) => {
+      const variables = Object.fromEntries(
+        (options.var ?? []).map((pair) => {
+          const at = pair.indexOf('=');
+          if (at < 1) throw new UsageError(`--var ${pair}: expected name=value`);
+          return [pair.slice(0, at), pair.slice(at + 1)];
+        }),
+      );
+      const { gatehouse, applicationId } = await applicationClient(command);
+      await present(
+        command,
+        'Rendering the template',
+        () => gatehouse.templates.preview({ id: applicationId, key, ...(options.var ? { variables } : {}) }),
+        (rendered) => recordView({ subject: rendered.subject, text: rendered.text }),
+      );
+    });
+
+  templates
     .command('show')
     .description('Show a template as the application sends it (the override where there is one)')
     .argument('<key>', 'template key, e.g. magic_link')

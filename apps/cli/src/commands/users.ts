@@ -1,8 +1,9 @@
 import type { GatehouseClient, User, UserFactor } from '@gatehouse/sdk';
 import type { Command } from 'commander';
-import { pageInput, parseInteger, parseJsonObject } from '../args.ts';
-import { confirm, mustConfirm } from '../confirm.ts';
+import { pageInput, pageOptions, parseJsonObject } from '../args.ts';
+import { ask, confirm, mustConfirm } from '../confirm.ts';
 import { secretKeyClient } from '../context.ts';
+import { UsageError } from '../errors.ts';
 import { outputMode, present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
@@ -42,40 +43,47 @@ export function registerUsers(program: Command): void {
   users
     .command('create')
     .description('Create a user')
-    .option('--email <email>', 'primary email address (unique in the application)')
+    .option('--email <email>', 'primary email address (unique in the application); asked for on a terminal when absent')
+    .option('--no-email', 'create a user without an email address')
     .option('--verified', 'mark the email address as verified')
     .option('--profile <json>', 'profile, a JSON object', parseJsonObject)
-    .action(async (options: { email?: string; verified?: boolean; profile?: Record<string, unknown> }, command: Command) => {
-      const gatehouse = await secretKeyClient(command);
-      await present(
-        command,
-        'Creating the user',
-        () =>
-          gatehouse.users.create({
-            ...(options.email !== undefined ? { primary_email: options.email } : {}),
-            ...(options.verified ? { email_verified: true } : {}),
-            ...(options.profile ? { profile: options.profile } : {}),
-          }),
-        (user) => recordView(user),
-      );
-    });
+    .action(
+      async (options: { email?: string | false; verified?: boolean; profile?: Record<string, unknown> }, command: Command) => {
+        // A user without an address is allowed, but rarely meant: on a terminal ask; a script says --no-email.
+        if (options.email === undefined) {
+          if (!process.stdin.isTTY)
+            throw new UsageError('users create needs --email <address>, or --no-email for a user without one');
+          options.email = (await ask('Email address (empty for none): ')) || false;
+        }
+        const gatehouse = await secretKeyClient(command);
+        await present(
+          command,
+          'Creating the user',
+          () =>
+            gatehouse.users.create({
+              ...(options.email ? { primary_email: options.email } : {}),
+              ...(options.verified ? { email_verified: true } : {}),
+              ...(options.profile ? { profile: options.profile } : {}),
+            }),
+          (user) => recordView(user),
+        );
+      },
+    );
 
-  users
-    .command('list')
-    .description('List users, newest first')
-    .option('--search <text>', 'only users whose email contains this text')
-    .option('--limit <n>', 'page size (1-100, default 25)', parseInteger)
-    .option('--offset <n>', 'rows to skip', parseInteger)
-    .action(async (options: { search?: string; limit?: number; offset?: number }, command: Command) => {
-      const gatehouse = await secretKeyClient(command);
-      await present(
-        command,
-        'Listing users',
-        () =>
-          gatehouse.users.list({ ...(options.search !== undefined ? { search: options.search } : {}), ...pageInput(options) }),
-        (page) => tableView(columns, page.users, 'No users.', pageSummary(page, page.users.length)),
-      );
-    });
+  pageOptions(
+    users
+      .command('list')
+      .description('List users, newest first')
+      .option('--search <text>', 'only users whose email contains this text'),
+  ).action(async (options: { search?: string; limit?: number; offset?: number }, command: Command) => {
+    const gatehouse = await secretKeyClient(command);
+    await present(
+      command,
+      'Listing users',
+      () => gatehouse.users.list({ ...(options.search !== undefined ? { search: options.search } : {}), ...pageInput(options) }),
+      (page) => tableView(columns, page.users, 'No users.', pageSummary(page, page.users.length)),
+    );
+  });
 
   users
     .command('get')
@@ -88,6 +96,91 @@ export function registerUsers(program: Command): void {
         'Fetching the user',
         () => gatehouse.users.get({ id }),
         (user) => recordView(user),
+      );
+    });
+
+  users
+    .command('update')
+    .description("Change a user's profile or whether their email address is verified")
+    .argument('<id>', 'user id')
+    .option('--profile <json>', 'the new profile, a JSON object (replaces the old one)', parseJsonObject)
+    .option('--verified', 'mark the email address as verified')
+    .option('--unverified', 'mark the email address as not verified')
+    .action(
+      async (
+        id: string,
+        options: { profile?: Record<string, unknown>; verified?: boolean; unverified?: boolean },
+        command: Command,
+      ) => {
+        if (options.verified && options.unverified) throw new UsageError('--verified and --unverified exclude each other');
+        if (!options.profile && !options.verified && !options.unverified) {
+          throw new UsageError(
+            'nothing to change: pass --profile, --verified or --unverified (ban and unban have their own commands)',
+          );
+        }
+        const gatehouse = await secretKeyClient(command);
+        await present(
+          command,
+          'Updating the user',
+          () =>
+            gatehouse.users.update({
+              id,
+              ...(options.profile ? { profile: options.profile } : {}),
+              ...(options.verified || options.unverified ? { email_verified: Boolean(options.verified) } : {}),
+            }),
+          (user) => recordView(user),
+        );
+      },
+    );
+
+  users
+    .command('ban')
+    .description('Ban a user: every session ends at once and sign-in is refused until unbanned')
+    .argument('<id>', 'user id')
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .action(async (id: string, options: { yes?: boolean }, command: Command) => {
+      const askFirst = mustConfirm(options.yes, 'banning a user signs them out everywhere');
+      if (askFirst && !(await confirm(`Ban user ${id}? Every session ends at once.`)))
+        throw new Error('cancelled: nothing was changed');
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Banning the user',
+        () => gatehouse.users.update({ id, status: 'banned' }),
+        (user) => recordView(user),
+      );
+    });
+
+  users
+    .command('unban')
+    .description('Let a banned user sign in again')
+    .argument('<id>', 'user id')
+    .action(async (id: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Unbanning the user',
+        () => gatehouse.users.update({ id, status: 'active' }),
+        (user) => recordView(user),
+      );
+    });
+
+  users
+    .command('delete')
+    .description('Delete a user with their sessions, memberships and factors; there is no undo')
+    .argument('<id>', 'user id')
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .action(async (id: string, options: { yes?: boolean }, command: Command) => {
+      const askFirst = mustConfirm(options.yes, 'deleting a user deletes their data');
+      if (askFirst && !(await confirm(`Delete user ${id} with their sessions and memberships? There is no undo.`))) {
+        throw new Error('cancelled: nothing was deleted');
+      }
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Deleting the user',
+        () => gatehouse.users.delete({ id }),
+        (deleted) => ({ kind: 'message', text: `Deleted user ${deleted.id}` }),
       );
     });
 

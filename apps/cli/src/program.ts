@@ -1,0 +1,40 @@
+import { Command, Option } from 'commander';
+import packageJson from '../package.json' with { type: 'json' };
+import { registerApiKeys } from './commands/api-keys.ts';
+import { registerApps } from './commands/apps.ts';
+import { registerEvents } from './commands/events.ts';
+import { registerKeys } from './commands/keys.ts';
+import { registerLogin } from './commands/login.ts';
+import { registerMessages } from './commands/messages.ts';
+import { registerMigrate } from './commands/migrate.ts';
+import { registerOrgs } from './commands/orgs.ts';
+import { registerSessions } from './commands/sessions.ts';
+import { registerStats } from './commands/stats.ts';
+import { registerTemplates } from './commands/templates.ts';
+import { registerUsers } from './commands/users.ts';
+
+export function createProgram(): Command {
+  const program = new Command('gatehouse')
+    .description('Manage a Gatehouse identity service from the command line')
+    .version(packageJson.version)
+    .addOption(new Option('--json', 'print the raw JSON result instead of a table'))
+    .addOption(new Option('--base-url <url>', 'where the service runs (default http://localhost:4000)').env('GATEHOUSE_BASE_URL'))
+    .addOption(new Option('--application-id <id>', 'the application to act on').env('GATEHOUSE_APPLICATION_ID'))
+    .addOption(new Option('--secret-key <key>', 'a secret API key of that application').env('GATEHOUSE_SECRET_KEY'))
+    .configureHelp({ showGlobalOptions: true })
+    // Commander throws instead of exiting, so every failure leaves through the one handler below.
+    .exitOverride();
+  registerLogin(program);
+  registerApps(program);
+  registerApiKeys(program);
+  registerUsers(program);
+  registerOrgs(program);
+  registerSessions(program);
+  registerKeys(program);
+  registerTemplates(program);
+  registerMessages(program);
+  registerEvents(program);
+  registerStats(program);
+  registerMigrate(program);
+  return program;
+}
