@@ -52,6 +52,6 @@ module.exports = {
   options: {
     parser: 'swc',
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['[.]test[.]ts$', '/migrations/'] },
+    exclude: { path: ['[.]test[.]ts$', '/migrations/', '/publish/'] },
   },
 };

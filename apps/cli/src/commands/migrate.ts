@@ -22,7 +22,9 @@ async function serverDatabase() {
 export function registerMigrate(program: Command): void {
   program
     .command('migrate')
-    .description("Apply pending database migrations with the server's own code (DATABASE_URL, else PGlite in GATEHOUSE_DATA_DIR)")
+    .description(
+      "Apply pending database migrations with the server's own code (DATABASE_URL, else PGlite in GATEHOUSE_DATA_DIR); needs @gatehouse/server installed next to the CLI (an optional peer dependency)",
+    )
     .action(async (_options, command: Command) => {
       const { database, where } = await serverDatabase();
       // The ORM and its drivers load only for this command.
