@@ -11,7 +11,7 @@ import type { Measurement } from './load.ts';
 import type { MfaRun } from './mfa.ts';
 import type { ProfiledRun, SignInRun } from './sign-in.ts';
 
-export const SUITES = ['organizations', 'sign-in', 'mfa'] as const;
+export const SUITES = ['organizations', 'sign-in', 'mfa', 'sdk'] as const;
 export type SuiteName = (typeof SUITES)[number];
 
 export interface Machine {
