@@ -27,10 +27,10 @@ import { v7 } from 'uuid';
 import { SoftwareAuthenticator } from '../apps/server/test/helpers/authenticator.ts';
 // The project's own sealing (a file with no imports but node:crypto): TOTP seeds are stored sealed with the master key.
 import { SecretBox } from '../packages/api/src/lib/crypto.ts';
+import { num } from './format.ts';
 import type { ConnectionState, Measurement, Scenario } from './load.ts';
 import type { MfaCryptoResult } from './mfa-crypto.ts';
 import { type PgTrace, type RoundTrip, startPgTrace } from './pg-trace.ts';
-import { num } from './report.ts';
 import {
   type ActivitySample,
   type BenchApplication,

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
+import { num } from './format.ts';
 import type { Measurement } from './load.ts';
 import type { MfaRun } from './mfa.ts';
 import type { ProfiledRun, SignInRun } from './sign-in.ts';
@@ -137,9 +138,6 @@ export function describeMachine(busyBefore: number): Machine {
     node: process.version,
   };
 }
-
-export const num = (n: number, digits = 0) =>
-  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }).replace(/,/g, ' ');
 
 const percent = (cores: number) => (Number.isNaN(cores) ? 'n/a' : `${num(cores * 100)} %`);
 

@@ -22,6 +22,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { num } from './format.ts';
 import { assertSuccessful, type LoadOptions, type Measurement, measure, type Scenario, unloaded } from './load.ts';
 import { benchMfa } from './mfa.ts';
 import {
@@ -29,7 +30,6 @@ import {
   type DatabaseRun,
   describeMachine,
   loadAverage,
-  num,
   renderMfa,
   renderOrganizations,
   renderResults,

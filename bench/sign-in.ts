@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
 import { Client } from 'pg';
+import { num } from './format.ts';
 import {
   assertSuccessful,
   type ConnectionState,
@@ -19,7 +20,6 @@ import {
   unloaded,
 } from './load.ts';
 import { type ProfileSummary, summarizeProfile } from './profile.ts';
-import { num } from './report.ts';
 import {
   activeStatements,
   type BenchApplication,
