@@ -22,20 +22,7 @@ export async function confirm(
   input: NodeJS.ReadableStream = process.stdin,
   output: NodeJS.WritableStream = process.stderr,
 ): Promise<boolean> {
-  const terminal = createInterface({ input, output });
-  const declined = new AbortController();
-  terminal.on('SIGINT', () => declined.abort());
-  terminal.on('close', () => declined.abort());
-  try {
-    const answer = await terminal.question(`${question} [y/N] `, { signal: declined.signal });
-    return /^y(es)?$/i.test(answer.trim());
-  } catch (error) {
-    // Declined by Ctrl-C or Ctrl-D (readline has ended the line).
-    if ((error as Error).name !== 'AbortError') throw error;
-    return false;
-  } finally {
-    terminal.close();
-  }
+  return /^y(es)?$/i.test(await ask(`${question} [y/N] `, input, output));
 }
 
 /** Asks for a line of text on stderr; end of input or Ctrl-C answers empty. */

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from './helpers/ports.ts';
 import { rawRequest, sql, startServer, type TestServer } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
@@ -100,14 +100,6 @@ describe('durable across kill -9', () => {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
-
-  async function freePort(): Promise<number> {
-    const probe = createServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const { port } = probe.address() as AddressInfo;
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
-    return port;
-  }
 
   async function start(port: number, smtpUrl: string): Promise<ChildProcess> {
     const env: NodeJS.ProcessEnv = {

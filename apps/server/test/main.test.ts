@@ -1,22 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from './helpers/ports.ts';
 import { rawRequest } from './helpers/server.ts';
 
 /** The real entry point, as `npm start` runs it: a child process on the embedded database in a fresh data directory. */
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-/** A port the OS just gave out as free (a random pick can collide with a client connection's ephemeral port). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 let dataDir: string;
 let child: ChildProcess;
