@@ -1,25 +1,9 @@
-/**
- * Regenerates src/procedures.ts from the API router: which procedures are queries, mutations, or creates (a
- * management mutation answering 201: it takes an Idempotency-Key, so the SDK may retry it).
- */
+/** Regenerates src/procedures.ts from the API router (see procedure-kinds.ts); a test fails when it is stale. */
 import { writeFile } from 'node:fs/promises';
-import { appRouter } from '@gatehouse/api';
+import { procedureKinds } from './procedure-kinds.ts';
 
-const procedures = Object.fromEntries(
-  Object.entries(
-    appRouter._def.procedures as unknown as Record<
-      string,
-      { _def: { type: string; meta?: { successStatus?: number; caller?: string } } }
-    >,
-  )
-    .map(([path, { _def }]) => {
-      const creates = _def.meta?.successStatus === 201 && (_def.meta.caller === 'secret_key' || _def.meta.caller === 'operator');
-      return [path, creates ? 'create' : _def.type] as const;
-    })
-    .sort(([a], [b]) => a.localeCompare(b)),
-);
-const body = Object.entries(procedures)
-  .map(([path, type]) => `  '${path}': '${type}',`)
+const body = Object.entries(procedureKinds())
+  .map(([path, kind]) => `  '${path}': '${kind}',`)
   .join('\n');
 await writeFile(
   new URL('../src/procedures.ts', import.meta.url),
