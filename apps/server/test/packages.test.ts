@@ -22,25 +22,41 @@ const suite = serverSuite();
 
 let scratch: string;
 let app: TestApp;
-let env: NodeJS.ProcessEnv;
+/**
+ * Only what a user's machine has — no `npm_config_*` of the npm that runs this suite (they name the monorepo) — but
+ * the machine's way to the registry (a proxy and its CA, where there is one).
+ */
+const PASSED = [
+  'PATH',
+  'HOME',
+  'TMPDIR',
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+];
+const env = Object.fromEntries(
+  PASSED.flatMap((name) => [name, name.toLowerCase()]).flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
+) as NodeJS.ProcessEnv;
 
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'gatehouse-consumer-'));
   await run(NODE_24, [join(root, 'packages/sdk/scripts/build.ts')]);
   await run(NODE_24, [join(root, 'apps/cli/scripts/publish.ts')]);
   for (const dir of ['packages/sdk/publish', 'apps/cli/publish']) {
-    await run('npm', ['pack', join(root, dir), '--pack-destination', scratch, '--silent'], { cwd: scratch });
+    await run('npm', ['pack', join(root, dir), '--pack-destination', scratch, '--silent'], { cwd: scratch, env });
   }
   const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
   expect(tarballs.sort()).toEqual(['gatehouse-cli-0.1.0.tgz', 'gatehouse-sdk-0.1.0.tgz']);
   await writeFile(join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   await run('npm', ['install', '--no-audit', '--no-fund', '--silent', ...tarballs.map((t) => `./${t}`)], {
     cwd: scratch,
+    env,
     timeout: 120_000,
   });
   app = await suite.server.createApp();
-  // Only what a user's machine has: no monorepo paths.
-  env = { PATH: process.env.PATH, HOME: process.env.HOME };
 }, 240_000);
 
 afterAll(async () => {
