@@ -305,7 +305,6 @@ describe('verifyToken: the stateless check for backends', () => {
     const options = { baseUrl: suite.server.url, applicationId: app.id, issuer: ISSUER };
 
     const claims = await verifyToken(tokens.access_token, options);
-    const jwksFetchedAt = Date.now();
     expect(claims).toEqual({
       iss: ISSUER,
       aud: app.id,
@@ -344,6 +343,8 @@ describe('verifyToken: the stateless check for backends', () => {
     // Another application's real token, presented to this one.
     const foreign = await signedIn(browser(other).client, 'alan@example.com');
     expect(await rejection(verifyToken(foreign.tokens.access_token, options))).toMatchObject({ code: 'invalid_token' });
+    // The foreign kid was unknown to this set, so it may have reloaded the set just now: the cooldown starts here.
+    const jwksFetchedAt = Date.now();
     expect((await verifyToken(foreign.tokens.access_token, { ...options, applicationId: other.id })).aud).toBe(other.id);
 
     // Rotation: a new sign-in is signed with the new key, which the verifier fetches on seeing its kid.
