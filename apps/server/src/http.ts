@@ -195,28 +195,27 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
 
   registerCors(app, services);
   // Security headers for the hosted pages only (the API answers JSON; /docs brings its own scripts): a CSP with
-  // per-response nonces for the inline script and style, no framing, no referrer (the URL carries a token).
-  await app.register(helmet, { global: false, enableCSPNonces: true });
-  app.get(
-    '/sign-in/verify',
-    {
-      helmet: {
-        enableCSPNonces: true,
-        contentSecurityPolicy: {
-          useDefaults: false,
-          directives: {
-            defaultSrc: ["'none'"],
-            connectSrc: ["'self'"],
-            formAction: ["'none'"],
-            baseUri: ["'none'"],
-            frameAncestors: ["'none'"],
-          },
+  // per-response nonces for the inline script and style, no framing, no referrer (the URL carries a token). Helmet
+  // lives in a plugin scope of its own, so its per-request nonces are made for these pages and no API request.
+  await app.register(async (pages) => {
+    await pages.register(helmet, {
+      enableCSPNonces: true,
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'none'"],
+          connectSrc: ["'self'"],
+          formAction: ["'none'"],
+          baseUri: ["'none'"],
+          frameAncestors: ["'none'"],
         },
-        referrerPolicy: { policy: 'no-referrer' },
       },
-    },
-    async (_request, reply) => reply.type('text/html').header('cache-control', 'no-store').send(hostedVerifyHtml(reply.cspNonce)),
-  );
+      referrerPolicy: { policy: 'no-referrer' },
+    });
+    pages.get('/sign-in/verify', async (_request, reply) =>
+      reply.type('text/html').header('cache-control', 'no-store').send(hostedVerifyHtml(reply.cspNonce)),
+    );
+  });
 
   registerRest(app, services);
   return { app, services };

@@ -368,6 +368,9 @@ describe('the hosted page GET /sign-in/verify', () => {
       expect(page.headers.get('referrer-policy')).toBe('no-referrer');
       expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     }
+    // Helmet is scoped to the hosted pages: the API's JSON answers carry none of its headers (nor pay for nonces).
+    const api = await fetch(`${suite.server.url}/v1/openapi.json`);
+    expect(api.headers.get('content-security-policy')).toBeNull();
     const verified = await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token: link.searchParams.get('token') });
     expect(verified.status, JSON.stringify(verified.body)).toBe(200);
     expect(verified.body.data.status).toBe('complete');

@@ -3,7 +3,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PgliteDriver } from '@mikro-orm/pglite';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
 import pg from 'pg';
 import array from 'postgres-array';
@@ -80,4 +80,35 @@ export async function openPglite(loadDataDir?: Blob): Promise<PGlite> {
     extensions: PGLITE_EXTENSIONS,
     parsers: createPostgreSqlTypeParsers((s) => array.parse(s)),
   });
+}
+
+const nativePools = new WeakMap<object, Promise<pg.Pool | null>>();
+
+/** PostgreSQL's pool behind MikroORM's connection, or null for the embedded database (which has no pool). */
+function nativePool(em: EntityManager): Promise<pg.Pool | null> {
+  const connection = em.getConnection();
+  let pool = nativePools.get(connection);
+  if (!pool) {
+    pool = connection instanceof PostgreSqlConnection ? connection.getNativeClient() : Promise.resolve(null);
+    nativePools.set(connection, pool);
+  }
+  return pool;
+}
+
+/**
+ * One statement of a hot path, outside any transaction: on PostgreSQL a named prepared statement (parsed and planned
+ * once per pooled connection, then only bound and executed), elsewhere a plain execute. `sql` uses `?` placeholders
+ * and must contain no other `?`. Inside a transaction it runs on the transaction's connection, unprepared.
+ */
+export async function preparedQuery<T extends object>(
+  em: EntityManager,
+  name: string,
+  sql: string,
+  params: unknown[],
+): Promise<T[]> {
+  const pool = em.isInTransaction() ? null : await nativePool(em);
+  if (!pool) return em.execute<T[]>(sql, params);
+  let n = 0;
+  const { rows } = await pool.query<T>({ name, text: sql.replace(/\?/g, () => `$${++n}`), values: params });
+  return rows;
 }

@@ -1,5 +1,5 @@
 import { type Context, header } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { constantTimeEqual, randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
@@ -7,6 +7,7 @@ import { SCOPES, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
 import { registerAuthenticator } from '../../trpc.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
+import { applicationFromRow } from '../applications/applications.service.ts';
 import { allowOrigin } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type ApiKey, ApiKeyEntity } from './api-key.entity.ts';
@@ -44,9 +45,10 @@ export function authenticateOperator(operatorTokenHash: string, authorization: s
 /** Resolves the application of `x-application-id` (401 `application_not_resolved`); public routes use it too. */
 export async function resolveApplication(ctx: Context): Promise<Application> {
   const id = header(ctx, 'x-application-id');
-  const application = id && UUID.test(id) ? await ctx.em.findOne(ApplicationEntity, { id }) : null;
-  if (!application) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
-  return application;
+  const [row] =
+    id && UUID.test(id) ? await preparedQuery(ctx.em, 'application_by_id', 'select * from applications where id = ?', [id]) : [];
+  if (!row) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
+  return applicationFromRow(row);
 }
 
 const KEY_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'secret_hash', 'created_at', 'last_used_at', 'revoked_at'];
@@ -62,7 +64,9 @@ export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise
     await resolveApplication(ctx);
     throw new AppError('missing_credentials', 'A secret API key is required');
   }
-  const [row] = await ctx.em.execute<Array<Record<string, unknown>>>(
+  const [row] = await preparedQuery<Record<string, unknown>>(
+    ctx.em,
+    'secret_key_authentication',
     `select a.*, ${KEY_COLUMNS.map((c) => `k.${c} as key_${c}`).join(', ')}
        from applications a left join api_keys k on k.secret_hash = ? and k.application_id = a.id
       where a.id = ?`,

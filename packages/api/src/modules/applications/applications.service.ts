@@ -41,8 +41,36 @@ export async function markTraffic(em: EntityManager, application: Application): 
   await em.nativeUpdate(ApplicationEntity, { id: application.id, firstTrafficAt: null }, { firstTrafficAt: new Date() });
 }
 
-/** An application's settings, completed with the defaults of keys added after it was created. */
-export const settingsOf = (app: Application): ApplicationSettings => ApplicationSettingsSchema.parse(app.settings);
+const parsedSettings = new WeakMap<object, ApplicationSettings>();
+
+/**
+ * An application's settings, completed with the defaults of keys added after it was created. Parsed once per settings
+ * object (a request asks several times; an update assigns a new object).
+ */
+export function settingsOf(app: Application): ApplicationSettings {
+  let settings = parsedSettings.get(app.settings);
+  if (!settings) {
+    settings = ApplicationSettingsSchema.parse(app.settings);
+    parsedSettings.set(app.settings, settings);
+  }
+  return settings;
+}
+
+/**
+ * An application as a plain record from its row (`select *` or `row_to_json`), for the read-only hot paths of
+ * browser requests: mapping a managed entity costs more than the query. Secret-key routes, which may change the
+ * application, load the managed entity.
+ */
+export const applicationFromRow = (a: Record<string, any>): Application => ({
+  id: a.id,
+  name: a.name,
+  environment: a.environment,
+  allowedOrigins: a.allowed_origins,
+  settings: a.settings,
+  firstTrafficAt: a.first_traffic_at === null ? null : new Date(a.first_traffic_at),
+  createdAt: new Date(a.created_at),
+  updatedAt: new Date(a.updated_at),
+});
 
 const mergeSettings = (current: unknown, patch: ApplicationSettingsPatch): ApplicationSettings =>
   ApplicationSettingsSchema.parse({ ...ApplicationSettingsSchema.parse(current ?? {}), ...patch });

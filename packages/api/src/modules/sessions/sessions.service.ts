@@ -1,5 +1,5 @@
 import { type Context, header, type Services } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
@@ -7,7 +7,7 @@ import { newId } from '../../lib/ids.ts';
 import { registerAuthenticator } from '../../trpc.ts';
 import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { settingsOf } from '../applications/applications.service.ts';
+import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
 import { allowOrigin } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
@@ -118,9 +118,15 @@ export async function refreshSession(ctx: Context, application: Application, ref
   const { idle_timeout_s } = settingsOf(application).session;
   // The hot path is one statement, atomic on its own: rotate the hash, record the issued one for reuse detection, and
   // read the organization role for the token — one round trip, no transaction to open and commit, no unit of work.
-  const [row] = await ctx.em.execute<
-    Array<{ id: string; user_id: string; aal: number; organization_id: string | null; org_role: string | null }>
-  >(
+  const [row] = await preparedQuery<{
+    id: string;
+    user_id: string;
+    aal: number;
+    organization_id: string | null;
+    org_role: string | null;
+  }>(
+    ctx.em,
+    'refresh_session',
     `with rotated as (
        update sessions s set refresh_token_hash = ?, last_active_at = now()
          from users u
@@ -287,7 +293,9 @@ export async function authenticateSignedIn(ctx: Context): Promise<{ application:
   } catch (error) {
     return refuse(error instanceof AppError ? error : new AppError('invalid_token', 'The access token is invalid or expired'));
   }
-  const [row] = await ctx.em.execute<Array<{ s: object; u: object; a: object }>>(
+  const [row] = await preparedQuery<{ s: JsonRow; u: JsonRow; a: JsonRow }>(
+    ctx.em,
+    'signed_in_session',
     `select row_to_json(s) as s, row_to_json(u) as u, row_to_json(a) as a
        from sessions s join users u on u.id = s.user_id join applications a on a.id = s.application_id
       where s.id = ? and s.application_id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()
@@ -305,17 +313,6 @@ export async function authenticateSignedIn(ctx: Context): Promise<{ application:
 type JsonRow = Record<string, any>;
 const date = (value: string) => new Date(value);
 const dateOrNull = (value: string | null) => (value === null ? null : new Date(value));
-
-const applicationFromRow = (a: JsonRow): Application => ({
-  id: a.id,
-  name: a.name,
-  environment: a.environment,
-  allowedOrigins: a.allowed_origins,
-  settings: a.settings,
-  firstTrafficAt: dateOrNull(a.first_traffic_at),
-  createdAt: date(a.created_at),
-  updatedAt: date(a.updated_at),
-});
 
 const sessionFromRow = (s: JsonRow): Session => ({
   id: s.id,
