@@ -1,112 +1,182 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import {
-  type RateLimiterAbstract,
-  RateLimiterMemory,
-  RateLimiterPostgres,
-  RateLimiterRedis,
-  RateLimiterRes,
-} from 'rate-limiter-flexible';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
 import type { Metrics } from './metrics.ts';
 
-/** Writes the RateLimit-* headers when this limit is the tightest so far; answers its reset in seconds. */
-function report(headers: Record<string, string>, limit: number, res: RateLimiterRes, refused = false): number {
-  const remaining = refused ? 0 : Math.max(0, res.remainingPoints);
-  const reset = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+/** One counter: at most `points` attempts per `key` in a fixed window of `windowS` seconds. */
+export interface Limit {
+  name: string;
+  key: string;
+  points: number;
+  windowS: number;
+}
+
+/** A counter after an attempt was added: its points in the window and when the window ends. */
+interface Count {
+  points: number;
+  msBeforeNext: number;
+}
+
+/** Where counters live: shared by every process (PostgreSQL or Redis), or in memory for the one-process PGlite. */
+export type RateLimitStore = { kind: 'postgres'; url: string } | { kind: 'redis'; url: string } | { kind: 'memory' };
+
+/** Adds `delta` to every limit's counter and answers the counts, in the order of `limits`. */
+interface Counters {
+  add(limits: Limit[], delta: 1 | -1): Promise<Count[]>;
+  close(): Promise<void>;
+}
+
+const storageKey = (limit: Limit) => `gh:${limit.name}:${limit.points}:${limit.windowS}:${limit.key}`;
+
+/**
+ * PostgreSQL: every limit of a request in one statement (one round trip however many limits), on a small pool of its
+ * own so that a flood of refused attempts cannot take the pool the API needs. The table is rate-limiter-flexible's
+ * layout (key, points, expire in ms), created by our migrations. rate-limiter-flexible's own PostgreSQL store writes
+ * one statement per key, which is why this store is ours.
+ */
+class PostgresCounters implements Counters {
+  readonly #pool: pg.Pool;
+
+  constructor(url: string) {
+    this.#pool = new pg.Pool({ connectionString: url, max: 4 });
+  }
+
+  async add(limits: Limit[], delta: 1 | -1): Promise<Count[]> {
+    const now = Date.now();
+    const keys = limits.map(storageKey);
+    const { rows } = await this.#pool.query<{ key: string; points: number; expire: string }>(
+      delta === 1
+        ? {
+            name: 'rate_limit_consume',
+            text: `insert into rate_limits (key, points, expire)
+                     select key, 1, $3::bigint + window_ms from unnest($1::text[], $2::bigint[]) as l(key, window_ms)
+                   on conflict (key) do update set
+                     points = case when rate_limits.expire <= $3 then 1 else rate_limits.points + 1 end,
+                     expire = case when rate_limits.expire <= $3 then excluded.expire else rate_limits.expire end
+                   returning key, points, expire`,
+            values: [keys, limits.map((l) => l.windowS * 1000), now],
+          }
+        : {
+            name: 'rate_limit_refund',
+            text: `update rate_limits set points = points - 1
+                    where key = any($1::text[]) and expire > $2 and points > 0
+                    returning key, points, expire`,
+            values: [keys, now],
+          },
+    );
+    const byKey = new Map(rows.map((row) => [row.key, row]));
+    return keys.map((key) => {
+      const row = byKey.get(key);
+      return { points: row?.points ?? 0, msBeforeNext: row ? Math.max(0, Number(row.expire) - now) : 0 };
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#pool.end();
+  }
+}
+
+/** Memory (one process) or Redis (several): rate-limiter-flexible, one limiter per distinct (name, points, window). */
+class LibraryCounters implements Counters {
+  readonly #limiters = new Map<string, RateLimiterAbstract>();
+  readonly #redis: Redis | undefined;
+
+  constructor(redisUrl?: string) {
+    if (redisUrl) this.#redis = new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  }
+
+  #limiter(limit: Limit): RateLimiterAbstract {
+    const id = `${limit.name}:${limit.points}:${limit.windowS}`;
+    let limiter = this.#limiters.get(id);
+    if (!limiter) {
+      // The limit is enforced by RateLimits, so the library may count past it (points: a bound it never reaches).
+      const options = { keyPrefix: `gh:${id}`, points: Number.MAX_SAFE_INTEGER, duration: limit.windowS };
+      limiter = this.#redis ? new RateLimiterRedis({ ...options, storeClient: this.#redis }) : new RateLimiterMemory(options);
+      this.#limiters.set(id, limiter);
+    }
+    return limiter;
+  }
+
+  add(limits: Limit[], delta: 1 | -1): Promise<Count[]> {
+    return Promise.all(
+      limits.map(async (limit) => {
+        const limiter = this.#limiter(limit);
+        const res: RateLimiterRes = delta === 1 ? await limiter.consume(limit.key) : await limiter.reward(limit.key);
+        return { points: res.consumedPoints, msBeforeNext: res.msBeforeNext };
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    this.#redis?.disconnect();
+  }
+}
+
+/** Writes the RateLimit-* headers of the tightest limit (IETF draft: limit, remaining, reset in seconds). */
+function report(headers: Record<string, string>, limit: Limit, count: Count, refused: boolean): number {
+  const remaining = refused ? 0 : Math.max(0, limit.points - count.points);
+  const reset = Math.max(1, Math.ceil(count.msBeforeNext / 1000));
   const current = headers['ratelimit-remaining'];
   if (refused || current === undefined || remaining < Number(current)) {
-    headers['ratelimit-limit'] = String(limit);
+    headers['ratelimit-limit'] = String(limit.points);
     headers['ratelimit-remaining'] = String(remaining);
     headers['ratelimit-reset'] = String(reset);
   }
   return reset;
 }
 
-/** Where counters live: shared by every process (PostgreSQL or Redis), or in memory for the one-process PGlite. */
-export type RateLimitStore = { kind: 'postgres'; url: string } | { kind: 'redis'; url: string } | { kind: 'memory' };
-
-/**
- * Fixed-window counters from rate-limiter-flexible. Limits come from each application's settings, so a limiter is
- * made (and cached) per distinct (name, points, window).
- */
+/** Fixed-window counters. Limits come from each application's settings, so every call names its own. */
 export class RateLimits {
-  readonly #limiters = new Map<string, RateLimiterAbstract>();
-  readonly #client: pg.Pool | Redis | undefined;
-  readonly #store: RateLimitStore;
-
+  readonly #counters: Counters;
   readonly #metrics: Metrics;
 
   constructor(store: RateLimitStore, metrics: Metrics) {
-    this.#store = store;
     this.#metrics = metrics;
-    if (store.kind === 'postgres') this.#client = new pg.Pool({ connectionString: store.url, max: 4 });
-    if (store.kind === 'redis') this.#client = new Redis(store.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-  }
-
-  #limiter(name: string, points: number, windowS: number): RateLimiterAbstract {
-    const id = `${name}:${points}:${windowS}`;
-    let limiter = this.#limiters.get(id);
-    if (!limiter) {
-      const options = { keyPrefix: `gh:${id}`, points, duration: windowS };
-      if (this.#store.kind === 'postgres') {
-        // The table comes from our migrations (entity RateLimitEntity), so the library does not create it.
-        limiter = new RateLimiterPostgres({
-          ...options,
-          storeClient: this.#client,
-          storeType: 'pool',
-          tableName: 'rate_limits',
-          tableCreated: true,
-        });
-      } else if (this.#store.kind === 'redis') {
-        limiter = new RateLimiterRedis({ ...options, storeClient: this.#client });
-      } else {
-        limiter = new RateLimiterMemory(options);
-      }
-      this.#limiters.set(id, limiter);
-    }
-    return limiter;
+    this.#counters =
+      store.kind === 'postgres'
+        ? new PostgresCounters(store.url)
+        : new LibraryCounters(store.kind === 'redis' ? store.url : undefined);
   }
 
   /**
-   * Counts one attempt against `key`; over the limit it throws 429 `rate_limited` with `retry-after`. A store that
-   * fails fails closed (SECURITY 12): the attempt is refused, not waved through. `headers` (the response's) get the
-   * IETF draft's `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds) of the tightest limit the
-   * request met.
+   * Counts one attempt against every limit at once (one round trip on PostgreSQL). Over any of them it throws 429
+   * `rate_limited` with `retry-after`, and the refused attempt counts nowhere. A store that fails fails closed
+   * (SECURITY 12): the attempt is refused, not waved through. `headers` (the response's) get the RateLimit-* headers
+   * of the tightest limit the request met.
    */
-  async consume(name: string, key: string, points: number, windowS: number, headers?: Record<string, string>): Promise<void> {
+  async consume(limits: Limit[], headers?: Record<string, string>): Promise<void> {
+    let counts: Count[];
     try {
-      const res = await this.#limiter(name, points, windowS).consume(key);
-      if (headers) report(headers, points, res);
-    } catch (error) {
-      if (error instanceof RateLimiterRes) {
-        this.#metrics.rateLimited.inc({ limit: name });
-        const refused: Record<string, string> = {};
-        const reset = report(refused, points, error, true);
-        throw new AppError('rate_limited', 'Too many requests; try again later', undefined, {
-          ...refused,
-          'retry-after': String(reset),
-        });
-      }
+      counts = await this.#counters.add(limits, 1);
+    } catch {
       throw new AppError('service_unavailable', 'Rate limiting is unavailable; try again later');
     }
+    const over = limits.findIndex((limit, i) => counts[i]!.points > limit.points);
+    if (over === -1) {
+      if (headers) for (const [i, limit] of limits.entries()) report(headers, limit, counts[i]!, false);
+      return;
+    }
+    await this.refund(limits);
+    this.#metrics.rateLimited.inc({ limit: limits[over]!.name });
+    const refused: Record<string, string> = {};
+    const reset = report(refused, limits[over]!, counts[over]!, true);
+    throw new AppError('rate_limited', 'Too many requests; try again later', undefined, {
+      ...refused,
+      'retry-after': String(reset),
+    });
   }
 
   /**
-   * Gives back one point that `consume` counted for an attempt that turned out not to count (a correct second
-   * factor: limits count failures, but an attempt is counted before it is checked so that concurrent guesses cannot
-   * slip past the limit). Best effort: a refund that fails only over-counts, which errs on the safe side.
+   * Gives back the point `consume` counted for an attempt that turned out not to count (a correct second factor:
+   * limits count failures, but an attempt is counted before it is checked so that concurrent guesses cannot slip past
+   * the limit). Best effort: a refund that fails only over-counts, which errs on the safe side.
    */
-  async refund(name: string, key: string, points: number, windowS: number): Promise<void> {
-    try {
-      await this.#limiter(name, points, windowS).reward(key);
-    } catch {
-      // Over-counting is safe; nothing to do.
-    }
+  async refund(limits: Limit[]): Promise<void> {
+    await this.#counters.add(limits, -1).catch(() => undefined);
   }
 
-  async close(): Promise<void> {
-    if (this.#client instanceof Redis) this.#client.disconnect();
-    else await this.#client?.end();
+  close(): Promise<void> {
+    return this.#counters.close();
   }
 }

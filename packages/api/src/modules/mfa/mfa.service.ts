@@ -5,6 +5,7 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken, notFound, stepUpRequired } from '../../errors.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import type { Limit } from '../../lib/rate-limit.ts';
 import { iso } from '../../lib/time.ts';
 import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
 import type { MfaMethod, SignInResult } from '../sign-in/sign-in.schema.ts';
@@ -12,8 +13,10 @@ import {
   completeSignIn,
   consumePendingToken,
   type PendingRef,
-  peekPendingToken,
   registerSecondFactorSource,
+  releaseSecondFactorAttempt,
+  reserveSecondFactorAttempt,
+  type Statement,
   secondFactorMethods,
 } from '../sign-in/sign-in.service.ts';
 import { sendSecurityNotice } from '../templates/templates.service.ts';
@@ -31,16 +34,10 @@ const MAX_FAILED_ATTEMPTS = 5;
  * Failures across sign-ins, so that fresh pending tokens do not buy fresh guesses: per user (an attacker who has
  * the first factor) and per client address (one client guessing for many users).
  */
-const failureLimits = (applicationId: string, userId: string, ip: string): FailureLimit[] => [
+const failureLimits = (applicationId: string, userId: string, ip: string): Limit[] => [
   { name: 'mfa_failures_user', key: `${applicationId}:${userId}`, points: 20, windowS: 900 },
   { name: 'mfa_failures_address', key: `${applicationId}:${ip}`, points: 100, windowS: 900 },
 ];
-interface FailureLimit {
-  name: string;
-  key: string;
-  points: number;
-  windowS: number;
-}
 const BACKUP_CODE_COUNT = 10;
 /** Crockford's base32 (no i, l, o, u): 10 characters are 50 bits, read aloud or typed without ambiguity. */
 const BACKUP_CODE_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -78,7 +75,12 @@ export async function requireStepUpWhenEnrolled(ctx: Context) {
 }
 
 /** The time step a code belongs to within ±1 step of now, or null. The seed is decrypted only for this check. */
-function matchingStep(services: Services, factor: MfaFactor, code: string, now = Date.now()): number | null {
+function matchingStep(
+  services: Services,
+  factor: Pick<MfaFactor, 'id' | 'secretSealed'>,
+  code: string,
+  now = Date.now(),
+): number | null {
   if (!factor.secretSealed) return null;
   const seed = services.secretBox.decrypt(factor.secretSealed, `totp:${factor.id}`);
   const totp = new TOTP({ ...TOTP_OPTIONS, secret: Secret.fromBase32(seed) });
@@ -90,14 +92,16 @@ function matchingStep(services: Services, factor: MfaFactor, code: string, now =
  * Accepts a time step once: the factor's last accepted step moves forward in one conditional UPDATE, so the same
  * code twice — even twenty times at once, on any number of processes — is accepted once (SECURITY 3).
  */
+const stepGate = (factorId: string, step: number, used: boolean): Statement => ({
+  sql: `update mfa_factors set last_used_step = ?${used ? ', last_used_at = now()' : ''}
+         where id = ? and (last_used_step is null or last_used_step < ?)
+         returning id`,
+  params: [step, factorId, step],
+});
+
 async function acceptStep(em: EntityManager, factorId: string, step: number, used: boolean): Promise<boolean> {
-  const rows = await em.execute<Array<{ id: string }>>(
-    `update mfa_factors set last_used_step = ?${used ? ', last_used_at = now()' : ''}
-      where id = ? and (last_used_step is null or last_used_step < ?)
-      returning id`,
-    [step, factorId, step],
-  );
-  return rows.length === 1;
+  const gate = stepGate(factorId, step, used);
+  return (await em.execute<Array<{ id: string }>>(gate.sql, gate.params)).length === 1;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -245,116 +249,111 @@ export async function deleteFactor(ctx: Context, id: string) {
 // ---------------------------------------------------------------------------------------------------------------
 // Second factor during sign-in
 
-/** Counts an attempt against every limit (429 `rate_limited` over one); a refused attempt counts nowhere. */
-async function countAttempt(ctx: Context, limits: FailureLimit[]) {
-  const counted: FailureLimit[] = [];
-  try {
-    for (const limit of limits) {
-      await ctx.services.rateLimits.consume(limit.name, limit.key, limit.points, limit.windowS, ctx.response.headers);
-      counted.push(limit);
-    }
-  } catch (error) {
-    await refundAttempt(ctx, counted);
-    throw error;
-  }
-}
-
-async function refundAttempt(ctx: Context, limits: FailureLimit[]) {
-  for (const limit of limits) await ctx.services.rateLimits.refund(limit.name, limit.key, limit.points, limit.windowS);
+/** How one kind of second factor checks an attempt. */
+export interface SecondFactor {
+  /** A query of the factor the attempt is checked against; it may refer to the pending user as `p.user_id`. */
+  lookup: Statement;
+  /**
+   * Checks the attempt against the factor's row (JSON; null when there is none) and `via`'s row, with no database
+   * effect: null when wrong, else the conditional UPDATEs that spend the one-time secret (run with the pending token's
+   * consumption) and what to do if one of them finds the secret spent meanwhile.
+   */
+  check: (
+    factor: Record<string, any> | null,
+    via: Record<string, any> | null,
+  ) => Promise<{ gates: Statement[]; refused?: () => Promise<void> } | null>;
 }
 
 /**
  * Runs one second-factor attempt against a pending token. Each attempt takes one of the token's five attempts
- * (a conditional UPDATE) *before* its code is checked: twenty guesses fired at once cannot all be checked before
- * the failures are counted. `check` answers whether the code is right (no database effect); `consume` runs inside
- * the sign-in transaction and spends the one-time secret (a time step, a backup code) with a conditional UPDATE,
- * throwing `assertion_failed` when it was already spent. On success the pending token is consumed and the sign-in
- * continues at aal 2; on failure nothing is consumed (the transaction rolls back) but the failure stays counted, and
- * the fifth one kills the token.
+ * (a conditional UPDATE that also reads the factor) *before* its code is checked, and counts against the per-user and
+ * per-address failure limits: twenty guesses fired at once cannot all be checked before the failures are counted.
+ * On success one statement spends the secret (the factor's gates) and consumes the pending token, the sign-in
+ * continues at aal 2 and the limits get their point back; on failure nothing is consumed (the transaction rolls back)
+ * but the failure stays counted, and the fifth one kills the token. The path is 8 PostgreSQL round trips: application,
+ * reservation, limits, the sign-in transaction (begin, gates and token, session, commit), refund.
  */
-export async function secondFactorAttempt(
-  ctx: Context,
-  ref: PendingRef,
-  attempt: (userId: string) => Promise<((em: EntityManager) => Promise<void>) | null>,
-): Promise<SignInResult> {
+export async function secondFactorAttempt(ctx: Context, ref: PendingRef, factor: SecondFactor): Promise<SignInResult> {
   const application = ctx.application!;
-  const pending = await peekPendingToken(ctx.em, application, ref, 'mfa');
-  const keys = failureLimits(application.id, pending.user, ctx.ip);
-  await countAttempt(ctx, keys);
-  const reserved = await ctx.em.execute<Array<{ id: string }>>(
-    `update pending_tokens set failed_attempts = failed_attempts + 1
-      where id = ? and consumed_at is null and expires_at > now() and failed_attempts < ?
-      returning id`,
-    [pending.id, MAX_FAILED_ATTEMPTS],
-  );
-  if (!reserved.length) {
-    await refundAttempt(ctx, keys);
-    throw invalidPendingToken();
-  }
+  const reserved = await reserveSecondFactorAttempt(ctx.em, application, ref, MAX_FAILED_ATTEMPTS, factor.lookup);
+  if (!reserved) throw invalidPendingToken();
+  const limits = failureLimits(application.id, reserved.userId, ctx.ip);
   try {
-    const consume = await attempt(pending.user);
-    if (!consume) throw assertionFailed();
-    const result = await completeSignIn(ctx, application, async (em) => {
-      await consume(em);
-      const subject = await consumePendingToken(em, application, { id: pending.id }, 'mfa');
-      return { ...subject, aal: 2 };
-    });
-    await refundAttempt(ctx, keys);
+    await ctx.services.rateLimits.consume(limits, ctx.response.headers);
+  } catch (error) {
+    // A refused attempt counts nowhere: not against the limits, not against the token.
+    await releaseSecondFactorAttempt(ctx.em, reserved.pendingId);
+    throw error;
+  }
+  let checked: Awaited<ReturnType<SecondFactor['check']>> = null;
+  try {
+    checked = await factor.check(reserved.factor, reserved.via);
+    const gates = checked?.gates;
+    if (!gates) throw assertionFailed();
+    const result = await completeSignIn(ctx, application, async (em) => ({
+      ...(await consumePendingToken(em, application, { id: reserved.pendingId }, 'mfa', gates)),
+      aal: 2,
+    }));
+    await ctx.services.rateLimits.refund(limits);
     return result;
   } catch (error) {
     if (error instanceof AppError && error.code === 'assertion_failed') {
+      await checked?.refused?.();
       // Outside the rolled-back transaction: the fifth failure makes the token unusable.
       await ctx.em.execute(
         'update pending_tokens set consumed_at = now() where id = ? and consumed_at is null and failed_attempts >= ?',
-        [pending.id, MAX_FAILED_ATTEMPTS],
+        [reserved.pendingId, MAX_FAILED_ATTEMPTS],
       );
     }
     throw error;
   }
 }
 
+/** The user's confirmed factor of a kind, as the attempt's lookup. */
+const confirmedFactorLookup = (applicationId: string, kind: MfaFactorKind): Statement => ({
+  sql: `select * from mfa_factors f
+         where f.application_id = ? and f.user_id = p.user_id and f.kind = ? and f.confirmed_at is not null`,
+  params: [applicationId, kind],
+});
+
 export function verifyTotp(ctx: Context, input: { pending_token: string; code: string }) {
-  const application = ctx.application!;
-  return secondFactorAttempt(ctx, { token: input.pending_token }, async (userId) => {
-    const factor = await ctx.em.findOne(MfaFactorEntity, {
-      application: application.id,
-      user: userId,
-      kind: 'totp',
-      confirmedAt: { $ne: null },
-    });
-    const step = factor ? matchingStep(ctx.services, factor, input.code) : null;
-    if (!factor || step === null) return null;
-    return async (em) => {
-      if (!(await acceptStep(em, factor.id, step, true))) throw assertionFailed();
-    };
-  });
+  return secondFactorAttempt(
+    ctx,
+    { token: input.pending_token },
+    {
+      lookup: confirmedFactorLookup(ctx.application!.id, 'totp'),
+      check: async (factor) => {
+        const step = factor
+          ? matchingStep(ctx.services, { id: factor.id, secretSealed: factor.secret_sealed }, input.code)
+          : null;
+        return factor && step !== null ? { gates: [stepGate(factor.id, step, true)] } : null;
+      },
+    },
+  );
 }
 
 export function verifyBackupCode(ctx: Context, input: { pending_token: string; code: string }) {
-  const application = ctx.application!;
-  return secondFactorAttempt(ctx, { token: input.pending_token }, async (userId) => {
-    const canonical = normalizeBackupCode(input.code);
-    const set = canonical
-      ? await ctx.em.findOne(MfaFactorEntity, {
-          application: application.id,
-          user: userId,
-          kind: 'backup_code',
-          confirmedAt: { $ne: null },
-        })
-      : null;
-    if (!set || !canonical) return null;
-    return async (em) => {
-      // Single use (SECURITY 3): of concurrent uses of one code, one UPDATE finds it unused.
-      const used = await em.execute<Array<{ id: string }>>(
-        `update mfa_backup_codes set used_at = now()
-          where factor_id = ? and code_hash = ? and used_at is null
-          returning id`,
-        [set.id, backupCodeHash(set.id, canonical)],
-      );
-      if (!used.length) throw assertionFailed();
-      await em.nativeUpdate(MfaFactorEntity, { id: set.id }, { lastUsedAt: new Date() });
-    };
-  });
+  const canonical = normalizeBackupCode(input.code);
+  return secondFactorAttempt(
+    ctx,
+    { token: input.pending_token },
+    {
+      lookup: confirmedFactorLookup(ctx.application!.id, 'backup_code'),
+      check: async (set) => {
+        if (!set || !canonical) return null;
+        return {
+          gates: [
+            // Single use (SECURITY 3): of concurrent uses of one code, one UPDATE finds it unused.
+            {
+              sql: 'update mfa_backup_codes set used_at = now() where factor_id = ? and code_hash = ? and used_at is null returning id',
+              params: [set.id, backupCodeHash(set.id, canonical)],
+            },
+            { sql: 'update mfa_factors set last_used_at = now() where id = ? returning id', params: [set.id] },
+          ],
+        };
+      },
+    },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------

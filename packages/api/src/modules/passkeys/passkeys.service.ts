@@ -20,7 +20,7 @@ import { recordEvent } from '../events/events.service.ts';
 import { requireStepUpWhenEnrolled, secondFactorAttempt } from '../mfa/mfa.service.ts';
 import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
 import type { MfaMethod, SignInResult } from '../sign-in/sign-in.schema.ts';
-import { completeSignIn, peekPendingToken, registerSecondFactorSource } from '../sign-in/sign-in.service.ts';
+import { completeSignIn, peekPendingToken, registerSecondFactorSource, type Statement } from '../sign-in/sign-in.service.ts';
 import { sendSecurityNotice } from '../templates/templates.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
@@ -222,20 +222,41 @@ export async function finishRegistration(
  * recorded as `passkey.counter_regression`). The counter moves in one conditional UPDATE, so two assertions carrying
  * the same counter cannot both pass.
  */
-async function verifyAssertion(
+/** What an assertion is checked against: a passkey identity, as an entity or as its row. */
+interface StoredPasskey {
+  id: string;
+  user: string;
+  subject: string;
+  publicKey: string | null;
+  userHandle: string | null;
+  transports: string[] | null;
+  signCount: number;
+}
+
+const storedPasskeyFromRow = (row: Record<string, any>): StoredPasskey => ({
+  id: row.id,
+  user: row.user_id,
+  subject: row.subject,
+  publicKey: row.public_key,
+  userHandle: row.user_handle,
+  transports: row.transports,
+  signCount: Number(row.sign_count),
+});
+
+/**
+ * Checks an assertion against a stored passkey (no database effect) and answers the conditional UPDATE that advances
+ * its counter — the one-time part, run by the caller — and what to record when that UPDATE finds the counter did not
+ * advance (a cloned authenticator). 401 `assertion_failed` when it does not verify.
+ */
+async function checkAssertion(
   ctx: Context,
   application: Application,
   challenge: string,
   credential: AssertionCredential,
+  passkey: StoredPasskey | null,
   userId?: string,
-): Promise<Identity> {
+): Promise<{ gate: Statement; refused: () => Promise<void> }> {
   const rp = relyingParty(application);
-  const passkey = await ctx.em.findOne(IdentityEntity, {
-    application: application.id,
-    kind: 'passkey',
-    subject: credential.id,
-    ...(userId ? { user: userId } : {}),
-  });
   if (!passkey?.publicKey) throw assertionFailed();
   // Discoverable sign-in names the user only through the handle: it must be the one this credential was made for.
   const handle = credential.response.userHandle;
@@ -257,30 +278,29 @@ async function verifyAssertion(
   }).catch(() => null);
   if (!verification?.verified) throw assertionFailed();
   const reported = verification.authenticationInfo.newCounter;
-  const advanced = await ctx.em.execute<Array<{ id: string }>>(
-    `update identities set sign_count = ?, backed_up = ?, last_used_at = now()
-      where id = ? and ((sign_count = 0 and ? = 0) or sign_count < ?)
-      returning id`,
-    [reported, verification.authenticationInfo.credentialBackedUp, passkey.id, reported, reported],
-  );
-  if (!advanced.length) {
-    const em = ctx.em.fork();
-    recordEvent(em, application.id, 'passkey.counter_regression', {
-      passkey_id: passkey.id,
-      user_id: passkey.user,
-      stored_counter: passkey.signCount,
-      reported_counter: reported,
-    });
-    await em.flush();
-    ctx.log.warn({ passkeyId: passkey.id, userId: passkey.user }, 'passkey counter regression refused');
-    throw assertionFailed();
-  }
-  return passkey;
+  return {
+    gate: {
+      sql: `update identities set sign_count = ?, backed_up = ?, last_used_at = now()
+             where id = ? and ((sign_count = 0 and ? = 0) or sign_count < ?)
+             returning id`,
+      params: [reported, verification.authenticationInfo.credentialBackedUp, passkey.id, reported, reported],
+    },
+    refused: async () => {
+      const em = ctx.em.fork();
+      recordEvent(em, application.id, 'passkey.counter_regression', {
+        passkey_id: passkey.id,
+        user_id: passkey.user,
+        stored_counter: passkey.signCount,
+        reported_counter: reported,
+      });
+      await em.flush();
+      ctx.log.warn({ passkeyId: passkey.id, userId: passkey.user }, 'passkey counter regression refused');
+    },
+  };
 }
 
 async function limitStarts(ctx: Context, application: Application) {
-  const { name, points, windowS } = CEREMONY_STARTS;
-  await ctx.services.rateLimits.consume(name, `${application.id}:${ctx.ip}`, points, windowS, ctx.response.headers);
+  await ctx.services.rateLimits.consume([{ ...CEREMONY_STARTS, key: `${application.id}:${ctx.ip}` }], ctx.response.headers);
 }
 
 /** First factor: any discoverable passkey of this relying party; the browser lets the person choose. */
@@ -300,9 +320,24 @@ export async function startSignIn(ctx: Context) {
 export async function finishSignIn(ctx: Context, input: { credential: AssertionCredential; state: string }) {
   const application = ctx.application!;
   const ceremony = await consumeCeremony(ctx, application, input.state, 'sign_in');
-  const passkey = await verifyAssertion(ctx, application, ceremony.challenge, input.credential);
+  const passkey = await ctx.em.findOne(IdentityEntity, {
+    application: application.id,
+    kind: 'passkey',
+    subject: input.credential.id,
+  });
+  const { gate, refused } = await checkAssertion(
+    ctx,
+    application,
+    ceremony.challenge,
+    input.credential,
+    passkey as StoredPasskey,
+  );
+  if (!(await ctx.em.execute(gate.sql, gate.params)).length) {
+    await refused();
+    throw assertionFailed();
+  }
   return completeSignIn(ctx, application, async (em) => ({
-    user: await em.findOneOrFail(UserEntity, { id: passkey.user }),
+    user: await em.findOneOrFail(UserEntity, { id: passkey!.user }),
     aal: 2,
     firstFactor: 'passkey',
   }));
@@ -335,17 +370,41 @@ export async function startMfa(ctx: Context, input: { pending_token: string }) {
  */
 export async function finishMfa(ctx: Context, input: { credential: AssertionCredential; state: string }): Promise<SignInResult> {
   const application = ctx.application!;
-  const ceremony = await consumeCeremony(ctx, application, input.state, 'mfa');
-  if (!ceremony.pending_token_id) throw invalidPendingToken();
-  return secondFactorAttempt(ctx, { id: ceremony.pending_token_id }, async (userId) => {
-    try {
-      await verifyAssertion(ctx, application, ceremony.challenge, input.credential, userId);
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'assertion_failed') return null;
-      throw error;
-    }
-    return async () => {};
-  });
+  // The state is spent in the statement that reserves the attempt: one round trip, whatever follows.
+  const via: Statement = {
+    sql: `update webauthn_challenges set consumed_at = now()
+           where state_hash = ? and application_id = ? and ceremony = 'mfa' and consumed_at is null and expires_at > now()
+           returning challenge, pending_token_id`,
+    params: [sha256(input.state), application.id],
+  };
+  return secondFactorAttempt(
+    ctx,
+    { via },
+    {
+      lookup: {
+        sql: `select * from identities i
+             where i.application_id = ? and i.kind = 'passkey' and i.subject = ? and i.user_id = p.user_id`,
+        params: [application.id, input.credential.id],
+      },
+      check: async (row, ceremony) => {
+        try {
+          const passkey = row ? storedPasskeyFromRow(row) : null;
+          const { gate, refused } = await checkAssertion(
+            ctx,
+            application,
+            ceremony!.challenge,
+            input.credential,
+            passkey,
+            passkey?.user,
+          );
+          return { gates: [gate], refused };
+        } catch (error) {
+          if (error instanceof AppError && error.code === 'assertion_failed') return null;
+          throw error;
+        }
+      },
+    },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -9,13 +9,13 @@ import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
 import { allowOrigin } from '../applications/cors.ts';
-import { recordEvent } from '../events/events.service.ts';
+import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
 import type { User } from '../users/user.entity.ts';
 import { registerBanStep } from '../users/users.hooks.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
-import { findUser } from '../users/users.service.ts';
+import { findUser, userFromRow } from '../users/users.service.ts';
 import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
 import type { SessionRecord, Tokens } from './sessions.schema.ts';
 
@@ -34,16 +34,19 @@ export interface NewSession {
   refreshToken: string;
 }
 
-/** Adds a session and its first refresh token to the unit of work (the sign-in transaction flushes them). */
-export function createSession(
+/**
+ * Opens a session: the session, its first refresh token and its `session.created` event in one statement (one round
+ * trip, atomic on its own, joining the caller's transaction). The user row must be flushed already.
+ */
+export async function openSession(
   em: EntityManager,
   application: Application,
   user: User,
   options: { aal: number; ip: string; userAgent: string | undefined; mfaEnrollmentRequired: boolean },
-): NewSession {
+): Promise<NewSession> {
   const refreshToken = newRefreshToken();
   const now = new Date();
-  const session = em.create(SessionEntity, {
+  const session: Session = {
     id: newId(),
     application: application.id,
     user: user.id,
@@ -53,12 +56,39 @@ export function createSession(
     mfaEnrollmentRequired: options.mfaEnrollmentRequired,
     userAgent: options.userAgent?.slice(0, 512) ?? null,
     ip: options.ip.slice(0, 64),
+    createdAt: now,
     lastActiveAt: now,
     expiresAt: new Date(now.getTime() + settingsOf(application).session.absolute_timeout_s * 1000),
     revokedAt: null,
-  });
-  em.create(RefreshTokenEntity, { tokenHash: session.refreshTokenHash, session: session.id });
-  recordEvent(em, application.id, 'session.created', { id: session.id, user_id: user.id, aal: options.aal });
+  };
+  const event = eventRow(application.id, 'session.created', { id: session.id, user_id: user.id, aal: options.aal });
+  await em.execute(
+    `with s as (
+       insert into sessions (id, application_id, user_id, aal, refresh_token_hash, mfa_enrollment_required, user_agent, ip,
+                             created_at, last_active_at, expires_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ), r as (
+       insert into refresh_tokens (token_hash, session_id, created_at) values (?, ?, ?)
+     )
+     insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`,
+    [
+      session.id,
+      session.application,
+      session.user,
+      session.aal,
+      session.refreshTokenHash,
+      session.mfaEnrollmentRequired,
+      session.userAgent,
+      session.ip,
+      now,
+      now,
+      session.expiresAt,
+      session.refreshTokenHash,
+      session.id,
+      now,
+      ...event,
+    ],
+  );
   return { session, refreshToken };
 }
 
@@ -328,19 +358,6 @@ const sessionFromRow = (s: JsonRow): Session => ({
   lastActiveAt: date(s.last_active_at),
   expiresAt: date(s.expires_at),
   revokedAt: dateOrNull(s.revoked_at),
-});
-
-const userFromRow = (u: JsonRow): User => ({
-  id: u.id,
-  application: u.application_id,
-  primaryEmail: u.primary_email,
-  emailNormalized: u.email_normalized,
-  emailVerified: u.email_verified,
-  status: u.status,
-  profile: u.profile,
-  mergedInto: u.merged_into,
-  createdAt: date(u.created_at),
-  updatedAt: date(u.updated_at),
 });
 
 /** Merge: the source's sessions are revoked (its identities now sign in the target). */

@@ -1,15 +1,15 @@
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { AppError, invalidPendingToken } from '../../errors.ts';
+import { AppError, assertionFailed, invalidPendingToken } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { markTraffic, settingsOf } from '../applications/applications.service.ts';
 import { missingConsents } from '../consent/consent.service.ts';
-import { createSession, issueTokens, type NewSession } from '../sessions/sessions.service.ts';
+import { issueTokens, openSession } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
-import { toUserRecord } from '../users/users.service.ts';
+import { toUserRecord, userFromRow } from '../users/users.service.ts';
 import { PendingTokenEntity } from './pending-token.entity.ts';
 import { MFA_METHODS, type MfaMethod, type SignInResult } from './sign-in.schema.ts';
 
@@ -65,10 +65,10 @@ async function pending(em: EntityManager, application: Application, subject: Sig
   return token;
 }
 
-type Decision = { result: SignInResult } | { session: NewSession; user: User };
+type Decision = { result: SignInResult } | { open: { user: User; aal: number; mfaEnrollmentRequired: boolean } };
 
 /** The state machine of CONTRACT §4, inside the transaction that consumed the step that led here. */
-async function decide(ctx: Context, em: EntityManager, application: Application, subject: SignInSubject): Promise<Decision> {
+async function decide(em: EntityManager, application: Application, subject: SignInSubject): Promise<Decision> {
   const user = await resolveMerged(em, subject.user);
   if (user.status !== 'active') throw new AppError('access_denied', 'Sign-in is not allowed for this account');
   for (const check of checks) await check(em, application, user);
@@ -86,13 +86,13 @@ async function decide(ctx: Context, em: EntityManager, application: Application,
     return { result: { status: 'mfa_required', pending_token: token, mfa: { methods, pending_token: token } } };
   }
   await markTraffic(em, application);
-  const session = createSession(em, application, user, {
-    aal: subject.aal,
-    ip: ctx.ip,
-    userAgent: typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined,
-    mfaEnrollmentRequired: subject.aal < 2 && settingsOf(application).mfa === 'required' && methods.length === 0,
-  });
-  return { session, user };
+  return {
+    open: {
+      user,
+      aal: subject.aal,
+      mfaEnrollmentRequired: subject.aal < 2 && settingsOf(application).mfa === 'required' && methods.length === 0,
+    },
+  };
 }
 
 /**
@@ -105,53 +105,110 @@ export async function completeSignIn(
   application: Application,
   step: (em: EntityManager) => Promise<SignInSubject>,
 ): Promise<SignInResult> {
-  const decision = await ctx.em.transactional(async (em) => {
-    const outcome = await decide(ctx, em, application, await step(em));
+  const opened = await ctx.em.transactional(async (em) => {
+    const decision = await decide(em, application, await step(em));
     await em.flush();
-    return outcome;
+    if ('result' in decision) return decision;
+    const { user, aal, mfaEnrollmentRequired } = decision.open;
+    const userAgent = typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined;
+    return { user, ...(await openSession(em, application, user, { aal, ip: ctx.ip, userAgent, mfaEnrollmentRequired })) };
   });
-  if ('result' in decision) return decision.result;
-  const { session, refreshToken } = decision.session;
-  const tokens = await issueTokens(ctx.em, ctx.services, application, session, refreshToken);
-  return { status: 'complete', tokens, user: toUserRecord(decision.user) };
+  if ('result' in opened) return opened.result;
+  const tokens = await issueTokens(ctx.em, ctx.services, application, opened.session, opened.refreshToken);
+  return { status: 'complete', tokens, user: toUserRecord(opened.user) };
 }
 
-interface PendingRow {
-  id: string;
-  user_id: string;
-  aal: number;
-  first_factor: string;
+/** One SQL statement and its parameters (`?` placeholders). */
+export interface Statement {
+  sql: string;
+  params: unknown[];
 }
 
-/** A pending token as the client presents it, or by id when a WebAuthn `state` bound to it was presented instead. */
-export type PendingRef = { token: string } | { id: string };
-const pendingWhere = (ref: PendingRef) => ('token' in ref ? { tokenHash: sha256(ref.token) } : { id: ref.id });
+/**
+ * A pending token as the client presents it; by id; or through `via`, a statement that spends something bound to it
+ * (a WebAuthn state) and returns `pending_token_id`, run as part of the statement that reserves the attempt.
+ */
+export type PendingRef = { token: string } | { id: string } | { via: Statement };
+const pendingWhere = (ref: { token: string } | { id: string }) =>
+  'token' in ref ? { tokenHash: sha256(ref.token) } : { id: ref.id };
+const pendingColumn = (ref: { token: string } | { id: string }): [string, string] =>
+  'token' in ref ? ['token_hash', sha256(ref.token)] : ['id', ref.id];
 
 /**
  * Consumes a pending token of the given stage, atomically and once (expiry by the database clock); an unknown,
- * expired, used or wrong-stage token is 401 `invalid_pending_token`.
+ * expired, used or wrong-stage token is 401 `invalid_pending_token`. `gates` are conditional UPDATEs of the step's own
+ * one-time secret (a TOTP step, a backup code, a passkey counter) run in the same statement: the token is consumed only
+ * if each of them changed a row, else 401 `assertion_failed` (the caller's transaction rolls back whatever they did).
+ * The user comes back with it: one round trip.
  */
 export async function consumePendingToken(
   em: EntityManager,
   application: Application,
-  ref: PendingRef,
+  ref: { token: string } | { id: string },
   stage: 'consent' | 'mfa',
+  gates: Statement[] = [],
 ): Promise<SignInSubject> {
-  const [column, value] = 'token' in ref ? ['token_hash', sha256(ref.token)] : ['id', ref.id];
-  const rows = await em.execute<PendingRow[]>(
-    `update pending_tokens set consumed_at = now()
-      where ${column} = ? and application_id = ? and stage = ? and consumed_at is null and expires_at > now()
-      returning id, user_id, aal, first_factor`,
-    [value, application.id, stage],
+  const [column, value] = pendingColumn(ref);
+  const passed = gates.map((_, i) => `exists (select 1 from gate${i})`).join(' and ') || 'true';
+  const [row] = await em.execute<Array<{ passed: boolean; aal: number | null; first_factor: string | null; u: object | null }>>(
+    `with ${gates.map((gate, i) => `gate${i} as (${gate.sql}), `).join('')}consumed as (
+       update pending_tokens set consumed_at = now()
+        where ${column} = ? and application_id = ? and stage = ? and consumed_at is null and expires_at > now() and ${passed}
+        returning user_id, aal, first_factor
+     )
+     select ${passed} as passed, c.aal, c.first_factor, row_to_json(u) as u
+       from (select 1) as one left join consumed c on true left join users u on u.id = c.user_id`,
+    [...gates.flatMap((gate) => gate.params), value, application.id, stage],
   );
-  const row = rows[0];
-  if (!row) throw invalidPendingToken();
-  const user = await em.findOneOrFail(UserEntity, { id: row.user_id });
-  return { user, aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor };
+  if (!row?.passed) throw assertionFailed();
+  if (!row.u) throw invalidPendingToken();
+  return { user: userFromRow(row.u), aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor! };
+}
+
+/**
+ * Takes one of a pending sign-in's five second-factor attempts (SECURITY 6) before its code is checked, and reads
+ * what the check needs in the same round trip: `lookup`, a query of the factor that may refer to the pending user as
+ * `p.user_id`, answered as JSON. Null when the token is unknown, expired, spent or out of attempts (or `via` found
+ * nothing); `via`'s returned row comes back as `via`.
+ */
+export async function reserveSecondFactorAttempt(
+  em: EntityManager,
+  application: Application,
+  ref: PendingRef,
+  maxAttempts: number,
+  lookup: Statement,
+): Promise<{ pendingId: string; userId: string; factor: Record<string, any> | null; via: Record<string, any> | null } | null> {
+  const via = 'via' in ref ? ref.via : null;
+  const [column, value] = via ? ['id', null] : pendingColumn(ref as { token: string } | { id: string });
+  const [row] = await em.execute<Array<{ id: string; user_id: string; factor: object | null; via: object | null }>>(
+    `with ${via ? `via as (${via.sql}), ` : ''}p as (
+       update pending_tokens set failed_attempts = failed_attempts + 1
+        where ${via ? 'id = (select pending_token_id from via)' : `${column} = ?`} and application_id = ? and stage = 'mfa'
+          and consumed_at is null and expires_at > now() and failed_attempts < ?
+        returning id, user_id
+     )
+     select p.id, p.user_id, (select row_to_json(f) from (${lookup.sql}) f limit 1) as factor,
+            ${via ? '(select row_to_json(via) from via)' : 'null'} as via
+       from p`,
+    [...(via ? via.params : [value]), application.id, maxAttempts, ...lookup.params],
+  );
+  return row ? { pendingId: row.id, userId: row.user_id, factor: row.factor, via: row.via } : null;
+}
+
+/** Gives back an attempt `reserveSecondFactorAttempt` took (the attempt was refused before it was checked). */
+export async function releaseSecondFactorAttempt(em: EntityManager, pendingId: string): Promise<void> {
+  await em.execute('update pending_tokens set failed_attempts = failed_attempts - 1 where id = ? and failed_attempts > 0', [
+    pendingId,
+  ]);
 }
 
 /** Reads a live pending token without consuming it (to validate a request before acting on it). */
-export async function peekPendingToken(em: EntityManager, application: Application, ref: PendingRef, stage: 'consent' | 'mfa') {
+export async function peekPendingToken(
+  em: EntityManager,
+  application: Application,
+  ref: { token: string } | { id: string },
+  stage: 'consent' | 'mfa',
+) {
   const row = await em.findOne(PendingTokenEntity, {
     ...pendingWhere(ref),
     application: application.id,

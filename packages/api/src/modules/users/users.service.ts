@@ -25,6 +25,20 @@ export const toUserRecord = (user: User): UserRecord => ({
   updated_at: iso(user.updatedAt) ?? user.createdAt.toISOString(),
 });
 
+/** A user as a plain record from its row (`row_to_json` or `select *`): for hot paths that only read. */
+export const userFromRow = (u: Record<string, any>): User => ({
+  id: u.id,
+  application: u.application_id,
+  primaryEmail: u.primary_email,
+  emailNormalized: u.email_normalized,
+  emailVerified: u.email_verified,
+  status: u.status,
+  profile: u.profile,
+  mergedInto: u.merged_into,
+  createdAt: new Date(u.created_at),
+  updatedAt: new Date(u.updated_at),
+});
+
 /** A user of the caller's application, or 404 (another application's id is indistinguishable from none). */
 export async function findUser(ctx: Context, id: string): Promise<User> {
   const user = await ctx.em.findOne(UserEntity, { id, application: ctx.application!.id });

@@ -43,17 +43,20 @@ export async function startMagicLink(ctx: Context, input: { email: string; redir
   const normalized = normalizeEmail(email);
   const limits = settings.rate_limits;
   await ctx.services.rateLimits.consume(
-    'magic_link_address',
-    `${application.id}:${ctx.ip}`,
-    limits.magic_link_per_address,
-    limits.window_s,
-    ctx.response.headers,
-  );
-  await ctx.services.rateLimits.consume(
-    'magic_link_email',
-    `${application.id}:${normalized}`,
-    limits.magic_link_per_email,
-    limits.window_s,
+    [
+      {
+        name: 'magic_link_address',
+        key: `${application.id}:${ctx.ip}`,
+        points: limits.magic_link_per_address,
+        windowS: limits.window_s,
+      },
+      {
+        name: 'magic_link_email',
+        key: `${application.id}:${normalized}`,
+        points: limits.magic_link_per_email,
+        windowS: limits.window_s,
+      },
+    ],
     ctx.response.headers,
   );
 
@@ -135,7 +138,10 @@ const COLLECT_GRACE = "interval '5 minutes'";
  */
 export async function pollMagicLink(ctx: Context, input: { verification_id: string; poll_secret: string }) {
   const application = ctx.application!;
-  await ctx.services.rateLimits.consume('magic_link_poll', `${application.id}:${ctx.ip}`, 600, 300, ctx.response.headers);
+  await ctx.services.rateLimits.consume(
+    [{ name: 'magic_link_poll', key: `${application.id}:${ctx.ip}`, points: 600, windowS: 300 }],
+    ctx.response.headers,
+  );
   const refused = () => new AppError('invalid_verification', 'The sign-in request is invalid, expired or already used');
   const secretHash = sha256(input.poll_secret);
   const [link] = await ctx.em.execute<Array<{ confirmed: boolean }>>(
