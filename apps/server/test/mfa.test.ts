@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { expectAal2, mfaRequired, totpCode } from './helpers/mfa.ts';
 import { acrossServers, expectError, ok, sql, type TestApp, UUID } from './helpers/server.ts';
@@ -233,6 +234,14 @@ describe('attempt limits', () => {
     const limited = await verifyTotp(app, pending, totpCode(secret, STEP_MS));
     expectError(limited, 429, 'rate_limited', '21st');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // A refused attempt counts nowhere: six more at the same pending token leave all five of its attempts.
+    for (let i = 0; i < 6; i++) expectError(await verifyTotp(app, pending, '000000'), 429, 'rate_limited', `refused ${i}`);
+    const [row] = await sql<{ failed_attempts: number; consumed_at: string | null }>(
+      suite.server,
+      'select failed_attempts, consumed_at from pending_tokens where token_hash = ?',
+      [createHash('sha256').update(pending).digest('hex')],
+    );
+    expect(row).toEqual({ failed_attempts: 0, consumed_at: null });
     // Another user of the same application is not affected.
     await signInWithTotp(app, bystander, other.user.id, other.secret);
   });

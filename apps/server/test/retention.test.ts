@@ -57,6 +57,20 @@ describe('retention: the housekeeping job purges what nobody needs any more', ()
     expect(await count('refresh_tokens', 'session_id = ?', [liveId])).toBeGreaterThan(0);
   });
 
+  it('rate-limit counters go an hour after their window ended; live ones stay', async () => {
+    const now = Date.now();
+    const key = `gh:test:${crypto.randomUUID()}`;
+    await sql(suite.server, 'insert into rate_limits (key, points, expire) values (?, 1, ?), (?, 1, ?)', [
+      `${key}:old`,
+      now - 3_700_000,
+      `${key}:live`,
+      now + 60_000,
+    ]);
+    await purgeExpired(suite.server.server.orm);
+    expect(await count('rate_limits', 'key = ?', [`${key}:old`])).toBe(0);
+    expect(await count('rate_limits', 'key = ?', [`${key}:live`])).toBe(1);
+  });
+
   it('spent one-time rows go a day after they expired or were used; the message log after messages_days', async () => {
     const email = uniqueEmail('spent');
     await signIn(suite.server, suite.smtp, app, email);

@@ -1,6 +1,6 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Context } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
@@ -78,31 +78,50 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
  * The list of S10: one query for the page (with each organization's member count) and one for the total.
  * `search` is a literal, case-insensitive substring of the name or the slug.
  */
+/**
+ * S10. The page and its `total` in one round trip: the page walks the (application, created_at, id) index newest
+ * first, a search's total counts through the trigram indexes of name and slug. Only the plain page is a prepared
+ * statement: a generic plan cannot see a search's pattern, and the pattern decides between the indexes.
+ */
 export async function listOrganizations(ctx: Context, input: PageQuery & { search?: string }) {
-  const params: unknown[] = [ctx.application!.id];
-  let filter = '';
   const search = input.search?.trim();
-  if (search) {
-    const pattern = `%${escapeLike(search)}%`;
-    filter = ` and (o.name ilike ? or o.slug ilike ?)`;
-    params.push(pattern, pattern);
-  }
-  const rows = await ctx.em.execute<Array<Record<string, unknown>>>(
-    `select o.*, (select count(*) from organization_members m where m.organization_id = o.id) as member_count
-       from organizations o where o.application_id = ?${filter}
-      order by o.created_at desc, o.id desc limit ? offset ?`,
-    [...params, input.limit, input.offset],
-  );
-  const [{ total }] = (await ctx.em.execute<Array<{ total: string | number }>>(
-    `select count(*) as total from organizations o where o.application_id = ?${filter}`,
-    params,
-  )) as [{ total: string | number }];
+  const pattern = search ? `%${escapeLike(search)}%` : null;
+  const filter = pattern ? ' and (o.name ilike ? or o.slug ilike ?)' : '';
+  const params = pattern ? [ctx.application!.id, pattern, pattern] : [ctx.application!.id];
+  type Row = { total: string | number; page: OrganizationRow[] | null };
+  const sql = `select (select count(*) from organizations o where o.application_id = ?${filter}) as total,
+            (select json_agg(p order by p.created_at desc, p.id desc) from (
+               select o.id, o.name, o.slug, o.created_at, o.updated_at,
+                      (select count(*) from organization_members m where m.organization_id = o.id) as member_count
+                 from organizations o where o.application_id = ?${filter}
+                order by o.created_at desc, o.id desc limit ? offset ?
+             ) p) as page`;
+  const values = [...params, ...params, input.limit, input.offset];
+  const [row] = pattern
+    ? await ctx.em.execute<Row[]>(sql, values)
+    : await preparedQuery<Row>(ctx.em, 'organizations_page', sql, values);
   return {
-    organizations: rows.map((row) => toOrganizationRecord(ctx.em.map(OrganizationEntity, row), Number(row.member_count))),
-    total: Number(total),
+    organizations: (row?.page ?? []).map((o) => ({
+      id: o.id,
+      name: o.name,
+      slug: o.slug,
+      member_count: Number(o.member_count),
+      created_at: new Date(o.created_at).toISOString(),
+      updated_at: new Date(o.updated_at).toISOString(),
+    })),
+    total: Number(row?.total ?? 0),
     limit: input.limit,
     offset: input.offset,
   };
+}
+
+interface OrganizationRow {
+  id: string;
+  name: string;
+  slug: string;
+  created_at: string;
+  updated_at: string;
+  member_count: number;
 }
 
 export async function getOrganization(ctx: Context, id: string) {
