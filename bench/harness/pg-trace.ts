@@ -9,6 +9,8 @@
  */
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
+import { sleep } from './env.ts';
+import { type ConnectionState, type Scenario, send } from './load.ts';
 
 export interface RoundTrip {
   /** Which proxied connection (numbered in order of connection). */
@@ -158,5 +160,71 @@ export async function startPgTrace(target: URL): Promise<PgTrace> {
       server.close();
       await once(server, 'close').catch(() => undefined);
     },
+  };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? Number.NaN;
+
+/** Time covered by round trips (overlapping ones counted once). */
+export function waitedMs(trips: RoundTrip[]): number {
+  let [total, until] = [0, Number.NEGATIVE_INFINITY];
+  for (const trip of [...trips].sort((a, b) => a.sent - b.sent)) {
+    if (trip.answered > Math.max(trip.sent, until)) total += trip.answered - Math.max(trip.sent, until);
+    until = Math.max(until, trip.answered);
+  }
+  return total;
+}
+
+export interface TracedScenario {
+  latencyMs: number;
+  databaseMs: number;
+  roundTrips: number;
+  /** Round trips matching `classify`'s patterns, per name (medians). */
+  classified: Record<string, number>;
+  /** Round trips sent after the response (none expected). */
+  afterResponse: number;
+  /** One request's round trips (the one with the median count), in order. */
+  typical: RoundTrip[];
+}
+
+/**
+ * Sends `scenario` to a server whose DATABASE_URL is `trace.url`, one request at a time: `warmup` uncounted requests
+ * (a new server warms its JIT and caches), then `count`; the medians of the round trips each request caused.
+ */
+export async function traceRequests(
+  url: string,
+  scenario: Scenario,
+  trace: PgTrace,
+  { warmup = 100, count = 10, classify = {} as Record<string, RegExp> } = {},
+): Promise<TracedScenario> {
+  const state: ConnectionState = {};
+  const traced: Array<{ latencyMs: number; during: RoundTrip[]; after: RoundTrip[] }> = [];
+  for (let i = -warmup; i < count; i++) {
+    trace.reset();
+    const started = performance.now();
+    await send(url, scenario, state);
+    const answered = performance.now();
+    if (i < 0) continue;
+    await sleep(5); // anything the server still does right after answering shows up now
+    const trips = trace.trips();
+    traced.push({
+      latencyMs: answered - started,
+      during: trips.filter((t) => t.sent < answered),
+      after: trips.filter((t) => t.sent >= answered),
+    });
+  }
+  const roundTrips = median(traced.map((t) => t.during.length));
+  return {
+    latencyMs: median(traced.map((t) => t.latencyMs)),
+    databaseMs: median(traced.map((t) => waitedMs(t.during))),
+    roundTrips,
+    classified: Object.fromEntries(
+      Object.entries(classify).map(([name, pattern]) => [
+        name,
+        median(traced.map((t) => t.during.filter((trip) => trip.statements.some((s) => pattern.test(s))).length)),
+      ]),
+    ),
+    afterResponse: Math.max(...traced.map((t) => t.after.length)),
+    typical: (traced.find((t) => t.during.length === roundTrips) ?? traced[0]!).during,
   };
 }
