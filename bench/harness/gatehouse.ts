@@ -13,8 +13,15 @@ export interface Application {
   sk: Record<string, string>;
 }
 
-/** One JSON request: status and parsed body (the text when it is not JSON). */
-export async function call(url: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+/** One JSON request; the answer's `data` when its status is `expect` (it throws otherwise). */
+export async function api(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+  expect = 200,
+) {
   const response = await fetch(`${url}${path}`, {
     method,
     headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -22,18 +29,8 @@ export async function call(url: string, method: string, path: string, headers: R
     signal: AbortSignal.timeout(30_000),
   });
   const text = await response.text();
-  try {
-    return { status: response.status, body: JSON.parse(text) };
-  } catch {
-    return { status: response.status, body: text as any };
-  }
-}
-
-/** `data` of an answer with the expected status; throws otherwise. */
-export async function expectData(answer: Promise<{ status: number; body: any }>, status: number, what: string): Promise<any> {
-  const { status: got, body } = await answer;
-  if (got !== status) throw new Error(`${what} answered ${got}: ${JSON.stringify(body)}`);
-  return body?.data;
+  if (response.status !== expect) throw new Error(`${method} ${path} answered ${response.status}: ${text.slice(0, 500)}`);
+  return JSON.parse(text).data;
 }
 
 /**
@@ -53,20 +50,17 @@ export async function startGatehouse(
     ...options.env,
   };
   const server = await startServer(label, env);
-  const created = await expectData(
-    call(
-      server.url,
-      'POST',
-      '/v1/applications',
-      { authorization: `Bearer ${env.GATEHOUSE_OPERATOR_TOKEN}` },
-      {
-        name: 'Benchmark',
-        ...options.fields,
-        ...(options.settings ? { settings: options.settings } : {}),
-      },
-    ),
+  const created = await api(
+    server.url,
+    'POST',
+    '/v1/applications',
+    { authorization: `Bearer ${env.GATEHOUSE_OPERATOR_TOKEN}` },
+    {
+      name: 'Benchmark',
+      ...options.fields,
+      ...(options.settings ? { settings: options.settings } : {}),
+    },
     201,
-    'POST /v1/applications',
   );
   const id = created.application.id as string;
   const secretKey = created.secret_key.secret as string;
@@ -81,7 +75,7 @@ export const MANY_SIGN_INS = { rate_limits: { magic_link_per_address: 100_000, m
 async function linkTokens(url: string, app: Application): Promise<Array<{ to: string; token: string }>> {
   const tokens: Array<{ to: string; token: string }> = [];
   for (let offset = 0; ; offset += 100) {
-    const page = await expectData(call(url, 'GET', `/v1/messages?limit=100&offset=${offset}`, app.sk), 200, 'GET /v1/messages');
+    const page = await api(url, 'GET', `/v1/messages?limit=100&offset=${offset}`, app.sk);
     for (const m of page.messages as Array<{ to: string; template_key: string; body: string }>) {
       const decoded = m.body
         .replace(/&#x([0-9a-f]+);/gi, (_m, hex: string) => String.fromCodePoint(Number.parseInt(hex, 16)))
@@ -100,8 +94,7 @@ async function linkTokens(url: string, app: Application): Promise<Array<{ to: st
 export async function magicLinkSignIns(url: string, app: Application, emails: string[]): Promise<any[]> {
   const before = new Set((await linkTokens(url, app)).map((l) => l.token));
   const es = { 'x-application-id': app.id };
-  for (const email of emails)
-    await expectData(call(url, 'POST', '/v1/auth/magic-link/start', es, { email }), 200, 'magic-link start');
+  for (const email of emails) await api(url, 'POST', '/v1/auth/magic-link/start', es, { email });
   const deadline = Date.now() + 60_000;
   for (;;) {
     const tokens = new Map((await linkTokens(url, app)).filter((l) => !before.has(l.token)).map((l) => [l.to, l.token]));
@@ -109,7 +102,7 @@ export async function magicLinkSignIns(url: string, app: Application, emails: st
     if (fresh.length === emails.length) {
       const answers: any[] = [];
       for (const token of fresh) {
-        answers.push(await expectData(call(url, 'POST', '/v1/auth/magic-link/verify', es, { token }), 200, 'magic-link verify'));
+        answers.push(await api(url, 'POST', '/v1/auth/magic-link/verify', es, { token }));
       }
       return answers;
     }

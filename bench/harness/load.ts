@@ -12,14 +12,13 @@ import type { ScratchDatabase } from './postgres.ts';
 import { machineCpuSeconds, type ServerProcess, selfCpuSeconds } from './processes.ts';
 
 export interface Scenario {
-  name: string;
   method: 'GET' | 'POST';
   path: string;
   headers: Record<string, string>;
   /** A fresh body for every request. */
   body?: () => string;
-  /** The status every response must have. */
-  expect: number;
+  /** The status every response must have (200). */
+  expect?: number;
   /**
    * Per-connection requests: each connection (and the one client) has its own `state`, kept across its requests, so
    * that it can hold a credential of its own (an access token, a session whose refresh token rotates).
@@ -61,6 +60,9 @@ export interface Measurement {
   expected: number;
   errors: number;
 }
+
+export const scenarioName = (s: Scenario) => `${s.method} ${s.path}`;
+const expected = (s: Scenario) => s.expect ?? 200;
 
 /** Above this share of unexpected answers or errors (warm-up included), the run measured failures: it fails. */
 const MAX_BAD_SHARE = 0.001;
@@ -127,7 +129,7 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
   const inWindow = () => windowStart > 0 && windowEnd === 0;
   instance.on('response', (_client, status: number, _bytes: number, responseTime: number) => {
     answered++;
-    if (status !== scenario.expect) bad++;
+    if (status !== expected(scenario)) bad++;
     else if (inWindow()) latencies.push(responseTime);
     if (!windowStart && performance.now() - started >= config.warmupSeconds * 1000 && answered >= config.connections) open();
   });
@@ -148,7 +150,7 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
   await watching;
   if (bad > MAX_BAD_SHARE * (answered + errors) || latencies.length === 0) {
     throw new Error(
-      `${server.label} / ${scenario.name}: ${bad} of ${answered} requests failed or answered other than ${scenario.expect}`,
+      `${server.label} / ${scenarioName(scenario)}: ${bad} of ${answered} requests failed or answered other than ${expected(scenario)}`,
     );
   }
   const windowSeconds = (windowEnd - windowStart) / 1000;
@@ -185,7 +187,8 @@ export async function send(url: string, scenario: Scenario, state: ConnectionSta
   });
   const text = await response.text();
   scenario.connection?.response?.(state, response.status, text);
-  if (response.status !== scenario.expect) throw new Error(`${scenario.name} answered ${response.status}: ${text.slice(0, 300)}`);
+  if (response.status !== expected(scenario))
+    throw new Error(`${scenarioName(scenario)} answered ${response.status}: ${text.slice(0, 300)}`);
   return text;
 }
 
@@ -207,7 +210,7 @@ export async function load(
   db?: ScratchDatabase,
   seconds = config.durationSeconds,
 ): Promise<Measurement> {
-  log(`${server.label}: ${scenario.name} at ${config.connections} connections (warm-up, then ${seconds} s)`);
+  log(`${server.label}: ${scenarioName(scenario)} at ${config.connections} connections (warm-up, then ${seconds} s)`);
   const m = await window(server, scenario, db, seconds);
   await drain(server, db);
   const state: ConnectionState = {};
@@ -222,9 +225,9 @@ export async function load(
     50,
   );
   log(
-    `${server.label}: ${scenario.name}: ${m.requestsPerSecond.toFixed(1)} req/s, p50 ${m.p50Ms.toFixed(0)} ms, ` +
+    `${server.label}: ${scenarioName(scenario)}: ${m.requestsPerSecond.toFixed(1)} req/s, p50 ${m.p50Ms.toFixed(0)} ms, ` +
       `p99 ${m.p99Ms.toFixed(0)} ms, ${((m.serverCores * 1000) / m.requestsPerSecond).toFixed(2)} ms server CPU/request, ` +
       `one client ${oneClientMs.toFixed(1)} ms`,
   );
-  return { scenario: scenario.name, server: server.label, oneClientMs, ...m };
+  return { scenario: scenarioName(scenario), server: server.label, oneClientMs, ...m };
 }

@@ -16,9 +16,9 @@ export interface RoundTrip {
   /** Which proxied connection (numbered in order of connection). */
   connection: number;
   /**
-   * The statements run (whitespace collapsed): the text of each unnamed Parse and simple Query, and for a Bind of a
-   * named prepared statement the text that statement was parsed with (a client that prepares once, like
-   * rate-limiter-flexible, sends only Bind/Execute/Sync afterwards).
+   * The statements (whitespace collapsed): each unnamed Parse and simple Query, and for a Bind of a named prepared
+   * statement the text it was parsed with (a client that prepares once, like rate-limiter-flexible, sends only
+   * Bind/Execute/Sync afterwards).
    */
   statements: string[];
   /** `performance.now()` when the proxy forwarded the Sync or Query, and when the server's ReadyForQuery arrived. */
@@ -26,57 +26,38 @@ export interface RoundTrip {
   answered: number;
 }
 
-const SSL_REQUEST = 80877103;
-const GSSENC_REQUEST = 80877104;
-const CANCEL_REQUEST = 80877102;
-
-/** Splits a stream of protocol messages: `type` is the message's letter, or '' for an untyped startup-phase message. */
-class Messages {
-  #buffer: Buffer = Buffer.alloc(0);
-  /** Untyped messages expected first (the client's startup). */
-  #untyped: boolean;
-  readonly #onMessage: (type: string, body: Buffer) => void;
-
-  constructor(untyped: boolean, onMessage: (type: string, body: Buffer) => void) {
-    this.#untyped = untyped;
-    this.#onMessage = onMessage;
-  }
-
-  push(chunk: Buffer): void {
-    this.#buffer = this.#buffer.length ? Buffer.concat([this.#buffer, chunk]) : chunk;
+/**
+ * Splits a stream of protocol messages and calls `onMessage` with each one's type letter and body. The client's
+ * first message (the startup, untyped) is skipped: the clients here ask for no TLS, so the rest is plain.
+ */
+function messages(startup: boolean, onMessage: (type: string, body: Buffer) => void) {
+  let buffer: Buffer = Buffer.alloc(0);
+  return (chunk: Buffer) => {
+    buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
     for (;;) {
-      if (this.#untyped) {
-        if (this.#buffer.length < 8) return;
-        const length = this.#buffer.readInt32BE(0);
-        if (this.#buffer.length < length) return;
-        const code = this.#buffer.readInt32BE(4);
-        this.#onMessage('', this.#buffer.subarray(4, length));
-        this.#buffer = this.#buffer.subarray(length);
-        // After an SSL or GSS request the client sends its startup again (or gives up); otherwise typed messages follow.
-        if (code !== SSL_REQUEST && code !== GSSENC_REQUEST) this.#untyped = false;
-        continue;
+      if (startup) {
+        if (buffer.length < 4 || buffer.length < buffer.readInt32BE(0)) return;
+        buffer = buffer.subarray(buffer.readInt32BE(0));
+        startup = false;
       }
-      if (this.#buffer.length < 5) return;
-      const length = this.#buffer.readInt32BE(1);
-      if (this.#buffer.length < 1 + length) return;
-      this.#onMessage(String.fromCharCode(this.#buffer[0]!), this.#buffer.subarray(5, 1 + length));
-      this.#buffer = this.#buffer.subarray(1 + length);
+      if (buffer.length < 5 || buffer.length < 1 + buffer.readInt32BE(1)) return;
+      const length = buffer.readInt32BE(1);
+      onMessage(String.fromCharCode(buffer[0]!), buffer.subarray(5, 1 + length));
+      buffer = buffer.subarray(1 + length);
     }
-  }
+  };
 }
 
 const cString = (body: Buffer, from: number): [string, number] => {
   const end = body.indexOf(0, from);
-  return [body.toString('utf8', from, end), end + 1];
+  return [body.toString('utf8', from, end).replace(/\s+/g, ' ').trim(), end + 1];
 };
-const collapse = (sql: string) => sql.replace(/\s+/g, ' ').trim();
 
 export interface PgTrace {
   /** `target` with the proxy's host and port. */
   url: string;
-  /** The round trips completed so far (in order of their answer). */
+  /** The round trips completed since the last reset. */
   trips: () => RoundTrip[];
-  /** Forgets the round trips recorded so far. */
   reset: () => void;
   close: () => Promise<void>;
 }
@@ -92,63 +73,47 @@ export async function startPgTrace(target: URL): Promise<PgTrace> {
     let statements: string[] = [];
     const prepared = new Map<string, string>(); // this connection's named prepared statements
     const waiting: Array<{ statements: string[]; sent: number }> = [];
-    let plain = true; // false after an SSL/GSS request the server accepted: the bytes are no longer readable
-    let answerBytes = 0; // the server answers an SSL/GSS request with one untyped byte
-    const fromClient = new Messages(true, (type, body) => {
-      if (type === '') {
-        const code = body.readInt32BE(0);
-        if (code === SSL_REQUEST || code === GSSENC_REQUEST) answerBytes++;
-        if (code === CANCEL_REQUEST) plain = false;
-      } else if (type === 'P') {
+    const fromClient = messages(true, (type, body) => {
+      if (type === 'P') {
         const [name, next] = cString(body, 0); // the statement's name, then its text
-        const text = collapse(cString(body, next)[0]);
+        const text = cString(body, next)[0];
         if (name) prepared.set(name, text);
         else statements.push(text);
       } else if (type === 'B') {
-        const [, next] = cString(body, 0); // the portal's name, then the statement's
-        const [name] = cString(body, next);
+        const [name] = cString(body, cString(body, 0)[1]); // the portal's name, then the statement's
         if (name) statements.push(prepared.get(name) ?? `(prepared statement ${name})`);
       } else if (type === 'Q' || type === 'S') {
-        if (type === 'Q') statements.push(collapse(cString(body, 0)[0]));
+        if (type === 'Q') statements.push(cString(body, 0)[0]);
         waiting.push({ statements, sent: performance.now() });
         statements = [];
       }
     });
-    const fromServer = new Messages(false, (type) => {
-      if (type !== 'Z') return;
-      const trip = waiting.shift();
-      if (trip) trips.push({ connection, statements: trip.statements, sent: trip.sent, answered: performance.now() });
+    const fromServer = messages(false, (type) => {
+      const trip = type === 'Z' ? waiting.shift() : undefined;
+      if (trip) trips.push({ connection, ...trip, answered: performance.now() });
     });
     client.on('data', (chunk: Buffer) => {
-      if (plain) fromClient.push(chunk);
+      fromClient(chunk);
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
-      let rest = chunk;
-      while (answerBytes > 0 && rest.length > 0) {
-        if (rest[0] === 0x53 /* S: the server will encrypt */) plain = false;
-        answerBytes--;
-        rest = rest.subarray(1);
-      }
-      if (plain && rest.length) fromServer.push(rest);
+      fromServer(chunk);
       client.write(chunk);
     });
     const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
+      for (const socket of [client, upstream]) {
+        socket.destroy();
+        sockets.delete(socket);
+      }
     };
     client.on('close', end).on('error', end);
     upstream.on('close', end).on('error', end);
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const address = server.address();
-  if (!address || typeof address !== 'object') throw new Error('the trace proxy has no port');
   const url = new URL(target);
   url.hostname = '127.0.0.1';
-  url.port = String(address.port);
+  url.port = String((server.address() as { port: number }).port);
   return {
     url: url.toString(),
     trips: () => trips.slice(),

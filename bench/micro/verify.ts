@@ -1,8 +1,8 @@
 /**
  * verifyToken (@gatehouse/sdk) for a token seen before, against one raw Ed25519 signature verification
  * (`crypto.verify` with a KeyObject), in the same process, on this machine. The target is ≥ 50×.
- * Part of the sign-in suite (`npm run bench -- sign-in` runs it as `node bench/micro/verify.ts --json`); on its own:
- * `npx node bench/micro/verify.ts` from the repository root (Node 24; add `--check` to exit 1 below the target).
+ * Part of the sign-in suite (`npm run bench -- sign-in` runs it and reads the JSON line it prints); on its
+ * own: `npx node bench/micro/verify.ts` from the repository root (Node 24; `--check`: exit 1 below the target).
  * The JWKS is served from 127.0.0.1; nothing leaves the machine.
  */
 import { generateKeyPairSync, randomUUID, verify } from 'node:crypto';
@@ -29,15 +29,6 @@ async function opsPerSecond(run: () => unknown, batch: number): Promise<number> 
   return best;
 }
 
-/** What `--json` prints (one line); `ratio` is the slower of the two verifyToken figures ÷ the raw verification. */
-export interface VerifyResult {
-  firstMs: number;
-  rawOpsPerSecond: number;
-  sameStringOpsPerSecond: number;
-  newStringOpsPerSecond: number;
-  ratio: number;
-  target: number;
-}
 const { publicKey, privateKey } = generateKeyPairSync('ed25519');
 const kid = randomUUID();
 const applicationId = randomUUID();
@@ -90,22 +81,15 @@ for (let round = 0; round < 3; round++) {
 const ratio = Math.min(cached, fresh) / raw;
 server.close();
 
-const format = (n: number) => Math.round(n).toLocaleString('en-US');
-if (process.argv.includes('--json')) {
-  const result: VerifyResult = {
+// One JSON line (what the sign-in suite reads); `ratio` is the slower verifyToken figure ÷ the raw verification.
+console.log(
+  JSON.stringify({
     firstMs,
     rawOpsPerSecond: raw,
     sameStringOpsPerSecond: cached,
     newStringOpsPerSecond: fresh,
     ratio,
     target: TARGET,
-  };
-  console.log(JSON.stringify(result));
-} else {
-  console.log(`first verifyToken (fetches the JWKS): ${firstMs.toFixed(1)} ms`);
-  console.log(`raw Ed25519 verify (node:crypto):     ${format(raw)} ops/s`);
-  console.log(`verifyToken, token seen before:       ${format(cached)} ops/s (same string)`);
-  console.log(`                                      ${format(fresh)} ops/s (an equal string from a new request)`);
-  console.log(`ratio: ${ratio.toFixed(0)}× (target ≥ ${TARGET}×)`);
-}
+  }),
+);
 if (process.argv.includes('--check') && ratio < TARGET) process.exitCode = 1;

@@ -17,8 +17,7 @@ import { SecretBox } from '../../packages/api/src/lib/crypto.ts';
 import { config, log, onCleanup } from '../harness/env.ts';
 import {
   type Application,
-  call,
-  expectData,
+  api,
   MANY_SIGN_INS,
   magicLinkSignIns,
   type SignedIn,
@@ -86,19 +85,11 @@ interface PasskeyUser extends SignedIn {
 async function passkeyUsers(url: string, app: Application, count: number): Promise<PasskeyUser[]> {
   const users: PasskeyUser[] = [];
   for (const user of await signIn(url, app, count, 'passkey')) {
-    const start = await expectData(
-      call(url, 'POST', '/v1/auth/passkeys/register/start', es(app, user.accessToken)),
-      200,
-      'register/start',
-    );
+    const start = await api(url, 'POST', '/v1/auth/passkeys/register/start', es(app, user.accessToken));
     const authenticator = new SoftwareAuthenticator({ counterStep: 1 });
     const credential = await authenticator.create(start.options, ORIGIN);
     const body = { credential, state: start.state };
-    await expectData(
-      call(url, 'POST', '/v1/auth/passkeys/register/finish', es(app, user.accessToken), body),
-      201,
-      'register/finish',
-    );
+    await api(url, 'POST', '/v1/auth/passkeys/register/finish', es(app, user.accessToken), body, 201);
     users.push({ ...user, authenticator, credentialId: credential.id, bodies: [] });
   }
   return users;
@@ -108,17 +99,9 @@ async function passkeyUsers(url: string, app: Application, count: number): Promi
 async function passkeySignIn(url: string, app: Application, user: PasskeyUser) {
   const [first] = await magicLinkSignIns(url, app, [user.email]);
   if (first?.status !== 'mfa_required') throw new Error(`a sign-in with a passkey answered ${JSON.stringify(first)}`);
-  const started = await expectData(
-    call(url, 'POST', '/v1/auth/passkeys/mfa/start', es(app), { pending_token: first.pending_token }),
-    200,
-    'mfa/start',
-  );
+  const started = await api(url, 'POST', '/v1/auth/passkeys/mfa/start', es(app), { pending_token: first.pending_token });
   const credential = await user.authenticator.get(started.options, ORIGIN);
-  const done = await expectData(
-    call(url, 'POST', '/v1/auth/passkeys/mfa/finish', es(app), { credential, state: started.state }),
-    200,
-    'mfa/finish',
-  );
+  const done = await api(url, 'POST', '/v1/auth/passkeys/mfa/finish', es(app), { credential, state: started.state });
   if (done.status !== 'complete' || done.tokens.aal !== 2) throw new Error(`mfa/finish: ${JSON.stringify(done)}`);
 }
 
@@ -173,11 +156,9 @@ async function preparePasskeys(db: ScratchDatabase, app: Application, users: Pas
 function passkeyScenario(app: Application, users: PasskeyUser[], pool: Pool): Scenario {
   let next = 0;
   return {
-    name: 'POST /v1/auth/passkeys/mfa/finish',
     method: 'POST',
     path: '/v1/auth/passkeys/mfa/finish',
     headers: es(app),
-    expect: 200,
     connection: {
       request: (state: ConnectionState) => {
         const user = own(state, 'user', () => users[next++]);
@@ -194,21 +175,17 @@ async function totpSignIn(url: string, app: Application, email: string, totp: TO
   if (first?.status !== 'mfa_required' || first.mfa.methods.join() !== 'totp')
     throw new Error(`a sign-in with TOTP answered ${JSON.stringify(first)}`);
   const body = { pending_token: first.pending_token, code: code(totp, steps) };
-  const done = await expectData(call(url, 'POST', '/v1/auth/mfa/totp/verify', es(app), body), 200, 'totp/verify');
+  const done = await api(url, 'POST', '/v1/auth/mfa/totp/verify', es(app), body);
   if (done.status !== 'complete' || done.tokens.aal !== 2) throw new Error(`totp/verify: ${JSON.stringify(done)}`);
 }
 
 /** A user enrolled through the API (enroll, confirm), then signed in with the factor: the template to copy. */
 async function totpTemplate(url: string, app: Application, db: ScratchDatabase) {
   const [user] = await signIn(url, app, 1, 'totp');
-  const enrolled = await expectData(
-    call(url, 'POST', '/v1/auth/mfa/totp/enroll', es(app, user!.accessToken)),
-    201,
-    'totp/enroll',
-  );
+  const enrolled = await api(url, 'POST', '/v1/auth/mfa/totp/enroll', es(app, user!.accessToken), undefined, 201);
   const totp = new TOTP({ ...TOTP_OPTIONS, secret: Secret.fromBase32(enrolled.secret) });
   const confirm = { factor_id: enrolled.factor_id, code: code(totp) };
-  await expectData(call(url, 'POST', '/v1/auth/mfa/totp/confirm', es(app, user!.accessToken), confirm), 200, 'totp/confirm');
+  await api(url, 'POST', '/v1/auth/mfa/totp/confirm', es(app, user!.accessToken), confirm);
   await totpSignIn(url, app, user!.email, totp, 1); // the confirmation spent this step: the next one's code
   return { userId: user!.userId, factorId: enrolled.factor_id as string, shape: await pendingShape(db, user!.userId) };
 }
@@ -262,11 +239,9 @@ async function prepareTotpUsers(
 /** Every request another user's pending sign-in (a time step is accepted once per user), the current step's code. */
 function totpScenario(app: Application, users: Array<{ pendingToken: string; totp: TOTP }>, pool: Pool): Scenario {
   return {
-    name: 'POST /v1/auth/mfa/totp/verify',
     method: 'POST',
     path: '/v1/auth/mfa/totp/verify',
     headers: es(app),
-    expect: 200,
     body: () => {
       const user = pool.next(users[pool.used]);
       return JSON.stringify({ pending_token: user.pendingToken, code: code(user.totp) });
@@ -298,7 +273,7 @@ export async function mfaSuite(): Promise<SuiteResult> {
     const m = await load(server, scenario, db);
     const made = (await sessions()) - before;
     if (made < m.expected || made > pool.used)
-      throw new Error(`${scenario.name}: ${made} sessions at aal 2 for ${m.expected} 200s`);
+      throw new Error(`${scenario.path}: ${made} sessions at aal 2 for ${m.expected} 200s`);
     return m;
   };
   const passkeyPrepared = await preparePasskeys(db, app, users, Math.ceil(perLoad / config.connections) + 11, passkeyShape);

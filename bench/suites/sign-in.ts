@@ -6,7 +6,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { decodeJwt, SignJWT } from 'jose';
 import { config } from '../harness/env.ts';
-import { call, expectData, MANY_SIGN_INS, signIn, startGatehouse } from '../harness/gatehouse.ts';
+import { api, MANY_SIGN_INS, signIn, startGatehouse } from '../harness/gatehouse.ts';
 import { type ConnectionState, load, own, type Scenario } from '../harness/load.ts';
 import { scratchDatabase } from '../harness/postgres.ts';
 import { runJsonScript, startServer } from '../harness/processes.ts';
@@ -18,11 +18,9 @@ const TTL_S = 3600; // no access token expires during the suite; the cost of a c
 function me(applicationId: string, tokens: string[]): Scenario {
   let next = 0;
   return {
-    name: 'GET /v1/auth/me',
     method: 'GET',
     path: '/v1/auth/me',
     headers: { 'x-application-id': applicationId },
-    expect: 200,
     connection: {
       request: (state: ConnectionState) => ({
         headers: { authorization: `Bearer ${own(state, 'token', () => tokens[next++ % tokens.length])}` },
@@ -38,11 +36,9 @@ function me(applicationId: string, tokens: string[]): Scenario {
 function refresh(applicationId: string, tokens: string[]): Scenario {
   let next = 0;
   return {
-    name: 'POST /v1/auth/token/refresh',
     method: 'POST',
     path: '/v1/auth/token/refresh',
     headers: { 'x-application-id': applicationId },
-    expect: 200,
     connection: {
       request: (state: ConnectionState) => {
         const token = own(state, 'token', () => {
@@ -73,7 +69,7 @@ export async function signInSuite(): Promise<SuiteResult> {
   });
   const users = await signIn(server.url, app, config.connections + 1);
   const headers = { 'x-application-id': app.id, authorization: `Bearer ${users[0]!.accessToken}` };
-  if ((await expectData(call(server.url, 'GET', '/v1/auth/me', headers), 200, 'GET /v1/auth/me')).id !== users[0]!.userId) {
+  if ((await api(server.url, 'GET', '/v1/auth/me', headers)).id !== users[0]!.userId) {
     throw new Error('GET /v1/auth/me answered another user');
   }
   const gMe = await load(
@@ -137,11 +133,7 @@ export async function signInSuite(): Promise<SuiteResult> {
     ),
   );
   const minimal = await startServer('minimal', env, 'bench/minimal/sign-in.ts');
-  const check = await expectData(
-    call(minimal.url, 'GET', '/v1/auth/me', { authorization: `Bearer ${accessTokens[0]}` }),
-    200,
-    'minimal /me',
-  );
+  const check = await api(minimal.url, 'GET', '/v1/auth/me', { authorization: `Bearer ${accessTokens[0]}` });
   if (check.id !== users[0]!.userId) throw new Error('the minimal server answered another user');
   const bMe = await load(minimal, me(app.id, accessTokens), db);
   const bRefresh = await load(
@@ -154,7 +146,7 @@ export async function signInSuite(): Promise<SuiteResult> {
   );
   await minimal.stop();
 
-  const verify = await runJsonScript<VerifyResult>('bench/micro/verify.ts', ['--json']);
+  const verify = await runJsonScript<VerifyResult>('bench/micro/verify.ts');
   const verifyOps = Math.min(verify.sameStringOpsPerSecond, verify.newStringOpsPerSecond);
   const dbMs = (m: typeof gMe) => num((m.databaseCores * 1000) / m.requestsPerSecond, 2);
   return {
