@@ -15,18 +15,14 @@ export interface Scenario {
   method: 'GET' | 'POST';
   path: string;
   headers: Record<string, string>;
-  /** A fresh body for every request. */
-  body?: () => string;
   /** The status every response must have (200). */
   expect?: number;
   /**
-   * Per-connection requests: each connection (and the one client) has its own `state`, kept across its requests, so
-   * that it can hold a credential of its own (an access token, a session whose refresh token rotates).
+   * Each request's own headers and body. Each connection (and the one client) has its own `state`, kept across its
+   * requests, so that it can hold a credential of its own (an access token, a session whose refresh token rotates).
    */
-  connection?: {
-    request: (state: ConnectionState) => { headers?: Record<string, string>; body?: string };
-    response?: (state: ConnectionState, status: number, body: string) => void;
-  };
+  request?: (state: ConnectionState) => { headers?: Record<string, string>; body?: string };
+  response?: (state: ConnectionState, status: number, body: string) => void;
 }
 export type ConnectionState = Record<string, unknown>;
 
@@ -43,9 +39,6 @@ export interface Measurement {
   oneClientMs: number;
   warmupSeconds: number;
   windowSeconds: number;
-  /** The window on this process's `performance.now()` clock. */
-  windowStart: number;
-  windowEnd: number;
   requests: number;
   requestsPerSecond: number;
   p50Ms: number;
@@ -75,21 +68,18 @@ const percentile = (sorted: number[], p: number): number =>
  * of that connection's request and calls `onResponse` as a method of it.
  */
 function autocannonRequest(scenario: Scenario): autocannon.Request {
-  const { body, connection } = scenario;
-  const headers = { ...scenario.headers, ...(body || connection ? { 'content-type': 'application/json' } : {}) };
-  const request = { method: scenario.method, path: scenario.path, headers };
-  if (!connection)
-    return { ...request, ...(body ? { setupRequest: (req: autocannon.Request) => ({ ...req, body: body() }) } : {}) };
   type WithState = autocannon.Request & { state: ConnectionState };
   return {
-    ...request,
+    method: scenario.method,
+    path: scenario.path,
+    headers: { ...scenario.headers, 'content-type': 'application/json' },
     state: {},
     setupRequest: (req: autocannon.Request) => {
-      const next = connection.request((req as WithState).state);
+      const next = scenario.request?.((req as WithState).state) ?? {};
       return { ...req, headers: { ...req.headers, ...next.headers }, ...(next.body !== undefined ? { body: next.body } : {}) };
     },
     onResponse(this: WithState, status: number, responseBody: string) {
-      connection.response?.(this.state, status, responseBody);
+      scenario.response?.(this.state, status, responseBody);
     },
   } as WithState;
 }
@@ -159,8 +149,6 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
   return {
     warmupSeconds: (windowStart - started) / 1000,
     windowSeconds,
-    windowStart,
-    windowEnd,
     requests: latencies.length,
     requestsPerSecond: latencies.length / windowSeconds,
     p50Ms: percentile(latencies, 50),
@@ -177,8 +165,8 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
 
 /** One request as the one client (or a tracer) sends it, with the connection's state; checks the status. */
 export async function send(url: string, scenario: Scenario, state: ConnectionState = {}): Promise<string> {
-  const next = scenario.connection?.request(state);
-  const body = next?.body ?? scenario.body?.();
+  const next = scenario.request?.(state);
+  const body = next?.body;
   const response = await fetch(`${url}${scenario.path}`, {
     method: scenario.method,
     headers: { ...scenario.headers, ...next?.headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -186,7 +174,7 @@ export async function send(url: string, scenario: Scenario, state: ConnectionSta
     signal: AbortSignal.timeout(60_000),
   });
   const text = await response.text();
-  scenario.connection?.response?.(state, response.status, text);
+  scenario.response?.(state, response.status, text);
   if (response.status !== expected(scenario))
     throw new Error(`${scenarioName(scenario)} answered ${response.status}: ${text.slice(0, 300)}`);
   return text;

@@ -159,11 +159,9 @@ function passkeyScenario(app: Application, users: PasskeyUser[], pool: Pool): Sc
     method: 'POST',
     path: '/v1/auth/passkeys/mfa/finish',
     headers: es(app),
-    connection: {
-      request: (state: ConnectionState) => {
-        const user = own(state, 'user', () => users[next++]);
-        return { body: pool.next(user?.bodies.shift()) };
-      },
+    request: (state: ConnectionState) => {
+      const user = own(state, 'user', () => users[next++]);
+      return { body: pool.next(user?.bodies.shift()) };
     },
   };
 }
@@ -242,9 +240,9 @@ function totpScenario(app: Application, users: Array<{ pendingToken: string; tot
     method: 'POST',
     path: '/v1/auth/mfa/totp/verify',
     headers: es(app),
-    body: () => {
+    request: () => {
       const user = pool.next(users[pool.used]);
-      return JSON.stringify({ pending_token: user.pendingToken, code: code(user.totp) });
+      return { body: JSON.stringify({ pending_token: user.pendingToken, code: code(user.totp) }) };
     },
   };
 }

@@ -51,7 +51,9 @@ const createUsers = (headers: Record<string, string>): Scenario => ({
   method: 'POST',
   path: '/v1/users',
   headers,
-  body: () => JSON.stringify({ primary_email: `user-${process.pid}-${++sent}@bench.example.com`, profile: { source: 'bench' } }),
+  request: () => ({
+    body: JSON.stringify({ primary_email: `user-${process.pid}-${++sent}@bench.example.com`, profile: { source: 'bench' } }),
+  }),
   expect: 201,
 });
 

@@ -21,11 +21,9 @@ function me(applicationId: string, tokens: string[]): Scenario {
     method: 'GET',
     path: '/v1/auth/me',
     headers: { 'x-application-id': applicationId },
-    connection: {
-      request: (state: ConnectionState) => ({
-        headers: { authorization: `Bearer ${own(state, 'token', () => tokens[next++ % tokens.length])}` },
-      }),
-    },
+    request: (state: ConnectionState) => ({
+      headers: { authorization: `Bearer ${own(state, 'token', () => tokens[next++ % tokens.length])}` },
+    }),
   };
 }
 
@@ -39,17 +37,15 @@ function refresh(applicationId: string, tokens: string[]): Scenario {
     method: 'POST',
     path: '/v1/auth/token/refresh',
     headers: { 'x-application-id': applicationId },
-    connection: {
-      request: (state: ConnectionState) => {
-        const token = own(state, 'token', () => {
-          if (next >= tokens.length) throw new Error('more connections than sessions');
-          return tokens[next++];
-        });
-        return { body: JSON.stringify({ refresh_token: token }) };
-      },
-      response: (state: ConnectionState, status: number, body: string) => {
-        if (status === 200) state.token = JSON.parse(body).data.refresh_token;
-      },
+    request: (state: ConnectionState) => {
+      const token = own(state, 'token', () => {
+        if (next >= tokens.length) throw new Error('more connections than sessions');
+        return tokens[next++];
+      });
+      return { body: JSON.stringify({ refresh_token: token }) };
+    },
+    response: (state: ConnectionState, status: number, body: string) => {
+      if (status === 200) state.token = JSON.parse(body).data.refresh_token;
     },
   };
 }
@@ -72,22 +68,9 @@ export async function signInSuite(): Promise<SuiteResult> {
   if ((await api(server.url, 'GET', '/v1/auth/me', headers)).id !== users[0]!.userId) {
     throw new Error('GET /v1/auth/me answered another user');
   }
-  const gMe = await load(
-    server,
-    me(
-      app.id,
-      users.map((u) => u.accessToken),
-    ),
-    db,
-  );
-  const gRefresh = await load(
-    server,
-    refresh(
-      app.id,
-      users.map((u) => u.refreshToken),
-    ),
-    db,
-  );
+  const [accessTokens, refreshTokens] = [users.map((u) => u.accessToken), users.map((u) => u.refreshToken)];
+  const gMe = await load(server, me(app.id, accessTokens), db);
+  const gRefresh = await load(server, refresh(app.id, refreshTokens), db);
   await server.stop();
   const { rows } = await db.client.query('select count(*)::int as n from sessions where revoked_at is not null');
   if (rows[0].n > 0) throw new Error(`${rows[0].n} sessions were revoked: a refresh token was presented twice`);
@@ -120,7 +103,7 @@ export async function signInSuite(): Promise<SuiteResult> {
     [sessions.map((s) => s.id), sessions.map((s) => s.userId), sessions.map((s) => s.token)],
   );
   const now = Math.floor(Date.now() / 1000);
-  const accessTokens = await Promise.all(
+  const minimalTokens = await Promise.all(
     sessions.map((s) =>
       new SignJWT({ sid: s.id, aal: 1, org: null, org_role: null })
         .setProtectedHeader({ alg: 'EdDSA', kid: env.MINIMAL_KID, typ: 'at+jwt' })
@@ -133,9 +116,9 @@ export async function signInSuite(): Promise<SuiteResult> {
     ),
   );
   const minimal = await startServer('minimal', env, 'bench/minimal/sign-in.ts');
-  const check = await api(minimal.url, 'GET', '/v1/auth/me', { authorization: `Bearer ${accessTokens[0]}` });
+  const check = await api(minimal.url, 'GET', '/v1/auth/me', { authorization: `Bearer ${minimalTokens[0]}` });
   if (check.id !== users[0]!.userId) throw new Error('the minimal server answered another user');
-  const bMe = await load(minimal, me(app.id, accessTokens), db);
+  const bMe = await load(minimal, me(app.id, minimalTokens), db);
   const bRefresh = await load(
     minimal,
     refresh(
