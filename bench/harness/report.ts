@@ -170,13 +170,25 @@ export function renderResults(names: readonly string[], sections: Record<string,
     const to = previous.indexOf(end);
     return from >= 0 && to > from ? previous.slice(from, to + end.length) : `<!-- suite: ${name} -->\nNot measured yet.\n${end}`;
   };
+  const all = names.map((name) => sections[name] ?? kept(name));
+  // Every suite's targets in one table: the rows of each section's Targets table, with the suite named.
+  const targets = all.flatMap((section, i) => {
+    const rows = section.split('### Targets')[1]?.split('\n\n')[1]?.split('\n').slice(2) ?? [];
+    return rows.map((row) => `| ${names[i]} ${row}`);
+  });
   return [
     '# Load benchmark results',
     '',
     'One section per suite (see README.md for what each measures). `npm run bench` rewrites all; ' +
       '`npm run bench -- <suite>` only its own, so sections may come from different runs: each says when and on what.',
     '',
-    names.map((name) => sections[name] ?? kept(name)).join('\n\n'),
+    '## All targets',
+    '',
+    '| suite | target | Gatehouse | baseline | ratio | required | result |',
+    '|---|---|---:|---:|---:|---|---|',
+    ...targets,
+    '',
+    all.join('\n\n'),
     '',
   ].join('\n');
 }

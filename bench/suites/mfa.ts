@@ -304,12 +304,7 @@ export async function mfaSuite(): Promise<SuiteResult> {
     title: 'MFA: a passkey MFA finish and a TOTP verify, their load and their PostgreSQL round trips',
     software: [db.version],
     targets: traces.map(([name, t]) =>
-      limitTarget(
-        `\`${name.replace(/^POST /, '')}\`: PostgreSQL round trips per request`,
-        t.roundTrips,
-        'round trips',
-        MAX_ROUND_TRIPS,
-      ),
+      limitTarget(`\`${name}\` PostgreSQL round trips per request`, t.roundTrips, 'round trips', MAX_ROUND_TRIPS),
     ),
     method: [
       `Through the API (not timed): ${users.length + 1} users sign in by magic link and register a passkey (the tests\u2019 ` +
