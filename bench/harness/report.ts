@@ -124,8 +124,8 @@ export function renderSection(name: string, r: SuiteResult, clock: Clock): strin
       `${Math.round(clock.seconds)} s; code measured ${revision()}; ${machine}; load average ${clock.loadBefore.join(' / ')} ` +
       `before, ${clock.loadAfter.join(' / ')} after.` +
       (busiest > cores * 0.75
-        ? ` **The machine was shared** (1-minute load average up to ${busiest} on ${cores} CPUs): absolute figures are low ` +
-          'and noisy; the same-run ratios are the result.'
+        ? ` **The machine was shared** (1-minute load average up to ${busiest} on ${cores} CPUs): the absolute figures are ` +
+          'low, and even the ratios are skewed, since the servers ran one after the other while the other work changed.'
         : ''),
     '',
   ];
