@@ -5,6 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cleanUp, commandLine, log, ROOT } from './harness/env.ts';
+import { takeWarnings } from './harness/processes.ts';
 import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult } from './harness/report.ts';
 import { mfaSuite } from './suites/mfa.ts';
 import { organizationsSuite } from './suites/organizations.ts';
@@ -43,6 +44,7 @@ try {
       seconds: (performance.now() - started) / 1000,
       loadBefore,
       loadAfter: loadAverage(),
+      warnings: takeWarnings(),
     };
     sections[name] = renderSection(name, result, clock);
     for (const t of result.targets)

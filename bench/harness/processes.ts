@@ -68,6 +68,11 @@ export interface ServerProcess {
   stop: (graceMs?: number) => Promise<void>;
 }
 
+const servers: ServerProcess[] = [];
+
+/** Log lines at warn or above of the servers started since the last call. */
+export const takeWarnings = () => servers.splice(0).reduce((sum, server) => sum + server.warnings(), 0);
+
 /**
  * Starts `script` (default: the real server) with `env` on a free port and waits for `GET /readyz`; the server is
  * stopped by an undo step. With BENCH_PROFILE_DIR, it runs under `--cpu-prof` and writes its profile there on exit.
@@ -120,6 +125,7 @@ export async function startServer(label: string, env: Record<string, string>, sc
     cpuSeconds: () => processCpuSeconds(child.pid),
     stop,
   };
+  servers.push(server);
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {

@@ -108,6 +108,8 @@ export interface Clock {
   seconds: number;
   loadBefore: number[];
   loadAfter: number[];
+  /** Server log lines at warn or above during the suite. */
+  warnings: number;
 }
 
 export function renderSection(name: string, r: SuiteResult, clock: Clock): string {
@@ -157,7 +159,8 @@ export function renderSection(name: string, r: SuiteResult, clock: Clock): strin
   lines.push(...r.method.map((m) => `- ${m}`), '', '### Results', '');
   if (r.measurements.length) lines.push(loadTable(r.measurements), '');
   for (const d of r.details) lines.push(d, '');
-  if (r.notes.length) lines.push('### Notes', '', ...r.notes.map((n) => `- ${n}`), '');
+  const notes = [...r.notes, `Server log lines at warn or above during the suite: ${clock.warnings}.`];
+  lines.push('### Notes', '', ...notes.map((n) => `- ${n}`), '');
   lines.push(`<!-- /suite: ${name} -->`);
   return lines.join('\n');
 }

@@ -116,7 +116,6 @@ async function onPostgres() {
     estimate,
     estimated,
     plans,
-    warnings: server.warnings() + minimal.warnings(),
   };
 }
 
