@@ -1,6 +1,6 @@
 /**
  * The baseline of the sign-in suite: the least a server can do for `GET /v1/auth/me` and `POST /v1/auth/token/refresh`
- * (fastify + jose + pg, nothing else). `node bench/minimal-server.ts`, configured by the environment: PORT, HOST,
+ * (fastify + jose + pg, nothing else). `node bench/minimal/sign-in.ts`, configured by the environment: PORT, HOST,
  * DATABASE_URL (the scratch database: Gatehouse's `users` table and the benchmark's `minimal_refresh`),
  * MINIMAL_PRIVATE_KEY (its own Ed25519 key, PKCS#8 PEM), MINIMAL_KID, MINIMAL_ISSUER, MINIMAL_AUDIENCE, MINIMAL_TTL_S.
  * Same access-token claims and checks as Gatehouse; same pool size (20) as the server's default.
@@ -40,7 +40,7 @@ app.get('/v1/auth/me', async (request, reply) => {
        from users where id = $1 and status = 'active'`,
     [verified.payload.sub],
   );
-  return rows[0] ?? reply.code(401).send({ error: 'invalid_token' });
+  return rows[0] ? { data: rows[0] } : reply.code(401).send({ error: 'invalid_token' });
 });
 
 app.post<{ Body: { refresh_token?: unknown } }>('/v1/auth/token/refresh', async (request, reply) => {
@@ -67,7 +67,7 @@ app.post<{ Body: { refresh_token?: unknown } }>('/v1/auth/token/refresh', async 
     .setExpirationTime(`${ttl}s`)
     .sign(privateKey);
   const tokens = { access_token: accessToken, refresh_token: next, token_type: 'Bearer', expires_in: ttl, aal: row.aal };
-  return { ...tokens, session_id: row.session_id };
+  return { data: { ...tokens, session_id: row.session_id } };
 });
 
 await app.listen({ port: Number(env('PORT')), host: env('HOST') });

@@ -1,0 +1,222 @@
+/**
+ * One scenario under load: a single continuous closed-loop autocannon run (each connection sends its next request when
+ * the previous one is answered). Its first part is a warm-up that lasts at least BENCH_WARMUP seconds AND until as
+ * many responses as connections have come back (the server's queue is then in its steady state); then a window of
+ * BENCH_DURATION seconds counts the responses arriving in it and the CPU used meanwhile by the server process, the
+ * PostgreSQL backends, the benchmark process (autocannon) and the machine. After the window the run waits until the
+ * server has served what autocannon abandoned (drain), then sends 10 requests one at a time: the one-client latency.
+ */
+import autocannon from 'autocannon';
+import { config, log, sleep } from './env.ts';
+import type { ScratchDatabase } from './postgres.ts';
+import { machineCpuSeconds, type ServerProcess, selfCpuSeconds } from './processes.ts';
+
+export interface Scenario {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  /** The status every response must have (200). */
+  expect?: number;
+  /**
+   * Each request's own headers and body. Each connection (and the one client) has its own `state`, kept across its
+   * requests, so that it can hold a credential of its own (an access token, a session whose refresh token rotates).
+   */
+  request?: (state: ConnectionState) => { headers?: Record<string, string>; body?: string };
+  response?: (state: ConnectionState, status: number, body: string) => void;
+}
+export type ConnectionState = Record<string, unknown>;
+
+/** The connection's own value of `key`, made on its first request. */
+export function own<T>(state: ConnectionState, key: string, make: () => T): T {
+  if (!(key in state)) state[key] = make();
+  return state[key] as T;
+}
+
+export interface Measurement {
+  scenario: string;
+  server: string;
+  /** Median of 10 requests sent one at a time after the load (warm server, no queue). */
+  oneClientMs: number;
+  warmupSeconds: number;
+  windowSeconds: number;
+  requests: number;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Cores used during the window (1 = one core busy all the time); NaN where not measured. */
+  serverCores: number;
+  databaseCores: number;
+  loadGeneratorCores: number;
+  machineCores: number;
+  /** In the window: responses with the expected status, connection errors (timeouts included). */
+  expected: number;
+  errors: number;
+}
+
+export const scenarioName = (s: Scenario) => `${s.method} ${s.path}`;
+const expected = (s: Scenario) => s.expect ?? 200;
+
+/** Above this share of unexpected answers or errors (warm-up included), the run measured failures: it fails. */
+const MAX_BAD_SHARE = 0.001;
+
+const percentile = (sorted: number[], p: number): number =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]! : 0;
+
+/**
+ * autocannon deep-copies `requests` for each connection (so each gets its own `state`), passes `setupRequest` a copy
+ * of that connection's request and calls `onResponse` as a method of it.
+ */
+function autocannonRequest(scenario: Scenario): autocannon.Request {
+  type WithState = autocannon.Request & { state: ConnectionState };
+  return {
+    method: scenario.method,
+    path: scenario.path,
+    headers: { ...scenario.headers, 'content-type': 'application/json' },
+    state: {},
+    setupRequest: (req: autocannon.Request) => {
+      const next = scenario.request?.((req as WithState).state) ?? {};
+      return { ...req, headers: { ...req.headers, ...next.headers }, ...(next.body !== undefined ? { body: next.body } : {}) };
+    },
+    onResponse(this: WithState, status: number, responseBody: string) {
+      scenario.response?.(this.state, status, responseBody);
+    },
+  } as WithState;
+}
+
+async function window(server: ServerProcess, scenario: Scenario, db: ScratchDatabase | undefined, seconds: number) {
+  let finished!: (error: unknown) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    finished = (error) => (error ? reject(error) : resolve());
+  });
+  const instance = autocannon(
+    {
+      url: server.url,
+      connections: config.connections,
+      duration: config.maxWarmupSeconds + seconds + 5, // an upper bound: the run is stopped when the window closes
+      timeout: config.timeoutSeconds,
+      requests: [autocannonRequest(scenario)],
+    },
+    (error) => finished(error),
+  );
+  const started = performance.now();
+  const latencies: number[] = [];
+  let [windowStart, windowEnd, answered, bad, errors, failed] = [0, 0, 0, 0, 0, 0];
+  const readings = () => [server.cpuSeconds(), db?.cpuSeconds() ?? Number.NaN, selfCpuSeconds(), machineCpuSeconds()];
+  let atStart: number[] = [];
+  let atEnd: number[] = [];
+  const open = () => {
+    if (windowStart) return;
+    windowStart = performance.now();
+    atStart = readings();
+    setTimeout(() => {
+      windowEnd = performance.now();
+      atEnd = readings();
+      instance.stop();
+    }, seconds * 1000);
+  };
+  const cap = setTimeout(open, config.maxWarmupSeconds * 1000);
+  const inWindow = () => windowStart > 0 && windowEnd === 0;
+  instance.on('response', (_client, status: number, _bytes: number, responseTime: number) => {
+    answered++;
+    if (status !== expected(scenario)) bad++;
+    else if (inWindow()) latencies.push(responseTime);
+    if (!windowStart && performance.now() - started >= config.warmupSeconds * 1000 && answered >= config.connections) open();
+  });
+  instance.on('reqError', () => {
+    bad++;
+    failed++;
+    if (inWindow()) errors++;
+  });
+  // The server's pool opens its connections during the warm-up: keep learning which backends there are.
+  const watching = (async () => {
+    while (!windowEnd && db) {
+      await db.refreshBackends().catch(() => undefined);
+      await sleep(500);
+    }
+  })();
+  await done;
+  clearTimeout(cap);
+  windowEnd ||= performance.now();
+  await watching;
+  if (bad > MAX_BAD_SHARE * (answered + failed) || latencies.length === 0) {
+    throw new Error(
+      `${server.label} / ${scenarioName(scenario)}: ${bad} of ${answered + failed} requests failed or answered other than ${expected(scenario)}`,
+    );
+  }
+  const windowSeconds = (windowEnd - windowStart) / 1000;
+  const cores = atEnd.map((value, i) => (value - atStart[i]!) / windowSeconds) as [number, number, number, number];
+  latencies.sort((a, b) => a - b);
+  return {
+    warmupSeconds: (windowStart - started) / 1000,
+    windowSeconds,
+    requests: latencies.length,
+    requestsPerSecond: latencies.length / windowSeconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies.at(-1) ?? 0,
+    serverCores: cores[0],
+    databaseCores: cores[1],
+    loadGeneratorCores: cores[2],
+    machineCores: cores[3],
+    expected: latencies.length,
+    errors,
+  };
+}
+
+/** One request as the one client (or a tracer) sends it, with the connection's state; checks the status. */
+export async function send(url: string, scenario: Scenario, state: ConnectionState = {}): Promise<string> {
+  const next = scenario.request?.(state);
+  const body = next?.body;
+  const response = await fetch(`${url}${scenario.path}`, {
+    method: scenario.method,
+    headers: { ...scenario.headers, ...next?.headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body,
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await response.text();
+  scenario.response?.(state, response.status, text);
+  if (response.status !== expected(scenario))
+    throw new Error(`${scenarioName(scenario)} answered ${response.status}: ${text.slice(0, 300)}`);
+  return text;
+}
+
+/** Waits until the server process is idle and no statement of the scratch database is running (at most 90 s). */
+async function drain(server: ServerProcess, db: ScratchDatabase | undefined): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  for (let quiet = 0; quiet < 2 && Date.now() < deadline; ) {
+    const before = server.cpuSeconds();
+    await sleep(500);
+    const busy = (server.cpuSeconds() - before) / 0.5;
+    quiet = busy < 0.05 && (db ? await db.activeStatements() : 0) === 0 ? quiet + 1 : 0;
+  }
+}
+
+/** The load, the drain, then the one-client latency (one uncounted request, then the median of 10). */
+export async function load(
+  server: ServerProcess,
+  scenario: Scenario,
+  db?: ScratchDatabase,
+  seconds = config.durationSeconds,
+): Promise<Measurement> {
+  log(`${server.label}: ${scenarioName(scenario)} at ${config.connections} connections (warm-up, then ${seconds} s)`);
+  const m = await window(server, scenario, db, seconds);
+  await drain(server, db);
+  const state: ConnectionState = {};
+  const times: number[] = [];
+  for (let i = -1; i < 10; i++) {
+    const started = performance.now();
+    await send(server.url, scenario, state);
+    if (i >= 0) times.push(performance.now() - started);
+  }
+  const oneClientMs = percentile(
+    times.sort((a, b) => a - b),
+    50,
+  );
+  log(
+    `${server.label}: ${scenarioName(scenario)}: ${m.requestsPerSecond.toFixed(1)} req/s, p50 ${m.p50Ms.toFixed(0)} ms, ` +
+      `p99 ${m.p99Ms.toFixed(0)} ms, ${((m.serverCores * 1000) / m.requestsPerSecond).toFixed(2)} ms server CPU/request, ` +
+      `one client ${oneClientMs.toFixed(1)} ms`,
+  );
+  return { scenario: scenarioName(scenario), server: server.label, oneClientMs, ...m };
+}
