@@ -60,6 +60,11 @@ const TAGS: Array<{ name: string; description: string }> = [
   },
   { name: 'End-user second factors', description: 'Authenticator apps (TOTP) and backup codes: enrollment and verification.' },
   { name: 'End-user passkeys', description: 'WebAuthn passkeys: registration, passwordless sign-in and second factor.' },
+  {
+    name: 'SAML SSO',
+    description:
+      "Enterprise single sign-on: one SAML connection per customer IdP (from its metadata), our SP metadata for the IdP's administrator. The browser's side is `/v1/auth/sso/*`.",
+  },
 ];
 
 const SECURITY: Record<CallerKind, Json[]> = {
