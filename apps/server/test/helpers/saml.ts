@@ -259,7 +259,8 @@ export function sign(xml: string, options: SignOptions): string {
     signatureAlgorithm: options.signatureAlgorithm ?? 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
     canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#',
   });
-  if (options.hmacKey) (signer as unknown as { enableHMAC?: boolean }).enableHMAC = true;
+  // xml-crypto refuses HMAC unless asked (key confusion): the evil IdP asks.
+  if (options.hmacKey) signer.enableHMAC();
   signer.addReference({
     xpath,
     transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', 'http://www.w3.org/2001/10/xml-exc-c14n#'],
