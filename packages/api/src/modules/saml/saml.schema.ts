@@ -28,9 +28,13 @@ const SsoUrlSchema = z
     },
     { message: 'an absolute https URL', params: { code: 'invalid_url' } },
   )
-  .meta({ format: 'uri', description: "The IdP's SingleSignOnService URL (HTTP-Redirect binding); https" });
+  .meta({
+    format: 'uri',
+    description: "The IdP's SingleSignOnService URL (HTTP-Redirect binding); https",
+    example: 'https://idp.acme.com/saml/sso',
+  });
 
-const EntityIdSchema = z.string().trim().min(1).max(1024);
+const EntityIdSchema = z.string().trim().min(1).max(1024).meta({ example: 'https://idp.acme.com/saml/metadata' });
 const NameSchema = z.string().trim().min(1).max(200);
 const AttributeSchema = z.string().trim().min(1).max(256);
 const EmailDomainSchema = z
@@ -39,7 +43,10 @@ const EmailDomainSchema = z
   .toLowerCase()
   .max(253)
   .regex(/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/, 'a domain name such as example.com')
-  .meta({ description: "Emails must be in this domain; an email's domain finds its connection at sso/start" });
+  .meta({
+    description: "Emails must be in this domain; an email's domain finds its connection at sso/start",
+    example: 'acme.com',
+  });
 
 export const SamlConnectionSchema = z
   .object({
