@@ -99,8 +99,11 @@ describe('gatehouse saml against a real server and a real IdP', () => {
     const created = await json(['apps', 'create', 'SAML walkthrough', '--origin', ORIGIN]);
     applicationId = created.application.id;
     Object.assign(env, { GATEHOUSE_APPLICATION_ID: applicationId, GATEHOUSE_SECRET_KEY: created.secret_key.secret });
-    const key = await json(['api-keys', 'create', 'saml admin', '--scope', 'saml:write']);
-    expect(key.scopes).toEqual(['saml:write']);
+    const key = await json(['api-keys', 'create', '--name', 'saml admin', '--scopes', 'saml:write']);
+    expect(key).toMatchObject({ name: 'saml admin', scopes: ['saml:write'] });
+    const missing = await gatehouse(['api-keys', 'create', '--name', 'no scopes']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('at least one scope');
     env.GATEHOUSE_SECRET_KEY = key.secret;
   });
 
