@@ -146,7 +146,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof AppError) {
-      return sendError(request, reply, { code: error.code, message: error.message, details: error.details });
+      return sendError(request, reply, { code: error.code, message: error.message, details: error.details }, error.headers);
     }
     const known = fastifyErrorBody(error as { code?: string });
     if (known) return sendError(request, reply, known);

@@ -89,6 +89,52 @@ describe('SAML sign-in with a real IdP', () => {
     expect(result.user.email_verified).toBe(true);
   });
 
+  it('a code works once, within a minute, for its own application, and not after the connection is disabled', async () => {
+    const idp = await createTestIdp();
+    const { app, connection, spMetadata } = await samlApp(suite.server, idp, { email_domain: 'acme.test' });
+    const other = await suite.server.createApp({ allowed_origins: ['https://app.example.com'] });
+    const signInCode = async () => {
+      const { redirect_url } = await ok(start(app, { connection_id: connection.id, redirect_uri: CALLBACK }));
+      const acs = await postToAcs(
+        suite.server.url,
+        connection.id,
+        await idp.respond(spMetadata, redirect_url, { email: `c.${Date.now()}@acme.test` }),
+      );
+      return acs.code!;
+    };
+    const code = await signInCode();
+    expectError(await complete(other, code), 401, 'invalid_verification', 'another application');
+    await sql(suite.server, "update saml_codes set expires_at = now() - interval '1 second' where connection_id = ?", [
+      connection.id,
+    ]);
+    expectError(await complete(app, code), 401, 'invalid_verification', 'expired');
+    const late = await signInCode();
+    await ok(app.rest('POST', `/v1/saml/connections/${connection.id}/disable`));
+    const before = await counts(suite.server, app);
+    expectError(await complete(app, late), 403, 'access_denied', 'disabled after the ACS');
+    expect(await counts(suite.server, app)).toEqual(before);
+    expectError(await start(app, { connection_id: connection.id, redirect_uri: CALLBACK }), 404, 'not_found');
+  });
+
+  it('a connection without a certificate refuses every sign-in', async () => {
+    const idp = await createTestIdp();
+    const { app, connection, spMetadata } = await samlApp(suite.server, idp, {
+      idp_certificate: undefined,
+      allow_idp_initiated: true,
+    });
+    expect(connection.certificate_expires_at).toBeNull();
+    expectError(await start(app, { connection_id: connection.id, redirect_uri: CALLBACK }), 404, 'not_found');
+    const before = await counts(suite.server, app);
+    const acs = await postToAcs(
+      suite.server.url,
+      connection.id,
+      await idp.respond(spMetadata, null, { email: 'x@acme.test' }, CALLBACK),
+    );
+    expect(acs.code).toBeNull();
+    expect(acs.error).toBe('access_denied');
+    expect(await counts(suite.server, app)).toEqual(before);
+  });
+
   it('a response is accepted once: the same post replayed 20 times at once (two processes on PostgreSQL) yields one code', async () => {
     const idp = await createTestIdp();
     const { app, connection, spMetadata } = await samlApp(suite.server, idp, { allow_idp_initiated: true });

@@ -267,7 +267,7 @@ export async function validateResponse(sp: SpConfig, xml: string): Promise<Accep
   const assertion = (profile.getAssertion?.() as XmlJs | undefined)?.Assertion as XmlJs | undefined;
   if (!assertion) throw new SamlRejection('no signed assertion');
   const assertionId = assertion.$?.ID as string | undefined;
-  if (!assertionId) throw new SamlRejection('assertion without ID');
+  if (!assertionId || assertionId.length > 256) throw new SamlRejection('assertion ID missing or longer than 256');
   if (textOf(assertion.Issuer) !== sp.idpEntityId) throw new SamlRejection('assertion Issuer mismatch');
   const conditions = first(assertion.Conditions);
   if (!conditions?.AudienceRestriction) throw new SamlRejection('no AudienceRestriction');
@@ -276,6 +276,8 @@ export async function validateResponse(sp: SpConfig, xml: string): Promise<Accep
   const nameIdNode = first(subject?.NameID);
   const nameId = typeof nameIdNode === 'string' ? nameIdNode : (nameIdNode?._ as string | undefined);
   if (!nameId || nameId !== profile.nameID) throw new SamlRejection('no NameID');
+  // Never truncated: two NameIDs that differ past the limit must not become one identity.
+  if (nameId.length > 1024) throw new SamlRejection('NameID longer than 1024');
   // A bearer confirmation for this ACS, live now (node-saml picked one whose times are valid; we also want Recipient).
   const now = Date.now();
   const confirmations = ((subject?.SubjectConfirmation as XmlJs[] | undefined) ?? [])

@@ -156,6 +156,7 @@ export async function acceptSamlResponse(
     if (!assertion.inResponseTo && !connection.allowIdpInitiated)
       return fail('IdP-initiated sign-in is not allowed', 'access_denied');
     const email = emailOf(assertion, connection.emailAttribute ?? null);
+    if (email && email.length > 320) return fail('the email is longer than 320 characters');
     if (connection.emailDomain && (!email || !normalizeEmail(email).endsWith(`@${connection.emailDomain}`))) {
       return fail('the email is outside the connection’s email_domain', 'access_denied');
     }
@@ -189,8 +190,8 @@ export async function acceptSamlResponse(
           application.id,
           connection.id,
           sha256(code),
-          assertion.nameId.slice(0, 1024),
-          email?.slice(0, 320) ?? null,
+          assertion.nameId,
+          email,
           displayNameOf(assertion, connection.nameAttribute ?? null),
           new Date(Date.now() + CODE_TTL_MS),
         ],
