@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { SAML } from '@node-saml/node-saml';
+import type { SAML } from '@node-saml/node-saml';
 import { DOMParser, type Element as XmlElement } from '@xmldom/xmldom';
 
 /**
@@ -155,8 +155,13 @@ export interface SpConfig {
   idpCertificate: string;
 }
 
-const samlFor = (sp: SpConfig, requestId?: string) =>
-  new SAML({
+/** node-saml (and its XML stack) loads on the first SAML request, not at every process start. */
+let library: Promise<typeof import('@node-saml/node-saml')> | undefined;
+
+async function samlFor(sp: SpConfig, requestId?: string) {
+  library ??= import('@node-saml/node-saml');
+  const { SAML } = await library;
+  return new SAML({
     issuer: sp.spEntityId,
     callbackUrl: sp.acsUrl,
     entryPoint: sp.idpSsoUrl,
@@ -173,10 +178,11 @@ const samlFor = (sp: SpConfig, requestId?: string) =>
     signatureAlgorithm: 'sha256',
     ...(requestId ? { generateUniqueId: () => requestId } : {}),
   });
+}
 
 /** The IdP URL carrying an AuthnRequest with the given ID (HTTP-Redirect binding, deflated, unsigned). */
 export async function authorizeUrl(sp: SpConfig, requestId: string, relayState: string): Promise<string> {
-  return samlFor(sp, requestId).getAuthorizeUrlAsync(relayState, undefined, {});
+  return (await samlFor(sp, requestId)).getAuthorizeUrlAsync(relayState, undefined, {});
 }
 
 /** A response refused: `reason` is for the log only; the browser learns nothing about which check failed. */
@@ -258,7 +264,7 @@ export async function validateResponse(sp: SpConfig, xml: string): Promise<Accep
 
   let profile: Awaited<ReturnType<SAML['validatePostResponseAsync']>>['profile'];
   try {
-    ({ profile } = await samlFor(sp).validatePostResponseAsync({ SAMLResponse: Buffer.from(xml).toString('base64') }));
+    ({ profile } = await (await samlFor(sp)).validatePostResponseAsync({ SAMLResponse: Buffer.from(xml).toString('base64') }));
   } catch (error) {
     throw new SamlRejection(`node-saml: ${(error as Error).message}`);
   }
