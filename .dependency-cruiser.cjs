@@ -7,7 +7,7 @@
 const LAYERS = {
   tenancy: ['applications', 'events', 'api-keys', 'signing-keys', 'messages', 'templates', 'application-setup'],
   identity: ['users', 'organizations', 'consent', 'sessions'],
-  'sign-in flows': ['sign-in', 'mfa', 'passkeys', 'factors'],
+  'sign-in flows': ['sign-in', 'mfa', 'passkeys', 'factors', 'saml'],
   integrations: ['stats'],
 };
 const RANKED = Object.values(LAYERS).flat();

@@ -38,4 +38,12 @@ export const OPERATION_COMMANDS: Record<string, string> = {
   'templates-reset': 'templates reset',
   'templates-preview': 'templates preview',
   'messages-list': 'messages tail',
+  'saml-connections-create': 'saml create',
+  'saml-connections-createFromMetadata': 'saml create',
+  'saml-connections-list': 'saml list',
+  'saml-connections-get': 'saml show',
+  'saml-connections-update': 'saml update',
+  'saml-connections-enable': 'saml enable',
+  'saml-connections-disable': 'saml disable',
+  'saml-connections-delete': 'saml delete',
 };

@@ -8,6 +8,7 @@ import { registerLogin } from './commands/login.ts';
 import { registerMessages } from './commands/messages.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerOrgs } from './commands/orgs.ts';
+import { registerSaml } from './commands/saml.ts';
 import { registerSessions } from './commands/sessions.ts';
 import { registerStats } from './commands/stats.ts';
 import { registerTemplates } from './commands/templates.ts';
@@ -29,6 +30,7 @@ export function createProgram(): Command {
   registerApiKeys(program);
   registerUsers(program);
   registerOrgs(program);
+  registerSaml(program);
   registerSessions(program);
   registerKeys(program);
   registerTemplates(program);

@@ -10,6 +10,7 @@ import { createOrm, type DatabaseConfig, openPglite } from '@gatehouse/api';
 import { createGatehouse, createGatehouseClient, GatehouseError } from '@gatehouse/sdk';
 import { createGatehouseServer, type GatehouseServer } from '@gatehouse/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestIdp, postToAcs, type TestIdp } from '../../server/test/helpers/saml-idp.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(root, 'bin/gatehouse.js');
@@ -643,5 +644,99 @@ describe('gatehouse CLI against a real server', () => {
     const result = await gatehouse(['users', 'get', userId, '--json'], {}, 'source');
     expect(result.stderr).toBe('');
     expect(JSON.parse(result.stdout)).toMatchObject({ id: userId });
+  });
+});
+
+/**
+ * The README walkthrough "Add SAML SSO for a customer", as a developer runs it: `gatehouse saml create --metadata`
+ * with a real IdP's metadata (samlify), our SP metadata handed back to that IdP, then a sign-in that ends in tokens.
+ */
+const ORIGIN = 'https://app.example.com';
+
+describe('gatehouse saml against a real server and a real IdP', () => {
+  let applicationId: string;
+  let connection: { id: string; acs_url: string; name: string };
+  let idp: TestIdp;
+  const env: Record<string, string> = {};
+
+  beforeAll(async () => {
+    idp = await createTestIdp();
+  });
+
+  it('api-keys create makes a key limited to SAML, with which the rest runs', async () => {
+    const created = await json(['apps', 'create', 'SAML walkthrough', '--origin', ORIGIN], env);
+    applicationId = created.application.id;
+    Object.assign(env, { GATEHOUSE_APPLICATION_ID: applicationId, GATEHOUSE_SECRET_KEY: created.secret_key.secret });
+    const key = await json(['api-keys', 'create', '--name', 'saml admin', '--scopes', 'saml:write'], env);
+    expect(key).toMatchObject({ name: 'saml admin', scopes: ['saml:write'] });
+    const missing = await gatehouse(['api-keys', 'create', '--name', 'no scopes'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('at least one scope');
+    env.GATEHOUSE_SECRET_KEY = key.secret;
+  });
+
+  it('saml create --metadata reads the IdP metadata; saml metadata prints ours for the IdP', async () => {
+    const file = join(tmp, 'idp.xml');
+    await writeFile(file, idp.metadataXml);
+    connection = await json(['saml', 'create', '--metadata', file, '--domain', 'acme.test', '--name', 'Acme'], env);
+    expect(connection).toMatchObject({
+      name: 'Acme',
+      idp_entity_id: idp.entityId,
+      idp_sso_url: idp.ssoUrl,
+      email_domain: 'acme.test',
+    });
+    const plain = await gatehouse(['saml', 'create', '--metadata', file, '--domain', 'acme.test'], env);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(/^error: conflict: /);
+
+    const listed = await gatehouse(['saml', 'list'], env);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(connection.id);
+    expect(listed.stdout).toContain('acme.test');
+    const metadata = await gatehouse(['saml', 'metadata', connection.id], env);
+    expect(metadata.code).toBe(0);
+    expect(metadata.stdout).toContain(`Location="${connection.acs_url}"`);
+    (connection as { spMetadata?: string }).spMetadata = metadata.stdout;
+  });
+
+  it('a sign-in through the connection ends in tokens (browser SDK: sso.start → IdP → ACS → sso.complete)', async () => {
+    const client = createGatehouseClient({ baseUrl: url, applicationId });
+    const email = `jane@acme.test`;
+    const { redirect_url } = await client.sso.start({ email, redirect_uri: `${ORIGIN}/sso` });
+    const form = await idp.respond((connection as { spMetadata?: string }).spMetadata!, redirect_url, { email });
+    const acs = await postToAcs(url, connection.id, form);
+    expect(acs.location?.startsWith(`${ORIGIN}/sso?code=`), JSON.stringify(acs)).toBe(true);
+    const result = await client.sso.complete({ code: acs.code! });
+    expect(result.status).toBe('complete');
+    if (result.status !== 'complete') return;
+    expect(result.user.primary_email).toBe(email);
+    expect(result.tokens.access_token.split('.')).toHaveLength(3);
+    expect((await client.me()).id).toBe(result.user.id);
+  });
+
+  it('saml disable refuses sign-ins, enable restores them, delete removes the connection', async () => {
+    const disabled = await json(['saml', 'disable', connection.id], env);
+    expect(disabled.enabled).toBe(false);
+    const client = createGatehouseClient({ baseUrl: url, applicationId });
+    await expect(client.sso.start({ connection_id: connection.id, redirect_uri: `${ORIGIN}/sso` })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    expect((await json(['saml', 'enable', connection.id], env)).enabled).toBe(true);
+    const shown = await json(['saml', 'show', connection.id], env);
+    expect(shown.id).toBe(connection.id);
+    const cert = join(tmp, 'idp.pem');
+    await writeFile(cert, idp.keys.certificatePem);
+    const updated = await json(
+      ['saml', 'update', connection.id, '--cert', cert, '--name', 'Acme Corp', '--idp-initiated', 'true'],
+      env,
+    );
+    expect(updated).toMatchObject({ name: 'Acme Corp', allow_idp_initiated: true, idp_entity_id: idp.entityId });
+    const notCert = join(tmp, 'key.pem');
+    await writeFile(notCert, idp.keys.privateKeyPem);
+    const refused = await gatehouse(['saml', 'update', connection.id, '--cert', notCert], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('no CERTIFICATE block');
+    expect(await json(['saml', 'delete', connection.id, '--yes'], env)).toEqual({ id: connection.id, deleted: true });
+    expect(await json(['saml', 'list'], env)).toEqual([]);
   });
 });

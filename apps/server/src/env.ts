@@ -32,6 +32,8 @@ const EnvSchema = z.object({
     .optional(),
   /** Bearer token that `GET /metrics` requires; unset leaves /metrics open (keep it off the public network). */
   GATEHOUSE_METRICS_TOKEN: z.string().min(16, 'GATEHOUSE_METRICS_TOKEN must be at least 16 characters').optional(),
+  /** `1`: SAML IdP URLs (SSO and metadata) may be http and loopback — local development and tests only. */
+  GATEHOUSE_ALLOW_INSECURE_SAML: z.enum(['0', '1']).optional(),
   GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type Env = z.infer<typeof EnvSchema>;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import helmet from '@fastify/helmet';
 import {
   AppError,
+  acceptSamlResponse,
   appRouter,
   buildOpenApiDocument,
   CORS_ALLOWED_HEADERS,
@@ -19,6 +20,7 @@ import {
   preflightAllowed,
   type RequestInfo,
   type Services,
+  samlMetadata,
   tooDeep,
 } from '@gatehouse/api';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
@@ -144,7 +146,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof AppError) {
-      return sendError(request, reply, { code: error.code, message: error.message, details: error.details });
+      return sendError(request, reply, { code: error.code, message: error.message, details: error.details }, error.headers);
     }
     const known = fastifyErrorBody(error as { code?: string });
     if (known) return sendError(request, reply, known);
@@ -217,6 +219,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     );
   });
 
+  await registerSaml(app, services);
   registerRest(app, services);
   return { app, services };
 }
@@ -327,6 +330,39 @@ function registerRest(app: FastifyInstance, services: Services) {
         });
       return reply;
     },
+  });
+}
+
+/**
+ * The two SAML routes that are not JSON (CONTRACT §1: not enveloped): the IdP's form post to the ACS, answered with a
+ * redirect to the app, and our SP metadata XML. Their own scope accepts the form encoding; nothing else does.
+ */
+async function registerSaml(app: FastifyInstance, services: Services) {
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: ONE_MIB },
+      (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
+    );
+    scope.post<{ Params: { connection_id: string }; Body: Record<string, unknown> | undefined }>(
+      '/v1/saml/acs/:connection_id',
+      async (request, reply) => {
+        const ctx = createContext(services, requestInfo(request));
+        const outcome = await services.inFlight.run(() =>
+          acceptSamlResponse(ctx, request.params.connection_id, request.body ?? {}),
+        );
+        // 303: the browser follows with a GET, so the form (the assertion) is not posted again.
+        return reply.code(303).header('location', outcome.location).header('cache-control', 'no-store').send();
+      },
+    );
+    scope.get<{ Params: { connection_id: string } }>('/v1/saml/metadata/:connection_id', async (request, reply) => {
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(request.params.connection_id)) {
+        return sendError(request, reply, { code: 'not_found', message: 'SAML connection not found' });
+      }
+      const xml = await samlMetadata(createContext(services, requestInfo(request)), request.params.connection_id);
+      return reply.type('application/samlmetadata+xml; charset=utf-8').header('cache-control', 'public, max-age=300').send(xml);
+    });
   });
 }
 

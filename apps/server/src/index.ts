@@ -31,6 +31,8 @@ export interface GatehouseServerOptions {
   metricsToken?: string;
   /** Seconds between mail attempts after each failure (default 10 s, 1 min, 5 min, 30 min, 2 h). */
   mailRetryScheduleS?: number[];
+  /** `GATEHOUSE_ALLOW_INSECURE_SAML=1`: http and loopback IdP URLs (local development and tests). */
+  allowInsecureSaml?: boolean;
 }
 
 /** How often each process deletes long-expired one-time secrets (any process may; they do not conflict). */
@@ -63,6 +65,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         smtpUrl: options.smtpUrl,
         mailFrom: options.mailFrom,
         rateLimitStore,
+        allowInsecureSaml: options.allowInsecureSaml,
       }),
     logLevel: options.logLevel ?? 'info',
     logStream: options.logStream,

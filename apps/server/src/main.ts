@@ -38,6 +38,7 @@ async function main() {
     redisUrl: env.GATEHOUSE_REDIS_URL,
     mailRetryScheduleS: env.GATEHOUSE_MAIL_RETRY_SCHEDULE,
     metricsToken: env.GATEHOUSE_METRICS_TOKEN,
+    allowInsecureSaml: env.GATEHOUSE_ALLOW_INSECURE_SAML === '1',
   });
   let stopping = false;
   const stop = async (signal: string) => {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from './lib/schemas.ts';
 import { mfaRouter } from './modules/mfa/mfa.router.ts';
 import { passkeysRouter } from './modules/passkeys/passkeys.router.ts';
+import { ssoRouter } from './modules/saml/saml.router.ts';
 import { getMe, updateMe } from './modules/sessions/me.service.ts';
 import {
   RefreshInputSchema,
@@ -162,4 +163,5 @@ export const authRouter = router({
   }),
   mfa: mfaRouter,
   passkeys: passkeysRouter,
+  sso: ssoRouter,
 });

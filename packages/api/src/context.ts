@@ -24,6 +24,8 @@ export interface Services {
   rateLimits: RateLimits;
   inFlight: InFlight;
   metrics: Metrics;
+  /** `GATEHOUSE_ALLOW_INSECURE_SAML=1`: IdP URLs may be http or loopback (local development and tests only). */
+  allowInsecureSaml: boolean;
 }
 
 /**
@@ -66,6 +68,7 @@ export interface ServicesOptions {
   smtpUrl?: string;
   mailFrom?: string;
   rateLimitStore: RateLimitStore;
+  allowInsecureSaml?: boolean;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -80,6 +83,7 @@ export function createServices(options: ServicesOptions): Services {
     rateLimits: new RateLimits(options.rateLimitStore, metrics),
     inFlight: new InFlight(),
     metrics,
+    allowInsecureSaml: options.allowInsecureSaml === true,
   };
 }
 

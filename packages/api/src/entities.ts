@@ -10,6 +10,7 @@ import { MfaBackupCodeEntity, MfaFactorEntity } from './modules/mfa/mfa-factor.e
 import { MembershipEntity } from './modules/organizations/membership.entity.ts';
 import { OrganizationEntity } from './modules/organizations/organization.entity.ts';
 import { WebauthnChallengeEntity } from './modules/passkeys/webauthn-challenge.entity.ts';
+import { SamlAssertionEntity, SamlCodeEntity, SamlConnectionEntity, SamlRequestEntity } from './modules/saml/saml.entity.ts';
 import { RefreshTokenEntity, SessionEntity } from './modules/sessions/session.entity.ts';
 import { MagicLinkEntity } from './modules/sign-in/magic-link/magic-link.entity.ts';
 import { PendingTokenEntity } from './modules/sign-in/pending-token.entity.ts';
@@ -40,6 +41,10 @@ export const entities = [
   MfaBackupCodeEntity,
   IdentityEntity,
   WebauthnChallengeEntity,
+  SamlConnectionEntity,
+  SamlRequestEntity,
+  SamlAssertionEntity,
+  SamlCodeEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

@@ -8,6 +8,8 @@ export { purgeExpired } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
+export { samlMetadata } from './modules/saml/saml.service.ts';
+export { acceptSamlResponse } from './modules/saml/sso.service.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export { describeError, errorBody, type Meta } from './trpc.ts';

@@ -60,6 +60,11 @@ const TAGS: Array<{ name: string; description: string }> = [
   },
   { name: 'End-user second factors', description: 'Authenticator apps (TOTP) and backup codes: enrollment and verification.' },
   { name: 'End-user passkeys', description: 'WebAuthn passkeys: registration, passwordless sign-in and second factor.' },
+  {
+    name: 'SAML SSO',
+    description:
+      "Enterprise single sign-on: one SAML connection per customer IdP (from its metadata), our SP metadata for the IdP's administrator. The browser's side is `/v1/auth/sso/*`.",
+  },
 ];
 
 const SECURITY: Record<CallerKind, Json[]> = {
@@ -168,10 +173,91 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       applicationId: { type: 'apiKey', in: 'header', name: 'x-application-id', description: 'The publishable application id' },
     },
   };
+  Object.assign(doc.paths, SAML_HTTP_ROUTES);
   doc.tags = TAGS;
   doc.info.license = { name: 'MIT', identifier: 'MIT' };
   return doc as OpenAPIObject;
 }
+
+const CONNECTION_ID = {
+  name: 'connection_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', format: 'uuid' },
+  example: '01937c4e-8a2b-7c3d-9e4f-5a6b7c8d9e0f',
+};
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { $ref: `#/components/responses/Error${s}` }]));
+
+/**
+ * The two SAML routes that are not procedures (apps/server registers them): the IdP speaks form posts and XML, not
+ * JSON, and neither answer is enveloped (CONTRACT §1).
+ */
+const SAML_HTTP_ROUTES: Json = {
+  '/v1/saml/metadata/{connection_id}': {
+    get: {
+      operationId: 'saml-metadata',
+      tags: ['SAML SSO'],
+      summary: "Our SP metadata for a connection (for the IdP's administrator)",
+      description:
+        'Entity id (this URL), the ACS (HTTP-POST), NameID formats, `WantAssertionsSigned="true"`. Public; not enveloped.',
+      security: [],
+      parameters: [CONNECTION_ID],
+      responses: {
+        200: {
+          description: 'SAML 2.0 metadata (EntityDescriptor with an SPSSODescriptor)',
+          content: {
+            'application/samlmetadata+xml': {
+              schema: { type: 'string' },
+              example:
+                '<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://auth.example.com/v1/saml/metadata/01937c4e-8a2b-7c3d-9e4f-5a6b7c8d9e0f">…</md:EntityDescriptor>',
+            },
+          },
+        },
+        ...errors(404, 500),
+      },
+    },
+  },
+  '/v1/saml/acs/{connection_id}': {
+    post: {
+      operationId: 'saml-acs',
+      tags: ['SAML SSO'],
+      summary: "Assertion Consumer Service: the IdP's form post (HTTP-POST binding)",
+      description:
+        'Validates the SAML response and redirects (303) to the `redirect_uri` of the request it answers with `?code=` ' +
+        '(single use, 60 s; exchange it at `/v1/auth/sso/complete`) or `?error=` (`saml_response_invalid`, `access_denied`). ' +
+        'A response that names no request of ours or cannot be read safely is 401 `assertion_failed`; over 256 KB, 413.',
+      security: [],
+      parameters: [CONNECTION_ID],
+      requestBody: {
+        required: true,
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: {
+              type: 'object',
+              properties: {
+                SAMLResponse: { type: 'string', description: 'base64 of the Response XML' },
+                RelayState: { type: 'string' },
+              },
+              required: ['SAMLResponse'],
+            },
+            example: {
+              SAMLResponse: 'PHNhbWxwOlJlc3BvbnNlIHhtbG5zOnNhbWxwPSJ1cm46b2FzaXM6bmFtZXM6dGM6U0FNTDoyLjA6cHJvdG9jb2wiPg==',
+              RelayState: '_5f0c2a57',
+            },
+          },
+        },
+      },
+      responses: {
+        303: {
+          description: 'Back to the application: `redirect_uri?code=…` or `?error=…`',
+          headers: { location: { description: 'Where the browser goes next', schema: { type: 'string', format: 'uri' } } },
+        },
+        ...errors(401, 404, 413, 415, 429, 500),
+      },
+    },
+  },
+};
 
 /** Creating calls take an idempotency key (lib/idempotency.ts). */
 const IDEMPOTENCY_KEY = {

@@ -7,6 +7,7 @@ import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
 import { organizationsRouter } from './modules/organizations/organizations.router.ts';
+import { samlRouter } from './modules/saml/saml.router.ts';
 import { revokeUserSessionsProcedure } from './modules/sessions/sessions.router.ts';
 import { signingKeysRouter } from './modules/signing-keys/signing-keys.router.ts';
 import { statsRouter } from './modules/stats/stats.router.ts';
@@ -28,6 +29,7 @@ export const appRouter = router({
   stats: statsRouter,
   templates: templatesRouter,
   messages: messagesRouter,
+  saml: samlRouter,
   auth: authRouter,
 });
 

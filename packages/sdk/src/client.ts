@@ -46,6 +46,8 @@ export type Deleted = AuthOutputs['sessions']['revoke'];
 export type StartMagicLinkInput = AuthInputs['magicLink']['start'];
 export type VerifyMagicLinkInput = AuthInputs['magicLink']['verify'];
 export type AcceptConsentInput = AuthInputs['consent']['accept'];
+export type StartSsoInput = AuthInputs['sso']['start'];
+export type SsoStarted = AuthOutputs['sso']['start'];
 export type UpdateMeInput = AuthInputs['me']['update'];
 export type RegisterPasskeyInput = Pick<AuthInputs['passkeys']['register']['finish'], 'name'>;
 export type EnrollTotpInput = NonNullable<AuthInputs['mfa']['totp']['enroll']>;
@@ -141,6 +143,16 @@ export interface GatehouseBrowserClient {
     start(input: StartMagicLinkInput, options?: MagicLinkWaitOptions): Promise<MagicLinkOutcome>;
     /** Exchanges the link's `token`; when the result is `complete`, the client keeps its tokens. */
     verify(input: VerifyMagicLinkInput): Promise<SignInResult>;
+  };
+  /**
+   * Enterprise SSO (SAML). `start` answers the IdP URL: send the browser there (`location.assign(redirect_url)`). The
+   * IdP posts to Gatehouse, which sends the browser back to your `redirect_uri` with `?code=` (or `?error=`); that
+   * page calls `complete` with the code (single use, 60 s).
+   */
+  sso: {
+    start(input: StartSsoInput): Promise<SsoStarted>;
+    /** Exchanges the ACS code; when the result is `complete`, the client keeps its tokens. */
+    complete(input: { code: string }): Promise<SignInResult>;
   };
   consent: {
     /** Accepts the listed documents with the pending token; when the result is `complete`, the client keeps its tokens. */
@@ -436,6 +448,10 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         }
       },
       verify: async (input) => signedIn(await call<SignInResult>('auth.magicLink.verify', input)),
+    },
+    sso: {
+      start: (input) => call<SsoStarted>('auth.sso.start', input),
+      complete: async (input) => signedIn(await call<SignInResult>('auth.sso.complete', input)),
     },
     consent: {
       accept: async (input) => signedIn(await call<SignInResult>('auth.consent.accept', input)),

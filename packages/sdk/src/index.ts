@@ -21,7 +21,9 @@ export {
   type PasskeySignInOptions,
   type RegisterPasskeyInput,
   type SignInResult,
+  type SsoStarted,
   type StartMagicLinkInput,
+  type StartSsoInput,
   type TokenStorage,
   type Tokens,
   type TotpEnrollment,
@@ -57,6 +59,7 @@ export type TemplateCatalogEntry = Outputs['templates']['catalog'][number];
 export type Template = Outputs['templates']['get'];
 export type Message = Outputs['messages']['list']['messages'][number];
 export type RotatedSigningKeys = Outputs['signingKeys']['rotate'];
+export type SamlConnection = Outputs['saml']['connections']['get'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

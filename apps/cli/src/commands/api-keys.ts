@@ -2,6 +2,7 @@ import type { ApiKey } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { splitList } from '../args.ts';
 import { secretKeyClient } from '../context.ts';
+import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 import { type Column, recordView, tableView } from '../ui/view.ts';
 
@@ -21,17 +22,32 @@ export function registerApiKeys(program: Command): void {
   apiKeys
     .command('create')
     .description('Create a secret key (the secret is shown once)')
-    .argument('<name>', 'a name to recognise the key by')
-    .requiredOption('--scope <scope...>', 'scopes, e.g. users:read organizations:write (or * for all)')
-    .action(async (name: string, options: { scope: string[] }, command: Command) => {
-      const gatehouse = await secretKeyClient(command);
-      await present(
-        command,
-        'Creating the API key',
-        () => gatehouse.apiKeys.create({ name, scopes: splitList(options.scope) }),
-        (key) => recordView(key, 'The secret is shown only once: store it now.'),
-      );
-    });
+    .argument('[name]', 'a name to recognise the key by (or --name)')
+    .option('--name <name>', 'a name to recognise the key by')
+    .option('--scope <scope...>', 'scopes, e.g. users:read organizations:write (or * for all)')
+    .option('--scopes <scopes...>', 'the same as --scope, e.g. --scopes saml:write,users:read')
+    .action(
+      async (
+        positional: string | undefined,
+        options: { name?: string; scope?: string[]; scopes?: string[] },
+        command: Command,
+      ) => {
+        if (positional !== undefined && options.name !== undefined && positional !== options.name) {
+          throw new UsageError('give the name once: as the argument or with --name');
+        }
+        const name = positional ?? options.name;
+        if (name === undefined) throw new UsageError('a name is required: gatehouse api-keys create <name> --scope <scope...>');
+        const scopes = splitList([...(options.scope ?? []), ...(options.scopes ?? [])]);
+        if (!scopes.length) throw new UsageError('at least one scope is required: --scope users:read (or --scopes)');
+        const gatehouse = await secretKeyClient(command);
+        await present(
+          command,
+          'Creating the API key',
+          () => gatehouse.apiKeys.create({ name, scopes }),
+          (key) => recordView(key, 'The secret is shown only once: store it now.'),
+        );
+      },
+    );
 
   apiKeys
     .command('list')

@@ -147,6 +147,8 @@ export interface StartOptions {
   database?: DatabaseConfig;
   mailRetryScheduleS?: number[];
   metricsToken?: string;
+  /** GATEHOUSE_ALLOW_INSECURE_SAML: http and loopback IdP URLs. */
+  allowInsecureSaml?: boolean;
 }
 
 /** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
@@ -165,6 +167,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     mailRetryScheduleS: options.mailRetryScheduleS,
     metricsToken: options.metricsToken,
     redisUrl: options.redisUrl,
+    allowInsecureSaml: options.allowInsecureSaml,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   const address = server.app.server.address();

@@ -19,6 +19,9 @@ export const EVENT_TYPES = [
   'session.revoked',
   'message.created',
   'passkey.counter_regression',
+  'saml_connection.created',
+  'saml_connection.updated',
+  'saml_connection.deleted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -15,7 +15,7 @@ export const IdentityEntity = defineEntity({
     id: p.uuid().primary(),
     application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
-    /** `passkey`. */
+    /** `passkey`, or `saml` (an enterprise SSO link; subject `<connection id>:<NameID>`). */
     kind: p.string().length(16),
     /** Passkey: the credential id, base64url (up to 1023 bytes by WebAuthn). */
     subject: p.text(),

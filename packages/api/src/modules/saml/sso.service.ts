@@ -1,0 +1,299 @@
+import { randomBytes } from 'node:crypto';
+import type { Context } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
+import { newId } from '../../lib/ids.ts';
+import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
+import { settingsOf } from '../applications/applications.service.ts';
+import { recordEvent } from '../events/events.service.ts';
+import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
+import { IdentityEntity } from '../users/identity.entity.ts';
+import { UserEntity } from '../users/user.entity.ts';
+import { normalizeEmail, toUserRecord } from '../users/users.service.ts';
+import { type SamlConnection, SamlConnectionEntity, SamlRequestEntity } from './saml.entity.ts';
+import {
+  type AcceptedAssertion,
+  authorizeUrl,
+  decodeResponse,
+  displayNameOf,
+  emailOf,
+  peekInResponseTo,
+  SamlRejection,
+  validateResponse,
+} from './saml.protocol.ts';
+import { samlSubject, spConfigOf } from './saml.service.ts';
+
+const REQUEST_TTL_MS = 10 * 60_000;
+/** The code the ACS hands the browser: single use, one minute (SECURITY 4: an authorization code lives ≤ 1 minute). */
+const CODE_TTL_MS = 60_000;
+
+const usable = (c: SamlConnection | null): c is SamlConnection => !!c && c.enabled && !!c.idpCertificate;
+
+/**
+ * `sso/start`: finds the connection (by id, or among enabled connections by the email's domain), stores the
+ * AuthnRequest's ID with where to return, and answers the IdP URL carrying the request (HTTP-Redirect).
+ */
+export async function startSso(ctx: Context, input: { email?: string; connection_id?: string; redirect_uri: string }) {
+  const application = ctx.application!;
+  await ctx.services.rateLimits.consume('sso_start', `${application.id}:${ctx.ip}`, 100, 300, ctx.response.headers);
+  if (!application.allowedOrigins.includes(new URL(input.redirect_uri).origin)) {
+    throw new AppError('invalid_url', 'redirect_uri must be on one of the application\u2019s allowed origins', [
+      { path: 'redirect_uri', message: 'origin not allowed' },
+    ]);
+  }
+  const where = input.connection_id
+    ? { id: input.connection_id, application: application.id }
+    : { emailDomain: normalizeEmail(input.email!).split('@').pop()!, application: application.id };
+  const connection = await ctx.em.findOne(SamlConnectionEntity, where);
+  // Disabled, certificate-less, unknown and other applications' connections are one answer.
+  if (!usable(connection)) throw notFound(input.connection_id ? 'SAML connection' : 'SAML connection for this email domain');
+  const sp = spConfigOf(ctx.services.baseUrl, connection)!;
+  const requestId = `_${randomBytes(20).toString('hex')}`;
+  ctx.em.create(SamlRequestEntity, {
+    id: requestId,
+    application: application.id,
+    connection: connection.id,
+    redirectUri: input.redirect_uri,
+    expiresAt: new Date(Date.now() + REQUEST_TTL_MS),
+    consumedAt: null,
+  });
+  await ctx.em.flush();
+  return { redirect_url: await authorizeUrl(sp, requestId, requestId) };
+}
+
+/** What the ACS answers: a redirect to the app (`?code=` or `?error=`), or an error when there is nowhere to go. */
+export interface AcsOutcome {
+  location: string;
+}
+
+const withParam = (target: string, name: string, value: string) => {
+  const url = new URL(target);
+  url.searchParams.set(name, value);
+  return url.toString();
+};
+
+/** A refusal that has somewhere to send the browser back to. */
+class AcsRedirect extends Error {
+  readonly location: string;
+
+  constructor(location: string) {
+    super('redirect');
+    this.location = location;
+  }
+}
+
+/** Where an IdP-initiated sign-in lands: a RelayState URL on an allowed origin, else the first allowed origin. */
+function idpInitiatedTarget(application: Application, relayState: string | undefined): string | null {
+  if (relayState) {
+    try {
+      const url = new URL(relayState);
+      if (application.allowedOrigins.includes(url.origin) && !url.username && !url.password) return url.toString();
+    } catch {
+      // not a URL: ignored
+    }
+  }
+  const origin = application.allowedOrigins[0];
+  return origin ? `${origin}/` : null;
+}
+
+/**
+ * `POST /v1/saml/acs/{connection_id}` (the IdP's form post). Validates the response (saml.protocol.ts), then, in one
+ * transaction: consumes the AuthnRequest it answers (SP-initiated), records the assertion ID (replay cache shared by
+ * every process: a unique insert, so of 20 concurrent posts one wins) and stores a one-minute code for `sso/complete`.
+ * Nobody is signed in here: the browser's app collects the sign-in with the code, through `completeSignIn`.
+ */
+export async function acceptSamlResponse(
+  ctx: Context,
+  connectionId: string,
+  form: { SAMLResponse?: unknown; RelayState?: unknown },
+): Promise<AcsOutcome> {
+  await ctx.services.rateLimits.consume('saml_acs', `${connectionId}:${ctx.ip}`, 300, 300);
+  const connection = /^[0-9a-f-]{36}$/i.test(connectionId)
+    ? await ctx.em.findOne(SamlConnectionEntity, { id: connectionId })
+    : null;
+  if (!connection) throw notFound('SAML connection');
+  const application = await ctx.em.findOneOrFail(ApplicationEntity, { id: connection.application });
+  const refused = () => new AppError('assertion_failed', 'The SAML response was refused');
+  if (typeof form.SAMLResponse !== 'string' || !form.SAMLResponse) throw refused();
+  const relayState = typeof form.RelayState === 'string' ? form.RelayState : undefined;
+
+  let xml: string;
+  try {
+    xml = decodeResponse(form.SAMLResponse);
+  } catch (error) {
+    const rejection = error as SamlRejection;
+    ctx.log.warn({ connection: connection.id, reason: rejection.reason }, 'SAML response refused');
+    if (rejection.status === 413) throw new AppError('payload_too_large', 'The SAML response is larger than 256 KiB');
+    throw refused();
+  }
+  // Where a failure is reported: the app that started the request the response names (a stored, allowed URL), or
+  // for an unsolicited response, where an IdP-initiated sign-in would land. Nothing unsigned decides more than that.
+  const claimed = peekInResponseTo(xml);
+  const pending = claimed
+    ? await ctx.em.findOne(SamlRequestEntity, { id: claimed, connection: connection.id, consumedAt: null })
+    : null;
+  const failureTarget = pending?.redirectUri ?? (claimed ? null : idpInitiatedTarget(application, relayState));
+  const failure = (reason: string, error = 'saml_response_invalid'): Error => {
+    ctx.log.warn({ connection: connection.id, reason }, 'SAML response refused');
+    return failureTarget ? new AcsRedirect(withParam(failureTarget, 'error', error)) : refused();
+  };
+  const fail = (reason: string, error?: string): never => {
+    throw failure(reason, error);
+  };
+
+  try {
+    const sp = spConfigOf(ctx.services.baseUrl, connection);
+    if (!sp) return fail('the connection has no IdP certificate', 'access_denied');
+    if (!connection.enabled) return fail('the connection is disabled', 'access_denied');
+    let assertion: AcceptedAssertion;
+    try {
+      assertion = await validateResponse(sp, xml);
+    } catch (error) {
+      return fail(error instanceof SamlRejection ? error.reason : 'validation error');
+    }
+    if (!assertion.inResponseTo && !connection.allowIdpInitiated)
+      return fail('IdP-initiated sign-in is not allowed', 'access_denied');
+    const email = emailOf(assertion, connection.emailAttribute ?? null);
+    if (email && email.length > 320) return fail('the email is longer than 320 characters');
+    if (connection.emailDomain && (!email || !normalizeEmail(email).endsWith(`@${connection.emailDomain}`))) {
+      return fail('the email is outside the connection’s email_domain', 'access_denied');
+    }
+    const code = randomSecret('sso_');
+    const target = await ctx.em.transactional(async (em) => {
+      let redirectUri: string | null;
+      if (assertion.inResponseTo) {
+        const rows = await em.execute<Array<{ redirect_uri: string }>>(
+          `update saml_requests set consumed_at = now()
+            where id = ? and connection_id = ? and application_id = ? and consumed_at is null and expires_at > now()
+            returning redirect_uri`,
+          [assertion.inResponseTo, connection.id, application.id],
+        );
+        if (!rows[0]) throw new SamlRejection('InResponseTo names no live request of this connection');
+        redirectUri = rows[0].redirect_uri;
+      } else {
+        redirectUri = idpInitiatedTarget(application, relayState);
+        if (!redirectUri) throw new SamlRejection('no allowed origin to land an IdP-initiated sign-in on');
+      }
+      const fresh = await em.execute<Array<{ id: string }>>(
+        `insert into saml_assertions (id, connection_id, assertion_id, expires_at, created_at)
+          values (?, ?, ?, ?, now()) on conflict do nothing returning id`,
+        [newId(), connection.id, assertion.assertionId, assertion.validUntil],
+      );
+      if (!fresh[0]) throw new SamlRejection('assertion replayed');
+      await em.execute(
+        `insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, expires_at, created_at)
+          values (?, ?, ?, ?, ?, ?, ?, ?, now())`,
+        [
+          newId(),
+          application.id,
+          connection.id,
+          sha256(code),
+          assertion.nameId,
+          email,
+          displayNameOf(assertion, connection.nameAttribute ?? null),
+          new Date(Date.now() + CODE_TTL_MS),
+        ],
+      );
+      return redirectUri;
+    });
+    return { location: withParam(target, 'code', code) };
+  } catch (caught) {
+    const error = caught instanceof SamlRejection ? failure(caught.reason) : caught;
+    if (error instanceof AcsRedirect) return { location: error.location };
+    throw error;
+  }
+}
+
+interface CodeRow {
+  connection_id: string;
+  name_id: string;
+  email: string | null;
+  display_name: string | null;
+}
+
+/** `sso/complete`: spends the ACS's code (once, within a minute, by the database clock) and signs the person in. */
+export async function completeSso(ctx: Context, input: { code: string }) {
+  const application = ctx.application!;
+  return completeSignIn(ctx, application, async (em) => {
+    const rows = await em.execute<CodeRow[]>(
+      `update saml_codes set consumed_at = now()
+        where code_hash = ? and application_id = ? and consumed_at is null and expires_at > now()
+        returning connection_id, name_id, email, display_name`,
+      [sha256(input.code), application.id],
+    );
+    const row = rows[0];
+    if (!row) throw new AppError('invalid_verification', 'The sign-in code is invalid, expired or already used');
+    const connection = await em.findOne(SamlConnectionEntity, { id: row.connection_id, application: application.id });
+    if (!usable(connection)) throw new AppError('access_denied', 'This SSO connection is disabled');
+    return signInBySaml(em, application, connection, row);
+  });
+}
+
+/**
+ * Who a SAML identity signs in: the user linked to (connection, NameID); else, on a first sign-in, the user with
+ * the asserted email when the connection vouches for that domain (`email_domain`), else a new user.
+ */
+async function signInBySaml(
+  em: EntityManager,
+  application: Application,
+  connection: SamlConnection,
+  row: CodeRow,
+): Promise<SignInSubject> {
+  const subject = samlSubject(connection.id, row.name_id);
+  const identity = await em.findOne(IdentityEntity, { application: application.id, kind: 'saml', subject });
+  if (identity) {
+    identity.lastUsedAt = new Date();
+    return { user: await em.findOneOrFail(UserEntity, { id: identity.user }), aal: 1, firstFactor: 'saml' };
+  }
+  const normalized = row.email ? normalizeEmail(row.email) : null;
+  // The IdP is authoritative for its customer's domain only: then its email is verified and may link an account.
+  const vouched = !!normalized && !!connection.emailDomain && normalized.endsWith(`@${connection.emailDomain}`);
+  let user = normalized ? await em.findOne(UserEntity, { application: application.id, emailNormalized: normalized }) : null;
+  if (user && !vouched) {
+    throw new AppError(
+      'access_denied',
+      'This email belongs to an existing account; the connection does not vouch for its domain',
+    );
+  }
+  if (!user) {
+    if (settingsOf(application).sign_up !== 'open') throw new AppError('access_denied', 'Sign-up is closed for this application');
+    user = em.create(UserEntity, {
+      id: newId(),
+      application: application.id,
+      primaryEmail: row.email,
+      emailNormalized: normalized,
+      emailVerified: vouched,
+      status: 'active',
+      profile: row.display_name ? { name: row.display_name } : {},
+      mergedInto: null,
+    });
+    recordEvent(em, application.id, 'user.created', toUserRecord(user));
+  } else if (!user.emailVerified && user.status === 'active') {
+    user.emailVerified = true;
+    user.updatedAt = new Date();
+    recordEvent(em, application.id, 'user.updated', toUserRecord(user));
+  }
+  em.create(IdentityEntity, {
+    id: newId(),
+    application: application.id,
+    user: user.id,
+    kind: 'saml',
+    subject,
+    name: connection.name.slice(0, 200),
+    publicKey: null,
+    signCount: null,
+    userHandle: null,
+    transports: null,
+    aaguid: null,
+    backupEligible: null,
+    backedUp: null,
+    lastUsedAt: new Date(),
+  });
+  return { user, aal: 1, firstFactor: 'saml' };
+}
+
+registerPurgeStep('saml_requests', (em) => deleteInBatches(em, 'saml_requests', SPENT_ONE_TIME_ROWS));
+registerPurgeStep('saml_codes', (em) => deleteInBatches(em, 'saml_codes', SPENT_ONE_TIME_ROWS));
+registerPurgeStep('saml_assertions', (em) => deleteInBatches(em, 'saml_assertions', `t.expires_at < now() - interval '1 day'`));
