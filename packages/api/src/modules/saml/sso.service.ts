@@ -37,7 +37,10 @@ const usable = (c: SamlConnection | null): c is SamlConnection => !!c && c.enabl
  */
 export async function startSso(ctx: Context, input: { email?: string; connection_id?: string; redirect_uri: string }) {
   const application = ctx.application!;
-  await ctx.services.rateLimits.consume('sso_start', `${application.id}:${ctx.ip}`, 100, 300, ctx.response.headers);
+  await ctx.services.rateLimits.consume(
+    [{ name: 'sso_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
+    ctx.response.headers,
+  );
   if (!application.allowedOrigins.includes(new URL(input.redirect_uri).origin)) {
     throw new AppError('invalid_url', 'redirect_uri must be on one of the application\u2019s allowed origins', [
       { path: 'redirect_uri', message: 'origin not allowed' },
@@ -109,7 +112,7 @@ export async function acceptSamlResponse(
   connectionId: string,
   form: { SAMLResponse?: unknown; RelayState?: unknown },
 ): Promise<AcsOutcome> {
-  await ctx.services.rateLimits.consume('saml_acs', `${connectionId}:${ctx.ip}`, 300, 300);
+  await ctx.services.rateLimits.consume([{ name: 'saml_acs', key: `${connectionId}:${ctx.ip}`, points: 300, windowS: 300 }]);
   const connection = /^[0-9a-f-]{36}$/i.test(connectionId)
     ? await ctx.em.findOne(SamlConnectionEntity, { id: connectionId })
     : null;
