@@ -7,6 +7,8 @@ import {
   type Orm,
   pendingMigrations,
   purgeExpired,
+  WebhookWorker,
+  type WebhookWorkerOptions,
 } from '@gatehouse/api';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from './http.ts';
@@ -31,6 +33,8 @@ export interface GatehouseServerOptions {
   metricsToken?: string;
   /** Seconds between mail attempts after each failure (default 10 s, 1 min, 5 min, 30 min, 2 h). */
   mailRetryScheduleS?: number[];
+  /** Webhook delivery: insecure receivers (development), the retry schedule, the per-attempt timeout. */
+  webhooks?: WebhookWorkerOptions;
 }
 
 /** How often each process deletes long-expired one-time secrets (any process may; they do not conflict). */
@@ -71,6 +75,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
   });
   const mailWorker = new MailWorker(services, options.mailRetryScheduleS);
   mailWorker.start();
+  const webhookWorker = new WebhookWorker(services, options.webhooks);
+  webhookWorker.start();
   const housekeeping = setInterval(() => {
     purgeExpired(orm).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);
@@ -84,6 +90,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
       await services.inFlight.idle(10_000);
       // A send in hand finishes; queued mail stays queued for the next process.
       await mailWorker.stop();
+      // Deliveries in hand finish (or their lease runs out and another process sends them).
+      await webhookWorker.stop();
       await services.rateLimits.close();
       services.mailer.close();
       await orm.close();

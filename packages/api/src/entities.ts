@@ -17,6 +17,7 @@ import { SigningKeyEntity } from './modules/signing-keys/signing-key.entity.ts';
 import { TemplateOverrideEntity } from './modules/templates/template.entity.ts';
 import { IdentityEntity } from './modules/users/identity.entity.ts';
 import { UserEntity } from './modules/users/user.entity.ts';
+import { WebhookAttemptEntity, WebhookDeliveryEntity, WebhookEndpointEntity } from './modules/webhooks/webhook.entity.ts';
 
 /** Every table the service owns. A new module adds its entities here (the composition root, above every module). */
 export const entities = [
@@ -40,6 +41,9 @@ export const entities = [
   MfaBackupCodeEntity,
   IdentityEntity,
   WebauthnChallengeEntity,
+  WebhookEndpointEntity,
+  WebhookDeliveryEntity,
+  WebhookAttemptEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

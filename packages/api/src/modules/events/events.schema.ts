@@ -19,6 +19,11 @@ export const EVENT_TYPES = [
   'session.revoked',
   'message.created',
   'passkey.counter_regression',
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
+  'webhook_endpoint.disabled',
+  'webhook.test',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
