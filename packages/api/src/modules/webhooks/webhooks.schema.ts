@@ -19,7 +19,11 @@ export const WEBHOOK_EVENT_TYPES = [
   ]),
 ] as [string, ...string[]];
 
-const UrlSchema = z.string().min(1).max(2048).meta({ format: 'uri', description: 'https URL on a public address' });
+/** Any refused URL, a too long one included, is 422 `invalid_url` (CONTRACT §1); the SSRF guard judges the rest. */
+const UrlSchema = z
+  .string()
+  .refine((v) => v.length >= 1 && v.length <= 2048, { message: 'a URL of 1–2048 characters', params: { code: 'invalid_url' } })
+  .meta({ format: 'uri', maxLength: 2048, description: 'https URL on a public address' });
 const EventTypesSchema = z
   .array(z.enum(WEBHOOK_EVENT_TYPES))
   .max(100)
