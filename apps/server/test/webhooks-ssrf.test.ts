@@ -29,7 +29,7 @@ beforeAll(async () => {
       if (!addresses) response.header.rcode = Packet.RCODE.NXDOMAIN;
       else if (question!.type === Packet.TYPE.A)
         for (const address of addresses)
-          response.answers.push({ name: question!.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address });
+          response.answers.push({ name: question!.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address } as never);
       send(response);
     },
   });
@@ -111,7 +111,12 @@ const REFUSED = [
   `https://hooks.example.com/${'a'.repeat(2100)}`,
 ];
 
-const ACCEPTED = ['https://hooks.example.com/x', 'https://8.8.8.8/x', 'https://[2606:4700:4700::1111]/x', 'https://hooks.example.com:8443/x'];
+const ACCEPTED = [
+  'https://hooks.example.com/x',
+  'https://8.8.8.8/x',
+  'https://[2606:4700:4700::1111]/x',
+  'https://hooks.example.com:8443/x',
+];
 
 describe('webhook URLs are refused at create and update (422 invalid_url)', () => {
   it('refuses every private, loopback, link-local, mapped, re-spelled, userinfo and non-https URL', async () => {
@@ -130,7 +135,13 @@ describe('webhook URLs are refused at create and update (422 invalid_url)', () =
 
   it('GATEHOUSE_ALLOW_INSECURE_WEBHOOKS additionally allows http and loopback, nothing else', async () => {
     const app = await insecure.createApp();
-    for (const url of ['http://127.0.0.1:9/x', 'http://localhost:9/x', 'http://[::1]:9/x', 'https://127.0.0.1/x', 'http://hooks.example.com/x'])
+    for (const url of [
+      'http://127.0.0.1:9/x',
+      'http://localhost:9/x',
+      'http://[::1]:9/x',
+      'https://127.0.0.1/x',
+      'http://hooks.example.com/x',
+    ])
       await ok(app.rest('POST', '/v1/webhooks', { url }), 201);
     for (const url of [
       'http://10.0.0.1/x',
