@@ -262,26 +262,35 @@ describe('delivery', () => {
   });
 
   it('500 then 200: retried and succeeded; the retry keeps webhook-id and has a new timestamp and signature', async () => {
-    const app = await server.createApp();
-    const path = hookPath('flaky');
-    receiver.script(path, { status: 500, body: 'boom \u0000\u0007 <b>bad</b>' });
-    const endpoint = await createEndpoint(app, path, { event_types: ['user.created'] });
-    await createUser(app);
-    const [first, second] = await receiver.until(path, 2);
-    const wh = new Webhook(endpoint.secret);
-    expect(() => wh.verify(second!.body, second!.headers as any)).not.toThrow();
-    expect(() => wh.verify(first!.body, first!.headers as any)).not.toThrow();
-    expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
-    expect(second!.body).toBe(first!.body);
-    expect(second!.headers['webhook-signature']).not.toBe(first!.headers['webhook-signature']);
-    const delivery = await settled(app, endpoint.id, 'user.created', 'succeeded');
-    expect(delivery.attempts).toBe(2);
-    expect(delivery.attempt_log).toMatchObject([
-      { response_status: 500, error: 'http_500', response_excerpt: 'boom  <b>bad</b>' },
-      { response_status: 200, error: null },
-    ]);
-    // Timestamps are whole seconds: the second attempt's may equal the first's when both fall in one second.
-    expect(Number(second!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(Number(first!.headers['webhook-timestamp']));
+    // A server whose first retry waits 1.2 s, so the retry's (whole-second) timestamp differs from the first attempt's.
+    const slow = await startServer({ webhooks: { allowInsecure: true, retryScheduleS: [1.2], timeoutMs: 2000 } });
+    try {
+      const app = await slow.createApp();
+      const path = hookPath('flaky');
+      receiver.script(path, { status: 500, body: 'boom \u0000\u0007 <b>bad</b>' });
+      const endpoint = await createEndpoint(app, path, { event_types: ['user.created'] });
+      await createUser(app);
+      const [first, second] = await receiver.until(path, 2);
+      const wh = new Webhook(endpoint.secret);
+      expect(() => wh.verify(first!.body, first!.headers as any)).not.toThrow();
+      expect(() => wh.verify(second!.body, second!.headers as any)).not.toThrow();
+      expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
+      expect(second!.body).toBe(first!.body);
+      expect(Number(second!.headers['webhook-timestamp'])).toBeGreaterThan(Number(first!.headers['webhook-timestamp']));
+      expect(second!.headers['webhook-signature']).not.toBe(first!.headers['webhook-signature']);
+      // The first attempt's signature does not verify with the retry's timestamp: each attempt is signed anew.
+      expect(() =>
+        wh.verify(second!.body, { ...(second!.headers as any), 'webhook-signature': first!.headers['webhook-signature'] }),
+      ).toThrow();
+      const delivery = await settled(app, endpoint.id, 'user.created', 'succeeded');
+      expect(delivery.attempts).toBe(2);
+      expect(delivery.attempt_log).toMatchObject([
+        { response_status: 500, error: 'http_500', response_excerpt: 'boom  <b>bad</b>' },
+        { response_status: 200, error: null },
+      ]);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('fails for good after the last retry, keeps a ≤ 1 KB excerpt; retry and recover send it again', async () => {

@@ -19,6 +19,7 @@ export async function startReceiver() {
   const received: Received[] = [];
   const scripts = new Map<string, Answer[]>();
   const hanging = new Set<ServerResponse>();
+  const state = { delayMs: 0 };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -30,8 +31,12 @@ export async function startReceiver() {
         hanging.add(res);
         return;
       }
-      res.writeHead(answer.status, answer.headers);
-      res.end(answer.body ?? '');
+      const respond = () => {
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body ?? '');
+      };
+      if (state.delayMs) setTimeout(respond, state.delayMs);
+      else respond();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -39,6 +44,8 @@ export async function startReceiver() {
   return {
     url,
     received,
+    /** Every answer waits this long (a slow receiver keeps deliveries in flight). */
+    state,
     /** Answers the next requests to `path` with these, in order. */
     script(path: string, ...answers: Answer[]) {
       scripts.set(path, [...(scripts.get(path) ?? []), ...answers]);
