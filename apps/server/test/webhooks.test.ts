@@ -1,3 +1,4 @@
+import { verifyWebhook, WebhookVerificationError } from '@gatehouse/sdk/webhooks';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
@@ -441,5 +442,57 @@ describe('delivery', () => {
     expect(got!.headers['webhook-id']).toBe(delivery.event_id);
     await new Promise((r) => setTimeout(r, 600));
     expect(receiver.at(bystander).map((r) => JSON.parse(r.body).type)).not.toContain('webhook.test');
+  });
+});
+
+describe('the SDK', () => {
+  it('webhooks.* over tRPC, and verifyWebhook on the receiving side (Headers and Node headers alike)', async () => {
+    const app = await server.createApp();
+    const path = hookPath('sdk');
+    const endpoint = await app.sdk.webhooks.create({ url: `${receiver.url}${path}`, event_types: ['user.created'] });
+    expect(endpoint.secret).toMatch(/^whsec_/);
+    expect((await app.sdk.webhooks.list()).map((w) => w.id)).toEqual([endpoint.id]);
+    await app.sdk.users.create({ primary_email: uniqueEmail('sdk') });
+    const [got] = await receiver.until(path, 1);
+    const event = verifyWebhook(got!.body, got!.headers, endpoint.secret);
+    expect(event.type).toBe('user.created');
+    expect(
+      verifyWebhook(Buffer.from(got!.body), new Headers(got!.headers as Record<string, string>), endpoint.secret).data,
+    ).toEqual(event.data);
+    expect(() => verifyWebhook(`${got!.body} `, got!.headers, endpoint.secret)).toThrow(WebhookVerificationError);
+    const page = await app.sdk.webhooks.deliveries.list({ id: endpoint.id });
+    expect(page.deliveries[0]).toMatchObject({ event_type: 'user.created' });
+    expect(await app.sdk.webhooks.delete({ id: endpoint.id })).toEqual({ id: endpoint.id, deleted: true });
+  });
+});
+
+describe('an endpoint failing for 5 days', () => {
+  it('is disabled (reason failing) by the next failed attempt; a success before that clears the run', async () => {
+    const app = await server.createApp();
+    const path = hookPath('failing');
+    receiver.script(path, ...Array(8).fill({ status: 500 }));
+    const endpoint = await createEndpoint(app, path, { event_types: ['user.created'] });
+    await sql(server, `update webhook_endpoints set failing_since = now() - interval '5 days 1 minute' where id = ?`, [
+      endpoint.id,
+    ]);
+    await createUser(app);
+    await until(async () => {
+      const got = await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}`));
+      return got.status === 'disabled' ? got : undefined;
+    }, 'the endpoint disabled');
+    expect(await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}`))).toMatchObject({ disabled_reason: 'failing' });
+    const [event] = (await ok(app.rest('GET', '/v1/events?type=webhook_endpoint.disabled'))).events;
+    expect(event.data).toMatchObject({ id: endpoint.id, reason: 'failing' });
+    // Its pending retries wait while it is disabled.
+    const attempts = receiver.at(path).length;
+    await new Promise((r) => setTimeout(r, 800));
+    expect(receiver.at(path)).toHaveLength(attempts);
+
+    const healthy = await createEndpoint(app, hookPath('recovering'), { event_types: ['user.created'] });
+    await sql(server, `update webhook_endpoints set failing_since = now() - interval '4 days' where id = ?`, [healthy.id]);
+    await createUser(app);
+    await settled(app, healthy.id, 'user.created', 'succeeded');
+    const [row] = await sql(server, 'select failing_since, status from webhook_endpoints where id = ?', [healthy.id]);
+    expect(row).toMatchObject({ failing_since: null, status: 'active' });
   });
 });
