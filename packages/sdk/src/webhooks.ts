@@ -1,6 +1,12 @@
-import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { Webhook } from 'standardwebhooks';
 
-export { WebhookVerificationError };
+/** A delivery that did not verify: wrong signature or secret, a changed body, a timestamp off by more than 5 minutes. */
+export class WebhookVerificationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
+}
 
 /** What Gatehouse POSTs to a webhook endpoint (CONTRACT §6), once its signature has been verified. */
 export interface WebhookEvent<T extends Record<string, unknown> = Record<string, unknown>> {
@@ -48,5 +54,10 @@ export function verifyWebhook<T extends Record<string, unknown> = Record<string,
   secret: string,
 ): WebhookEvent<T> {
   const body = typeof payload === 'string' ? payload : new TextDecoder().decode(payload);
-  return new Webhook(secret).verify(body, pick(headers)) as WebhookEvent<T>;
+  try {
+    return new Webhook(secret).verify(body, pick(headers)) as WebhookEvent<T>;
+  } catch (error) {
+    // The library's own error type is not part of the published types (its declarations need @types/node).
+    throw new WebhookVerificationError((error as Error)?.message ?? 'The webhook did not verify');
+  }
 }
