@@ -470,7 +470,7 @@ describe('an endpoint failing for 5 days', () => {
   it('is disabled (reason failing) by the next failed attempt; a success before that clears the run', async () => {
     const app = await server.createApp();
     const path = hookPath('failing');
-    receiver.script(path, ...Array(8).fill({ status: 500 }));
+    receiver.script(path, { status: 500 });
     const endpoint = await createEndpoint(app, path, { event_types: ['user.created'] });
     await sql(server, `update webhook_endpoints set failing_since = now() - interval '5 days 1 minute' where id = ?`, [
       endpoint.id,
@@ -483,10 +483,14 @@ describe('an endpoint failing for 5 days', () => {
     expect(await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}`))).toMatchObject({ disabled_reason: 'failing' });
     const [event] = (await ok(app.rest('GET', '/v1/events?type=webhook_endpoint.disabled'))).events;
     expect(event.data).toMatchObject({ id: endpoint.id, reason: 'failing' });
-    // Its pending retries wait while it is disabled.
+    // Its pending retries wait while it is disabled (parked: not due), and resume when it is enabled again.
     const attempts = receiver.at(path).length;
     await new Promise((r) => setTimeout(r, 800));
     expect(receiver.at(path)).toHaveLength(attempts);
+    const [parked] = (await deliveries(app, endpoint.id)).deliveries;
+    expect(parked).toMatchObject({ status: 'pending', next_attempt_at: null });
+    await ok(app.rest('PATCH', `/v1/webhooks/${endpoint.id}`, { status: 'active' }));
+    await settled(app, endpoint.id, 'user.created', 'succeeded');
 
     const healthy = await createEndpoint(app, hookPath('recovering'), { event_types: ['user.created'] });
     await sql(server, `update webhook_endpoints set failing_since = now() - interval '4 days' where id = ?`, [healthy.id]);

@@ -116,10 +116,23 @@ export async function updateWebhook(
   // The change first, then its event, in one transaction: the event's fan-out sees the endpoint as it now is.
   await ctx.em.transactional(async (tx) => {
     await tx.nativeUpdate(WebhookEndpointEntity, { id: endpoint.id }, changes);
+    if (changes.status) await (changes.status === 'active' ? wakeDeliveries : parkDeliveries)(tx, endpoint.id);
     recordEvent(tx, endpoint.application, 'webhook_endpoint.updated', eventData(updated));
   });
   return toEndpointRecord(updated);
 }
+
+/**
+ * A disabled endpoint's pending deliveries are parked (`next_attempt_at` null: out of the worker's due index, so a
+ * large backlog of a disabled endpoint costs the claim nothing) and woken, due at once, when it is enabled again.
+ */
+const parkDeliveries = (em: EntityManager, endpointId: string) =>
+  em.execute(`update webhook_deliveries set next_attempt_at = null where endpoint_id = ? and status = 'pending'`, [endpointId]);
+const wakeDeliveries = (em: EntityManager, endpointId: string) =>
+  em.execute(
+    `update webhook_deliveries set next_attempt_at = now() where endpoint_id = ? and status = 'pending' and next_attempt_at is null`,
+    [endpointId],
+  );
 
 /** S17: the endpoint and its delivery history (deliveries and attempts cascade) go in one statement, one transaction. */
 export async function deleteWebhook(ctx: Context, id: string) {
@@ -221,8 +234,9 @@ export async function getDelivery(ctx: Context, input: { id: string; delivery_id
  */
 export async function retryDelivery(ctx: Context, input: { id: string; delivery_id: string }) {
   const delivery = await findDelivery(ctx, input);
+  const endpoint = await findEndpoint(ctx, input.id);
   delivery.status = 'pending';
-  delivery.nextAttemptAt = new Date();
+  delivery.nextAttemptAt = endpoint.status === 'active' ? new Date() : null;
   delivery.lockedUntil = null;
   await ctx.em.flush();
   settingsOf(ctx.services).nudge?.();
@@ -237,7 +251,7 @@ export async function recoverDeliveries(ctx: Context, input: { id: string; since
   const recovered = await ctx.em.nativeUpdate(
     WebhookDeliveryEntity,
     { endpoint: endpoint.id, status: 'failed', createdAt: { $gte: since } },
-    { status: 'pending', nextAttemptAt: new Date(), lockedUntil: null },
+    { status: 'pending', nextAttemptAt: endpoint.status === 'active' ? new Date() : null, lockedUntil: null },
   );
   settingsOf(ctx.services).nudge?.();
   return { recovered };
@@ -253,6 +267,7 @@ export async function disableEndpoint(em: EntityManager, endpointId: string, rea
       [reason, endpointId],
     );
     if (!row) return false;
+    await parkDeliveries(tx, endpointId);
     recordEvent(tx, row.application_id, 'webhook_endpoint.disabled', {
       id: row.id,
       url: row.url,

@@ -1,8 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261125022748_webhooks extends Migration {
+export class Migration20261125030758_webhooks extends Migration {
 
-  override name = 'Migration20261125022748_webhooks';
+  override name = 'Migration20261125030758_webhooks';
 
   override up(): void | Promise<void> {
     this.addSql(`create table "webhook_endpoints" ("id" uuid not null, "application_id" uuid not null, "url" varchar(2048) not null, "description" varchar(1024) not null default '', "event_types" jsonb not null, "status" varchar(16) not null default 'active', "disabled_reason" varchar(32) null, "secret_sealed" text not null, "previous_secret_sealed" text null, "previous_secret_expires_at" timestamptz null, "failing_since" timestamptz null, "created_at" timestamptz not null, "updated_at" timestamptz not null, primary key ("id"));`);
@@ -16,6 +16,9 @@ export class Migration20261125022748_webhooks extends Migration {
     this.addSql(`create table "webhook_attempts" ("id" uuid not null, "delivery_id" uuid not null, "attempted_at" timestamptz not null, "response_status" int null, "duration_ms" int not null, "response_excerpt" text null, "error" varchar(64) null, primary key ("id"));`);
     this.addSql(`create index "webhook_attempts_delivery_id_attempted_at_index" on "webhook_attempts" ("delivery_id", "attempted_at");`);
 
+    this.addSql(`create or replace function "events_events_webhook_fan_out_fn"() returns trigger as \$\$ begin insert into "webhook_deliveries" ("id", "application_id", "endpoint_id", "event_id", "event_type", "status", "attempts", "next_attempt_at", "created_at") select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, new."application_id", e."id", new."id", new."type", 'pending', 0, new."created_at", new."created_at" from "webhook_endpoints" e where e."application_id" = new."application_id" and e."status" = 'active' and new."type" <> 'webhook.test' and (jsonb_array_length(e."event_types") = 0 or e."event_types" @> jsonb_build_array(new."type")); return null; end; \$\$ language plpgsql;`);
+    this.addSql(`create trigger "events_webhook_fan_out" AFTER INSERT on "events" for each ROW execute function "events_events_webhook_fan_out_fn"();`);
+
     this.addSql(`alter table "webhook_endpoints" add constraint "webhook_endpoints_application_id_foreign" foreign key ("application_id") references "applications" ("id") on delete cascade;`);
 
     this.addSql(`alter table "webhook_deliveries" add constraint "webhook_deliveries_application_id_foreign" foreign key ("application_id") references "applications" ("id") on delete cascade;`);
@@ -23,36 +26,18 @@ export class Migration20261125022748_webhooks extends Migration {
     this.addSql(`alter table "webhook_deliveries" add constraint "webhook_deliveries_event_id_foreign" foreign key ("event_id") references "events" ("id") on delete cascade;`);
 
     this.addSql(`alter table "webhook_attempts" add constraint "webhook_attempts_delivery_id_foreign" foreign key ("delivery_id") references "webhook_deliveries" ("id") on delete cascade;`);
-    // Fan-out at write time: every event row gets one delivery per matching active endpoint of its application,
-    // inserted by the event's own statement, so in its transaction (whatever code path wrote the event). Ids are
-    // UUID v7 like every other id. `webhook.test` goes to one endpoint only: the test route writes its delivery.
-    this.addSql(`create or replace function "gatehouse_uuid_v7"() returns uuid language sql volatile as $$
-      select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing
-        substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid
-    $$;`);
-    this.addSql(`create or replace function "gatehouse_webhook_fan_out"() returns trigger language plpgsql as $$
-    begin
-      insert into "webhook_deliveries" ("id", "application_id", "endpoint_id", "event_id", "event_type", "status", "attempts", "next_attempt_at", "created_at")
-      select "gatehouse_uuid_v7"(), new."application_id", e."id", new."id", new."type", 'pending', 0, new."created_at", new."created_at"
-        from "webhook_endpoints" e
-       where e."application_id" = new."application_id" and e."status" = 'active'
-         and (jsonb_array_length(e."event_types") = 0 or e."event_types" @> jsonb_build_array(new."type"));
-      return null;
-    end $$;`);
-    this.addSql(`create trigger "events_webhook_fan_out" after insert on "events" for each row
-      when (new."type" <> 'webhook.test') execute function "gatehouse_webhook_fan_out"();`);
   }
 
   override down(): void | Promise<void> {
-    this.addSql(`drop trigger if exists "events_webhook_fan_out" on "events";`);
-    this.addSql(`drop function if exists "gatehouse_webhook_fan_out"();`);
-    this.addSql(`drop function if exists "gatehouse_uuid_v7"();`);
     this.addSql(`alter table "webhook_deliveries" drop constraint "webhook_deliveries_endpoint_id_foreign";`);
     this.addSql(`alter table "webhook_attempts" drop constraint "webhook_attempts_delivery_id_foreign";`);
 
     this.addSql(`drop table if exists "webhook_endpoints" cascade;`);
     this.addSql(`drop table if exists "webhook_deliveries" cascade;`);
     this.addSql(`drop table if exists "webhook_attempts" cascade;`);
+
+    this.addSql(`drop trigger if exists "events_webhook_fan_out" on "events";`);
+    this.addSql(`drop function if exists "events_events_webhook_fan_out_fn"();`);
   }
 
 }
