@@ -1,5 +1,6 @@
 import dns2 from 'dns2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver } from './helpers/receiver.ts';
 import { expectError, ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { uniqueEmail } from './helpers/suite.ts';
 
@@ -193,5 +194,28 @@ describe('at delivery the resolved address is checked again (a real local DNS se
     const app = await insecure.createApp();
     const delivery = await attemptOf(app, 'http://private.gatehouse-test.dev:9/hook');
     expect(delivery.attempt_log).toEqual([expect.objectContaining({ error: 'blocked_address' })]);
+  });
+
+  it('a name is resolved through GATEHOUSE_DNS_SERVERS and the request goes to the checked address (insecure: loopback allowed)', async () => {
+    const receiver = await startReceiver();
+    try {
+      const app = await insecure.createApp();
+      const port = new URL(receiver.url).port;
+      const endpoint = await ok(
+        app.rest('POST', '/v1/webhooks', {
+          url: `http://loopback.gatehouse-test.dev:${port}/pinned`,
+          event_types: ['user.created'],
+        }),
+        201,
+      );
+      await ok(app.rest('POST', '/v1/users', { primary_email: uniqueEmail('pinned') }), 201);
+      const [got] = await receiver.until('/pinned', 1);
+      // The Host header is the name; the connection went to the address the local DNS server gave (127.0.0.1).
+      expect(got!.headers.host).toBe(`loopback.gatehouse-test.dev:${port}`);
+      expect(JSON.parse(got!.body)).toMatchObject({ type: 'user.created' });
+      expect(endpoint.secret).toMatch(/^whsec_/);
+    } finally {
+      await receiver.close();
+    }
   });
 });
