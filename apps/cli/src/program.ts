@@ -13,6 +13,7 @@ import { registerSessions } from './commands/sessions.ts';
 import { registerStats } from './commands/stats.ts';
 import { registerTemplates } from './commands/templates.ts';
 import { registerUsers } from './commands/users.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 
 export function createProgram(): Command {
   const program = new Command('gatehouse')
@@ -36,6 +37,7 @@ export function createProgram(): Command {
   registerTemplates(program);
   registerMessages(program);
   registerEvents(program);
+  registerWebhooks(program);
   registerStats(program);
   registerMigrate(program);
   return program;

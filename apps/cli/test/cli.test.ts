@@ -1,7 +1,9 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +11,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { createOrm, type DatabaseConfig, openPglite } from '@gatehouse/api';
 import { createGatehouse, createGatehouseClient, GatehouseError } from '@gatehouse/sdk';
 import { createGatehouseServer, type GatehouseServer } from '@gatehouse/server';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestIdp, postToAcs, type TestIdp } from '../../server/test/helpers/saml-idp.ts';
 
@@ -638,6 +641,70 @@ describe('gatehouse CLI against a real server', () => {
     expect(stats).toHaveProperty('active_sessions');
     const preview = await json(['templates', 'preview', 'magic_link', '--var', 'link=https://example.com/x']);
     expect(preview.text).toContain('https://example.com/x');
+  });
+
+  it('webhooks list, create, show, update, test, deliveries, retry, recover, rotate-secret, delete', async () => {
+    const created = await json(['webhooks', 'create', 'https://hooks.example.com/cli', '--event', 'user.created,user.deleted']);
+    expect(created).toMatchObject({ url: 'https://hooks.example.com/cli', event_types: ['user.created', 'user.deleted'] });
+    expect(created.secret).toMatch(/^whsec_/);
+    expect((await json(['webhooks', 'list'])).map((w: any) => w.id)).toContain(created.id);
+    expect(await json(['webhooks', 'show', created.id])).not.toHaveProperty('secret');
+    const updated = await json(['webhooks', 'update', created.id, '--description', 'from the CLI', '--all-events']);
+    expect(updated).toMatchObject({ description: 'from the CLI', event_types: [] });
+    const refused = await gatehouse(['webhooks', 'create', 'http://127.0.0.1/x']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('invalid_url');
+    const delivery = await json(['webhooks', 'test', created.id]);
+    expect(delivery).toMatchObject({ event_type: 'webhook.test', status: 'pending' });
+    const page = await json(['webhooks', 'deliveries', created.id, '--limit', '5']);
+    expect(page.deliveries.map((d: any) => d.id)).toContain(delivery.id);
+    const one = await json(['webhooks', 'deliveries', created.id, delivery.id]);
+    expect(one).toMatchObject({ id: delivery.id, attempt_log: expect.any(Array) });
+    expect((await json(['webhooks', 'retry', created.id, delivery.id])).status).toBe('pending');
+    expect(await json(['webhooks', 'recover', created.id, '--since', '2026-01-01T00:00:00Z'])).toEqual({
+      recovered: expect.any(Number),
+    });
+    const rotated = await json(['webhooks', 'rotate-secret', created.id]);
+    expect(rotated.secret).not.toBe(created.secret);
+    expect(await json(['webhooks', 'delete', created.id, '--yes'])).toEqual({ id: created.id, deleted: true });
+    expect((await gatehouse(['webhooks', 'update', created.id, '--status', 'paused'])).code).toBe(2);
+  });
+
+  it('webhooks listen --once forwards new events, signed per Standard Webhooks, to a local URL', async () => {
+    const received: Array<{ headers: Record<string, string>; body: string }> = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        received.push({ headers: req.headers as Record<string, string>, body });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const user = await json(['users', 'create', '--email', 'listen@example.com']);
+      const secret = `whsec_${randomBytes(32).toString('base64')}`;
+      const port = (receiver.address() as AddressInfo).port;
+      const result = await gatehouse([
+        'webhooks',
+        'listen',
+        '--once',
+        '--forward-to',
+        `http://127.0.0.1:${port}/hooks`,
+        '--secret',
+        secret,
+      ]);
+      expect(result.code, result.stderr).toBe(0);
+      const forwarded = received.find((r) => JSON.parse(r.body).data.id === user.id)!;
+      expect(forwarded).toBeDefined();
+      const event = new Webhook(secret).verify(forwarded.body, forwarded.headers) as any;
+      expect(event).toMatchObject({ type: 'user.created', data: { id: user.id } });
+      expect(result.stdout).toContain('user.created');
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
   });
 
   it('runs from the TypeScript sources with tsx (development)', async () => {

@@ -30,6 +30,21 @@ const EnvSchema = z.object({
     .regex(/^\d+(\.\d+)?(,\d+(\.\d+)?)*$/, 'GATEHOUSE_MAIL_RETRY_SCHEDULE must be seconds separated by commas, e.g. 10,60,300')
     .transform((v) => v.split(',').map(Number))
     .optional(),
+  /** `1`: webhook URLs may also be `http` and loopback (local development and tests), nothing else. */
+  GATEHOUSE_ALLOW_INSECURE_WEBHOOKS: z.enum(['0', '1', 'true', 'false']).optional(),
+  /** Seconds before each webhook retry, comma-separated (default 5,300,1800,7200,18000,36000,36000). */
+  GATEHOUSE_WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\d+(\.\d+)?(,\d+(\.\d+)?)*$/, 'GATEHOUSE_WEBHOOK_RETRY_SCHEDULE must be seconds separated by commas, e.g. 5,300')
+    .transform((v) => v.split(',').map(Number))
+    .optional(),
+  /** Milliseconds one webhook attempt may take (default 15000). */
+  GATEHOUSE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).optional(),
+  /** DNS resolvers for outbound checks (webhooks), comma-separated `ip` or `ip:port`; unset: the system's. */
+  GATEHOUSE_DNS_SERVERS: z
+    .string()
+    .regex(/^[0-9a-fA-F.:[\]]+(,[0-9a-fA-F.:[\]]+)*$/, 'GATEHOUSE_DNS_SERVERS must be IP addresses separated by commas')
+    .optional(),
   /** Bearer token that `GET /metrics` requires; unset leaves /metrics open (keep it off the public network). */
   GATEHOUSE_METRICS_TOKEN: z.string().min(16, 'GATEHOUSE_METRICS_TOKEN must be at least 16 characters').optional(),
   /** `1`: SAML IdP URLs (SSO and metadata) may be http and loopback — local development and tests only. */

@@ -7,6 +7,8 @@ import {
   type Orm,
   pendingMigrations,
   purgeExpired,
+  WebhookWorker,
+  type WebhookWorkerOptions,
 } from '@gatehouse/api';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from './http.ts';
@@ -33,6 +35,8 @@ export interface GatehouseServerOptions {
   mailRetryScheduleS?: number[];
   /** `GATEHOUSE_ALLOW_INSECURE_SAML=1`: http and loopback IdP URLs (local development and tests). */
   allowInsecureSaml?: boolean;
+  /** Webhook delivery: insecure receivers (development), the retry schedule, the per-attempt timeout. */
+  webhooks?: WebhookWorkerOptions;
 }
 
 /** How often each process deletes long-expired one-time secrets (any process may; they do not conflict). */
@@ -74,6 +78,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
   });
   const mailWorker = new MailWorker(services, options.mailRetryScheduleS);
   mailWorker.start();
+  const webhookWorker = new WebhookWorker(services, options.webhooks);
+  webhookWorker.start();
   const housekeeping = setInterval(() => {
     purgeExpired(orm).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);
@@ -87,6 +93,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
       await services.inFlight.idle(10_000);
       // A send in hand finishes; queued mail stays queued for the next process.
       await mailWorker.stop();
+      // Deliveries in hand finish (or their lease runs out and another process sends them).
+      await webhookWorker.stop();
       await services.rateLimits.close();
       services.mailer.close();
       await orm.close();

@@ -37,6 +37,11 @@ async function main() {
     mailFrom: env.GATEHOUSE_MAIL_FROM,
     redisUrl: env.GATEHOUSE_REDIS_URL,
     mailRetryScheduleS: env.GATEHOUSE_MAIL_RETRY_SCHEDULE,
+    webhooks: {
+      allowInsecure: env.GATEHOUSE_ALLOW_INSECURE_WEBHOOKS === '1' || env.GATEHOUSE_ALLOW_INSECURE_WEBHOOKS === 'true',
+      retryScheduleS: env.GATEHOUSE_WEBHOOK_RETRY_SCHEDULE,
+      timeoutMs: env.GATEHOUSE_WEBHOOK_TIMEOUT_MS,
+    },
     metricsToken: env.GATEHOUSE_METRICS_TOKEN,
     allowInsecureSaml: env.GATEHOUSE_ALLOW_INSECURE_SAML === '1',
   });

@@ -80,6 +80,7 @@ describe('the published packages, outside the monorepo', () => {
       `import { createGatehouse, GatehouseError } from '@gatehouse/sdk';
 import { verifyToken } from '@gatehouse/sdk/verify';
 import { createGatehouseClient } from '@gatehouse/sdk/browser';
+import { verifyWebhook } from '@gatehouse/sdk/webhooks';
 const [baseUrl, applicationId, secretKey, email, token] = process.argv.slice(2);
 const gatehouse = createGatehouse({ baseUrl, applicationId, secretKey });
 const user = await gatehouse.users.create({ primary_email: email });
@@ -89,6 +90,7 @@ const failure = await gatehouse.users.get({ id: '00000000-0000-7000-8000-0000000
 console.log(JSON.stringify({
   user: user.primary_email, total, sub: claims.sub, error: failure instanceof GatehouseError && failure.code,
   browser: typeof createGatehouseClient,
+  webhook: (() => { try { verifyWebhook('{}', { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' }, 'whsec_AAAA'); } catch (e) { return e.name; } })(),
 }));
 `,
     );
@@ -102,6 +104,7 @@ console.log(JSON.stringify({
       sub: expect.any(String),
       error: 'not_found',
       browser: 'function',
+      webhook: 'WebhookVerificationError',
     });
   });
 
@@ -128,6 +131,7 @@ console.log(JSON.stringify({
       `import { createGatehouse, GatehouseError, type User } from '@gatehouse/sdk';
 import { createGatehouseClient, type SignInResult } from '@gatehouse/sdk/browser';
 import { verifyToken } from '@gatehouse/sdk/verify';
+import { verifyWebhook, type WebhookEvent } from '@gatehouse/sdk/webhooks';
 const gatehouse = createGatehouse({ baseUrl: 'https://auth.example.com', applicationId: 'app', secretKey: 'sk_test_x' });
 export async function main(): Promise<string | null> {
   const user: User = await gatehouse.users.create({ primary_email: 'ada@example.com' });
@@ -139,7 +143,9 @@ export async function main(): Promise<string | null> {
   const result: SignInResult | { status: 'link_sent'; verification_id: string } = await client.magicLink.start({ email: 'a@b.c' });
   const claims = await verifyToken('t', { baseUrl: 'https://auth.example.com', applicationId: 'app' });
   const error = new GatehouseError('not_found', 404, 'gone');
-  return [user.primary_email, names.length, result.status, claims.sub, error.requestId].join() || null;
+  const event: WebhookEvent = verifyWebhook('{}', { 'webhook-id': 'i' }, 'whsec_AAAA');
+  await gatehouse.webhooks.create({ url: 'https://example.com/hooks', event_types: ['user.created'] });
+  return [event.type, user.primary_email, names.length, result.status, claims.sub, error.requestId].join() || null;
 }
 `,
     );

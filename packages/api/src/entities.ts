@@ -18,6 +18,7 @@ import { SigningKeyEntity } from './modules/signing-keys/signing-key.entity.ts';
 import { TemplateOverrideEntity } from './modules/templates/template.entity.ts';
 import { IdentityEntity } from './modules/users/identity.entity.ts';
 import { UserEntity } from './modules/users/user.entity.ts';
+import { WebhookAttemptEntity, WebhookDeliveryEntity, WebhookEndpointEntity } from './modules/webhooks/webhook.entity.ts';
 
 /** Every table the service owns. A new module adds its entities here (the composition root, above every module). */
 export const entities = [
@@ -45,6 +46,9 @@ export const entities = [
   SamlRequestEntity,
   SamlAssertionEntity,
   SamlCodeEntity,
+  WebhookEndpointEntity,
+  WebhookDeliveryEntity,
+  WebhookAttemptEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

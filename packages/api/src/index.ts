@@ -6,10 +6,16 @@ export { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.
 export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
 export { purgeExpired } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
+export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse } from './modules/saml/sso.service.ts';
+export {
+  DEFAULT_WEBHOOK_RETRY_SCHEDULE_S,
+  WebhookWorker,
+  type WebhookWorkerOptions,
+} from './modules/webhooks/webhook-worker.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export { describeError, errorBody, type Meta } from './trpc.ts';

@@ -52,6 +52,11 @@ const TAGS: Array<{ name: string; description: string }> = [
   },
   { name: 'Organizations', description: 'Organizations and their members with roles.' },
   { name: 'Events', description: 'The event log: every change, written in the transaction that makes it.' },
+  {
+    name: 'Webhooks',
+    description:
+      'Endpoints that receive the events, signed per Standard Webhooks (at-least-once, retried for about a day), their deliveries and attempts.',
+  },
   { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
   {
     name: 'End-user sign-in',

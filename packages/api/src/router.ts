@@ -13,6 +13,7 @@ import { signingKeysRouter } from './modules/signing-keys/signing-keys.router.ts
 import { statsRouter } from './modules/stats/stats.router.ts';
 import { templatesRouter } from './modules/templates/templates.router.ts';
 import { userProcedures } from './modules/users/users.router.ts';
+import { webhooksRouter } from './modules/webhooks/webhooks.router.ts';
 import { router } from './trpc.ts';
 
 /**
@@ -30,6 +31,7 @@ export const appRouter = router({
   templates: templatesRouter,
   messages: messagesRouter,
   saml: samlRouter,
+  webhooks: webhooksRouter,
   auth: authRouter,
 });
 

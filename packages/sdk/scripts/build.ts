@@ -1,7 +1,7 @@
 /**
  * Builds the publishable @gatehouse/sdk into `packages/sdk/publish/` (then `npm pack packages/sdk/publish` or
  * `npm publish packages/sdk/publish`):
- * - JavaScript: esbuild, ESM for Node 20+ and browsers, one file per entry (`.`, `./browser`, `./verify`) with shared
+ * - JavaScript: esbuild, ESM for Node 20+ and browsers, one file per entry (`.`, `./browser`, `./verify`, `./webhooks`) with shared
  *   chunks, npm dependencies external;
  * - types: `tsc` declarations, with the server router's type made self-contained (`types/api.d.ts`: every procedure's
  *   input and output inlined by tsc; the server-only context and meta types erased), so the published types need no
@@ -19,7 +19,7 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const sdk = here('..');
 const root = here('../../..');
 const out = join(sdk, 'publish');
-const ENTRIES = { index: 'src/index.ts', client: 'src/client.ts', verify: 'src/verify.ts' };
+const ENTRIES = { index: 'src/index.ts', client: 'src/client.ts', verify: 'src/verify.ts', webhooks: 'src/webhooks.ts' };
 
 const manifest = JSON.parse(await readFile(join(sdk, 'package.json'), 'utf8'));
 await rm(out, { recursive: true, force: true });
@@ -92,7 +92,13 @@ const publishable = {
   type: 'module',
   engines: { node: '>=20' },
   sideEffects: false,
-  exports: { '.': entry('index'), './browser': entry('client'), './verify': entry('verify'), './package.json': './package.json' },
+  exports: {
+    '.': entry('index'),
+    './browser': entry('client'),
+    './verify': entry('verify'),
+    './webhooks': entry('webhooks'),
+    './package.json': './package.json',
+  },
   files: ['dist', 'README.md', 'CHANGELOG.md', 'LICENSE'],
   dependencies: Object.fromEntries(Object.entries(manifest.dependencies).filter(([name]) => !name.startsWith('@gatehouse/'))),
 };

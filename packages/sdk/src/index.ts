@@ -34,6 +34,7 @@ export {
 } from './client.ts';
 export { GatehouseError, type GatehouseErrorDetail } from './errors.ts';
 export { type AccessTokenClaims, type VerifyTokenOptions, verifyToken } from './verify.ts';
+export { verifyWebhook, type WebhookEvent, type WebhookHeaders, WebhookVerificationError } from './webhooks.ts';
 
 type Call<P extends AnyProcedure> =
   undefined extends inferProcedureInput<P>
@@ -50,6 +51,8 @@ type Outputs = inferRouterOutputs<AppRouter>;
 export type Application = Outputs['applications']['get'];
 export type ApiKey = Outputs['apiKeys']['list'][number];
 export type User = Outputs['users']['get'];
+export type WebhookEndpoint = Outputs['webhooks']['get'];
+export type WebhookDelivery = Outputs['webhooks']['deliveries']['get'];
 /** A user's passkey or second factor, as support sees it (`users.factors.list`). */
 export type UserFactor = Outputs['users']['factors']['list'][number];
 export type Organization = Outputs['organizations']['get'];

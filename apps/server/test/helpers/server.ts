@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { type DatabaseConfig, openPglite } from '@gatehouse/api';
+import { type DatabaseConfig, openPglite, type WebhookWorkerOptions } from '@gatehouse/api';
 import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehouse/sdk';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
@@ -149,6 +149,8 @@ export interface StartOptions {
   metricsToken?: string;
   /** GATEHOUSE_ALLOW_INSECURE_SAML: http and loopback IdP URLs. */
   allowInsecureSaml?: boolean;
+  /** Webhook delivery options (tests allow insecure receivers and shorten the schedule). */
+  webhooks?: WebhookWorkerOptions;
 }
 
 /** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
@@ -165,6 +167,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     logStream: options.logLines ? { write: (line: string) => void options.logLines!.push(line) } : undefined,
     smtpUrl: options.smtpUrl,
     mailRetryScheduleS: options.mailRetryScheduleS,
+    webhooks: options.webhooks,
     metricsToken: options.metricsToken,
     redisUrl: options.redisUrl,
     allowInsecureSaml: options.allowInsecureSaml,

@@ -1,135 +1,250 @@
-import { lookup } from 'node:dns/promises';
-import http from 'node:http';
+import { promises as dns, type LookupAddress } from 'node:dns';
+import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP } from 'node:net';
+import type { LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { AppError } from '../errors.ts';
 
 /**
- * Outbound HTTP on behalf of a caller (IdP metadata today; webhooks and DNS checks later) — SECURITY 8: resolve the
- * host, refuse private, loopback, link-local, metadata and IPv4-mapped addresses, connect to the address that was
- * checked (so a second DNS answer cannot swap in 127.0.0.1), follow no redirect, and fail closed on anything odd.
+ * The guard of every outbound HTTP request the service makes on a developer's say-so (webhooks, SAML metadata, …),
+ * SECURITY.md rule 8:
+ *
+ * - `checkOutboundUrl(url, policy)` — the static check at create/update: `https` only, no userinfo, no IP literal
+ *   outside public unicast space (private, loopback, link-local/metadata, CGNAT, unique-local, IPv4-mapped IPv6, …),
+ *   no non-canonical IPv4 spelling (decimal, octal, hex, short forms), no local-only names (`localhost`, `.local`,
+ *   `.internal`, single labels). Throws 422 `invalid_url`.
+ * - `guardedRequest(url, options)` — the request itself: checks the URL again, resolves the name (node:dns; the
+ *   resolvers of `GATEHOUSE_DNS_SERVERS` when set), refuses when any resolved address is not allowed or when the lookup
+ *   fails (fail closed), and connects to the address it checked (a custom `lookup` pins it: no DNS rebinding between
+ *   the check and the connection). Redirects are never followed (node:http does not), so a 3xx is just an answer.
+ *
+ * `allowInsecure` (`GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`, for local development and tests) additionally allows `http`
+ * and loopback addresses, nothing else.
+ *
+ * Address ranges come from `ipaddr.js`: only its `unicast` range (public space) passes; every named special range,
+ * present or added later, is refused.
  */
-const refused = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  refused.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  // IPv4-mapped and -translated forms would reach any IPv4 address, the refused ones included.
-  ['::ffff:0:0', 96],
-  ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2001::', 32],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const)
-  refused.addSubnet(net, prefix, 'ipv6');
 
-const loopback = new BlockList();
-loopback.addSubnet('127.0.0.0', 8, 'ipv4');
-loopback.addAddress('::1', 'ipv6');
-
-/** Whether an outbound request may connect to `address` (loopback only when `allowLoopback`, for local development). */
-export function addressAllowed(address: string, allowLoopback = false): boolean {
-  const family = isIP(address);
-  if (!family) return false;
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (allowLoopback && loopback.check(address, type)) return true;
-  return !refused.check(address, type);
-}
-
-export interface GuardedFetchOptions {
-  /** `GATEHOUSE_ALLOW_INSECURE_*`: also `http:` and loopback addresses — nothing else. */
+export interface OutboundPolicy {
+  /** Also allow `http:` and loopback addresses (local development and tests). */
   allowInsecure?: boolean;
-  maxBytes: number;
-  timeoutMs?: number;
-  /** The field the URL came from, for the error's details. */
-  field: string;
 }
 
-const refuse = (field: string, message: string) =>
-  new AppError('invalid_url', 'The URL is not allowed', [{ path: field, message }]);
+/** Why a request was not made (never contains the address or anything the receiver said). */
+export class OutboundBlockedError extends Error {
+  readonly code: 'blocked_url' | 'blocked_address' | 'dns_failed';
+  constructor(code: OutboundBlockedError['code'], message: string) {
+    super(message);
+    this.name = 'OutboundBlockedError';
+    this.code = code;
+  }
+}
 
-/** GETs `url` through the guard above; answers the body as text. Every refusal is 422 `invalid_url`. */
-export async function guardedFetch(url: string, options: GuardedFetchOptions): Promise<string> {
-  const { field } = options;
-  let target: URL;
+const MAX_URL_LENGTH = 2048;
+const LOCAL_SUFFIXES = ['.localhost', '.local', '.internal', '.localdomain', '.home.arpa', '.arpa', '.lan', '.intranet', '.corp'];
+
+/** True when `address` (a canonical IPv4 or IPv6 string) may be connected to under `policy`. */
+export function isAllowedAddress(address: string, policy: OutboundPolicy = {}): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  const parsed = ipaddr.parse(address);
+  // IPv4-mapped IPv6 (::ffff:a.b.c.d, ::ffff:7f00:1) is refused outright: its meaning depends on the stack.
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) return false;
+  const range = parsed.range();
+  if (range === 'unicast') return true;
+  return Boolean(policy.allowInsecure) && range === 'loopback';
+}
+
+/** The authority exactly as written in the URL (`user@host:port`), or undefined when there is none. */
+const rawAuthority = (url: string): string | undefined => /^[a-z][a-z0-9+.-]*:\/\/([^/?#\\]*)/i.exec(url.trim())?.[1];
+
+/** The host exactly as written (lower-cased, without port), to catch re-spelled IPv4. */
+function rawHost(authority: string): string {
+  const host = authority.slice(authority.lastIndexOf('@') + 1);
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1).toLowerCase();
+  return host.replace(/:\d*$/, '').toLowerCase();
+}
+
+const refuse = (message: string): AppError =>
+  new AppError('invalid_url', `The URL is not allowed: ${message}`, [{ path: 'url', message }]);
+
+/**
+ * The static check of an outbound URL (create/update time). Answers the parsed URL; throws 422 `invalid_url`.
+ * A DNS name is not resolved here (the answer could change anyway): `guardedRequest` checks what it resolves to.
+ */
+export function checkOutboundUrl(value: string, policy: OutboundPolicy = {}): URL {
+  if (value.length > MAX_URL_LENGTH) throw refuse(`longer than ${MAX_URL_LENGTH} characters`);
+  let url: URL;
   try {
-    target = new URL(url);
+    url = new URL(value);
   } catch {
-    throw refuse(field, 'not a URL');
+    throw refuse('not an absolute URL');
   }
-  const insecureOk = options.allowInsecure === true;
-  if (target.protocol !== 'https:' && !(insecureOk && target.protocol === 'http:')) throw refuse(field, 'must be https');
-  if (target.username || target.password) throw refuse(field, 'credentials in the URL');
-  const host = target.hostname.replace(/^\[|\]$/g, '');
-  let addresses: Array<{ address: string; family: number }>;
+  const schemes = policy.allowInsecure ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(url.protocol)) throw refuse(policy.allowInsecure ? 'only http(s) URLs' : 'only https URLs');
+  const authority = rawAuthority(value);
+  if (authority === undefined) throw refuse('not an absolute URL');
+  if (url.username || url.password || authority.includes('@')) throw refuse('credentials (userinfo) are not allowed in the URL');
+  const written = rawHost(authority);
+  let host = url.hostname.toLowerCase();
+  if (host.startsWith('[')) {
+    const address = host.slice(1, -1);
+    if (!isAllowedAddress(address, policy)) throw refuse('a private, loopback, link-local or mapped address');
+    return url;
+  }
+  if (ipaddr.IPv4.isValidFourPartDecimal(host)) {
+    // WHATWG URL turns 2130706433, 0x7f.1 and 0177.0.0.1 into 127.0.0.1: refuse every spelling but the canonical one.
+    if (written !== host) throw refuse('an IPv4 address must be written in dotted decimal');
+    if (!isAllowedAddress(host, policy)) throw refuse('a private, loopback, link-local or reserved address');
+    return url;
+  }
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  if (host === 'localhost' || host.endsWith('.localhost')) {
+    if (policy.allowInsecure) return url;
+    throw refuse('a local name');
+  }
+  if (!host.includes('.') || LOCAL_SUFFIXES.some((suffix) => host.endsWith(suffix))) throw refuse('a local name');
+  return url;
+}
+
+/** The resolvers of `GATEHOUSE_DNS_SERVERS` (comma-separated `ip` or `ip:port`), or none: the system's lookup. */
+export function dnsServers(env: NodeJS.ProcessEnv = process.env): string[] | undefined {
+  const servers = env.GATEHOUSE_DNS_SERVERS?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return servers?.length ? servers : undefined;
+}
+
+/** Every address `hostname` resolves to (A and AAAA). Throws `dns_failed` when there is none or the lookup fails. */
+export async function resolveHost(hostname: string): Promise<LookupAddress[]> {
+  const servers = dnsServers();
   try {
-    addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
+    if (!servers) return await dns.lookup(hostname, { all: true, verbatim: true });
+    const resolver = new dns.Resolver({ timeout: 3000, tries: 2 });
+    resolver.setServers(servers);
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+    const found = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (!found.length) throw new Error('no address');
+    return found;
   } catch {
-    throw refuse(field, 'the host does not resolve');
+    throw new OutboundBlockedError('dns_failed', 'The host name could not be resolved');
   }
-  // Every answer must be allowed: a name that resolves to one public and one private address is refused whole.
-  if (!addresses.length || !addresses.every((a) => addressAllowed(a.address, insecureOk))) {
-    throw refuse(field, 'resolves to a private, loopback, link-local or reserved address');
+}
+
+/** The address to connect to: every resolved address must be allowed (a name with one private address is refused). */
+export async function resolveChecked(url: URL, policy: OutboundPolicy = {}): Promise<LookupAddress> {
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  if (ipaddr.isValid(host) && (host.includes(':') || ipaddr.IPv4.isValidFourPartDecimal(host))) {
+    if (!isAllowedAddress(host, policy)) throw new OutboundBlockedError('blocked_address', 'The address is not allowed');
+    return { address: host, family: host.includes(':') ? 6 : 4 };
   }
-  const pinned = addresses[0]!;
-  const client = target.protocol === 'https:' ? https : http;
-  return new Promise<string>((resolve, reject) => {
-    const request = client.request(
-      target,
+  const addresses = await resolveHost(host);
+  if (addresses.some((a) => !isAllowedAddress(a.address, policy)))
+    throw new OutboundBlockedError('blocked_address', 'The host name resolves to an address that is not allowed');
+  return addresses[0]!;
+}
+
+/** A `lookup` that answers only the address already checked (both the single and the `all` callback forms). */
+const pinnedLookup =
+  (pinned: LookupAddress): LookupFunction =>
+  (_hostname, options, callback) => {
+    if ((options as { all?: boolean }).all) (callback as (e: null, a: LookupAddress[]) => void)(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
+
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
+};
+
+export interface GuardedRequestOptions extends OutboundPolicy {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** The whole exchange (lookup, connect, answer, body) must end within this. */
+  timeoutMs: number;
+  /**
+   * How much of the answer's body to keep (the rest is read and dropped, up to 64 KiB or one byte past `keepBytes`,
+   * then the socket is closed).
+   */
+  keepBytes?: number;
+}
+
+export interface GuardedResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The first `keepBytes` of the body. */
+  body: Buffer;
+}
+
+const DRAIN_LIMIT = 64 * 1024;
+
+/**
+ * Sends one request under the guard. Throws `OutboundBlockedError` (nothing was sent) or a network error whose
+ * `code` is `timeout`, `ECONNREFUSED`, … A 3xx is answered as it is (never followed).
+ */
+export async function guardedRequest(target: string, options: GuardedRequestOptions): Promise<GuardedResponse> {
+  const deadline = Date.now() + options.timeoutMs;
+  let url: URL;
+  try {
+    url = checkOutboundUrl(target, options);
+  } catch {
+    throw new OutboundBlockedError('blocked_url', 'The URL is not allowed');
+  }
+  const pinned = await withTimeout(resolveChecked(url, options), options.timeoutMs);
+  const remaining = Math.max(1, deadline - Date.now());
+  const transport = url.protocol === 'https:' ? https : http;
+  const keep = options.keepBytes ?? 1024;
+  const drainLimit = Math.max(DRAIN_LIMIT, keep + 1);
+  return new Promise<GuardedResponse>((resolve, reject) => {
+    const request = transport.request(
+      url,
       {
-        method: 'GET',
-        headers: { accept: 'application/samlmetadata+xml, application/xml, text/xml', 'user-agent': 'Gatehouse' },
-        timeout: options.timeoutMs ?? 5000,
-        // The connection goes to the checked address; TLS still verifies the certificate for the URL's host name.
-        lookup: (_hostname, lookupOptions, callback) => {
-          if ((lookupOptions as { all?: boolean }).all) callback(null, [pinned] as never);
-          else callback(null, pinned.address, pinned.family);
-        },
+        method: options.method ?? 'POST',
+        headers: options.headers,
+        agent: agents[url.protocol as 'http:' | 'https:'],
+        lookup: pinnedLookup(pinned),
       },
       (response) => {
-        const status = response.statusCode ?? 0;
-        if (status < 200 || status >= 300) {
-          response.resume();
-          // Redirects are not followed: the next hop was never checked.
-          reject(refuse(field, status >= 300 && status < 400 ? 'redirects are not followed' : `answered HTTP ${status}`));
-          return;
-        }
-        const chunks: Buffer[] = [];
+        const kept: Buffer[] = [];
         let size = 0;
+        const finish = () => {
+          clearTimeout(timer);
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(kept).subarray(0, keep) });
+        };
         response.on('data', (chunk: Buffer) => {
+          if (size < keep) kept.push(chunk.subarray(0, keep - size));
           size += chunk.length;
-          if (size > options.maxBytes) {
-            request.destroy();
-            reject(refuse(field, `the document is larger than ${options.maxBytes} bytes`));
-          } else chunks.push(chunk);
+          if (size > drainLimit) {
+            response.destroy();
+            finish();
+          }
         });
-        response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-        response.on('error', () => reject(refuse(field, 'the download failed')));
+        response.on('end', finish);
+        response.on('error', (error) => {
+          clearTimeout(timer);
+          reject(error);
+        });
       },
     );
-    request.on('timeout', () => request.destroy(new Error('timeout')));
-    request.on('error', () => reject(refuse(field, 'could not be fetched')));
-    request.end();
+    const timer = setTimeout(
+      () => request.destroy(Object.assign(new Error('The request timed out'), { code: 'timeout' })),
+      remaining,
+    );
+    request.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    request.end(options.body);
   });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new OutboundBlockedError('dns_failed', 'The host name lookup timed out')), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

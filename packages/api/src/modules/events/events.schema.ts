@@ -22,6 +22,11 @@ export const EVENT_TYPES = [
   'saml_connection.created',
   'saml_connection.updated',
   'saml_connection.deleted',
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
+  'webhook_endpoint.disabled',
+  'webhook.test',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -3,7 +3,7 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { addressAllowed, guardedFetch } from '../../lib/ssrf.ts';
+import { guardedRequest, isAllowedAddress, OutboundBlockedError } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
@@ -59,7 +59,7 @@ function checkSsoUrl(ctx: Context, value: string, field = 'idp_sso_url') {
   const refuse = (message: string) => new AppError('invalid_url', 'The URL is not allowed', [{ path: field, message }]);
   if (url.protocol !== 'https:' && !(insecure && url.protocol === 'http:')) throw refuse('must be https');
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  const local = host === 'localhost' || host.endsWith('.localhost') || (isIP(host) > 0 && !addressAllowed(host));
+  const local = host === 'localhost' || host.endsWith('.localhost') || (isIP(host) > 0 && !isAllowedAddress(host));
   if (local && !insecure) throw refuse('must not be a loopback, private or reserved address');
 }
 
@@ -107,6 +107,28 @@ export async function createSamlConnection(ctx: Context, input: ConnectionFields
 
 const METADATA_MAX_BYTES = 512 * 1024;
 
+/** An IdP's metadata document, fetched through the SSRF guard (SECURITY 8); every refusal is 422 `invalid_url`. */
+async function fetchMetadata(url: string, field: string, allowInsecure: boolean | undefined): Promise<string> {
+  const refuse = (message: string) => new AppError('invalid_url', 'The URL is not allowed', [{ path: field, message }]);
+  let response: Awaited<ReturnType<typeof guardedRequest>>;
+  try {
+    response = await guardedRequest(url, {
+      method: 'GET',
+      headers: { accept: 'application/samlmetadata+xml, application/xml, text/xml', 'user-agent': 'Gatehouse' },
+      timeoutMs: 5_000,
+      keepBytes: METADATA_MAX_BYTES + 1,
+      allowInsecure,
+    });
+  } catch (error) {
+    throw refuse(error instanceof OutboundBlockedError ? error.message : 'could not be fetched');
+  }
+  // Redirects are not followed: the next hop was never checked.
+  if (response.status >= 300 && response.status < 400) throw refuse('redirects are not followed');
+  if (response.status < 200 || response.status >= 300) throw refuse(`answered HTTP ${response.status}`);
+  if (response.body.length > METADATA_MAX_BYTES) throw refuse(`the document is larger than ${METADATA_MAX_BYTES} bytes`);
+  return response.body.toString('utf8');
+}
+
 /** Reads an IdP's metadata (given, or fetched through the SSRF guard) and creates the connection from it. */
 export async function createSamlConnectionFromMetadata(
   ctx: Context,
@@ -117,13 +139,7 @@ export async function createSamlConnectionFromMetadata(
   },
 ) {
   const field = input.metadata_url !== undefined ? 'metadata_url' : 'metadata_xml';
-  const xml =
-    input.metadata_xml ??
-    (await guardedFetch(input.metadata_url!, {
-      field,
-      maxBytes: METADATA_MAX_BYTES,
-      allowInsecure: ctx.services.allowInsecureSaml,
-    }));
+  const xml = input.metadata_xml ?? (await fetchMetadata(input.metadata_url!, field, ctx.services.allowInsecureSaml));
   const metadata = parseIdpMetadata(xml);
   if (typeof metadata === 'string') {
     throw new AppError('validation_failed', 'The IdP metadata cannot be used', [{ path: field, message: metadata }]);

@@ -1,0 +1,221 @@
+import dns2 from 'dns2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver } from './helpers/receiver.ts';
+import { expectError, ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { uniqueEmail } from './helpers/suite.ts';
+
+/** SECURITY.md rule 8 for webhooks: every refused spelling at create and update, and the check again at delivery. */
+
+const { Packet } = dns2;
+/** What the local DNS server answers: A records per name; a name not listed is NXDOMAIN. */
+const ZONE: Record<string, string[]> = {
+  'loopback.gatehouse-test.dev': ['127.0.0.1'],
+  'private.gatehouse-test.dev': ['10.1.2.3'],
+  'metadata.gatehouse-test.dev': ['169.254.169.254'],
+  'mixed.gatehouse-test.dev': ['8.8.8.8', '127.0.0.1'],
+};
+
+let secure: TestServer;
+let insecure: TestServer;
+let dnsServer: ReturnType<typeof dns2.createServer>;
+const previousDnsServers = process.env.GATEHOUSE_DNS_SERVERS;
+
+beforeAll(async () => {
+  dnsServer = dns2.createServer({
+    udp: true,
+    handle: (request, send) => {
+      const response = Packet.createResponseFromRequest(request);
+      const [question] = request.questions;
+      const addresses = question ? ZONE[question.name.toLowerCase()] : undefined;
+      if (!addresses) response.header.rcode = Packet.RCODE.NXDOMAIN;
+      else if (question!.type === Packet.TYPE.A)
+        for (const address of addresses)
+          response.answers.push({ name: question!.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address } as never);
+      send(response);
+    },
+  });
+  const listening = await dnsServer.listen({ udp: { port: 0, address: '127.0.0.1' } });
+  const port = listening.udp?.port;
+  process.env.GATEHOUSE_DNS_SERVERS = `127.0.0.1:${port}`;
+  secure = await startServer({ webhooks: { retryScheduleS: [], timeoutMs: 2000 } });
+  insecure = await startServer({ webhooks: { allowInsecure: true, retryScheduleS: [], timeoutMs: 2000 } });
+});
+afterAll(async () => {
+  await secure?.close();
+  await insecure?.close();
+  await dnsServer?.close();
+  if (previousDnsServers === undefined) delete process.env.GATEHOUSE_DNS_SERVERS;
+  else process.env.GATEHOUSE_DNS_SERVERS = previousDnsServers;
+});
+
+/** Every spelling SECURITY.md rule 8 and issue 10 list, refused without GATEHOUSE_ALLOW_INSECURE_WEBHOOKS. */
+const REFUSED = [
+  // Schemes other than https.
+  'http://hooks.example.com/x',
+  'ftp://hooks.example.com/x',
+  'file:///etc/passwd',
+  'gopher://hooks.example.com/x',
+  'javascript:alert(1)',
+  'data:text/plain,hello',
+  'ws://hooks.example.com/x',
+  // Userinfo.
+  'https://user:pass@hooks.example.com/x',
+  'https://user@hooks.example.com/x',
+  'https://@hooks.example.com/x',
+  'https://hooks.example.com@127.0.0.1/x',
+  // Loopback in every IPv4 spelling.
+  'https://127.0.0.1/x',
+  'https://127.0.0.1:8443/x',
+  'https://127.1/x',
+  'https://2130706433/x',
+  'https://0x7f000001/x',
+  'https://0x7f.0.0.1/x',
+  'https://0177.0.0.1/x',
+  'https://017700000001/x',
+  'https://%31%32%37.0.0.1/x',
+  // A public address re-spelled is refused too (the spelling itself is the trick).
+  'https://0x08080808/x',
+  'https://134744072/x',
+  // IPv6 loopback and IPv4-mapped, both forms.
+  'https://[::1]/x',
+  'https://[::ffff:127.0.0.1]/x',
+  'https://[::ffff:7f00:1]/x',
+  'https://[0:0:0:0:0:ffff:127.0.0.1]/x',
+  'https://[::ffff:10.0.0.1]/x',
+  'https://[::ffff:8.8.8.8]/x',
+  'https://[64:ff9b::7f00:1]/x',
+  // Private, CGNAT, link-local and metadata, unspecified, multicast, broadcast.
+  'https://10.0.0.1/x',
+  'https://172.16.5.4/x',
+  'https://192.168.1.1/x',
+  'https://100.64.0.1/x',
+  'https://100.100.100.200/x',
+  'https://169.254.169.254/latest/meta-data/',
+  'https://[fd00:ec2::254]/x',
+  'https://[fd12:3456::1]/x',
+  'https://[fc00::1]/x',
+  'https://[fe80::1]/x',
+  'https://0.0.0.0/x',
+  'https://[::]/x',
+  'https://224.0.0.1/x',
+  'https://255.255.255.255/x',
+  // Local-only names.
+  'https://localhost/x',
+  'https://localhost./x',
+  'https://app.localhost/x',
+  'https://metadata.google.internal/computeMetadata/v1/',
+  'https://printer.local/x',
+  'https://intranet/x',
+  // Not a URL at all.
+  'hooks.example.com/x',
+  'https:hooks.example.com/x',
+  `https://hooks.example.com/${'a'.repeat(2100)}`,
+];
+
+const ACCEPTED = [
+  'https://hooks.example.com/x',
+  'https://8.8.8.8/x',
+  'https://[2606:4700:4700::1111]/x',
+  'https://hooks.example.com:8443/x',
+];
+
+describe('webhook URLs are refused at create and update (422 invalid_url)', () => {
+  it('refuses every private, loopback, link-local, mapped, re-spelled, userinfo and non-https URL', async () => {
+    const app = await secure.createApp();
+    for (const url of REFUSED) expectError(await app.rest('POST', '/v1/webhooks', { url }), 422, 'invalid_url', url);
+    const endpoint = await ok(app.rest('POST', '/v1/webhooks', { url: 'https://hooks.example.com/x' }), 201);
+    for (const url of REFUSED.slice(0, 20))
+      expectError(await app.rest('PATCH', `/v1/webhooks/${endpoint.id}`, { url }), 422, 'invalid_url', `PATCH ${url}`);
+    expect((await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}`))).url).toBe('https://hooks.example.com/x');
+  });
+
+  it('accepts https on public names and addresses', async () => {
+    const app = await secure.createApp();
+    for (const url of ACCEPTED) await ok(app.rest('POST', '/v1/webhooks', { url }), 201);
+  });
+
+  it('GATEHOUSE_ALLOW_INSECURE_WEBHOOKS additionally allows http and loopback, nothing else', async () => {
+    const app = await insecure.createApp();
+    for (const url of [
+      'http://127.0.0.1:9/x',
+      'http://localhost:9/x',
+      'http://[::1]:9/x',
+      'https://127.0.0.1/x',
+      'http://hooks.example.com/x',
+    ])
+      await ok(app.rest('POST', '/v1/webhooks', { url }), 201);
+    for (const url of [
+      'http://10.0.0.1/x',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:127.0.0.1]/x',
+      'http://[::ffff:7f00:1]/x',
+      'http://2130706433/x',
+      'http://0x7f.1/x',
+      'http://user:pass@127.0.0.1/x',
+      'http://100.64.0.1/x',
+      'http://[fd00::1]/x',
+      'ftp://127.0.0.1/x',
+    ])
+      expectError(await app.rest('POST', '/v1/webhooks', { url }), 422, 'invalid_url', url);
+  });
+});
+
+async function attemptOf(app: TestApp, url: string) {
+  const endpoint = await ok(app.rest('POST', '/v1/webhooks', { url, event_types: ['user.created'] }), 201);
+  await ok(app.rest('POST', '/v1/users', { primary_email: uniqueEmail('ssrf') }), 201);
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const page = await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}/deliveries`));
+    const failed = page.deliveries.find((d: any) => d.status === 'failed');
+    if (failed) return ok(app.rest('GET', `/v1/webhooks/${endpoint.id}/deliveries/${failed.id}`));
+    if (Date.now() > deadline) throw new Error(`no failed delivery for ${url}: ${JSON.stringify(page)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('at delivery the resolved address is checked again (a real local DNS server, GATEHOUSE_DNS_SERVERS)', () => {
+  it('a name that resolves to loopback, a private or a metadata address is refused; so is one with any such address', async () => {
+    const app = await secure.createApp();
+    for (const name of Object.keys(ZONE)) {
+      const delivery = await attemptOf(app, `https://${name}/hook`);
+      expect(delivery.attempt_log, name).toEqual([
+        expect.objectContaining({ response_status: null, error: 'blocked_address', response_excerpt: null }),
+      ]);
+    }
+  });
+
+  it('a failed lookup blocks the attempt (fail closed)', async () => {
+    const app = await secure.createApp();
+    const delivery = await attemptOf(app, 'https://nowhere.gatehouse-test.dev/hook');
+    expect(delivery.attempt_log).toEqual([expect.objectContaining({ response_status: null, error: 'dns_failed' })]);
+  });
+
+  it('with insecure webhooks allowed, a name resolving to a private address is still refused', async () => {
+    const app = await insecure.createApp();
+    const delivery = await attemptOf(app, 'http://private.gatehouse-test.dev:9/hook');
+    expect(delivery.attempt_log).toEqual([expect.objectContaining({ error: 'blocked_address' })]);
+  });
+
+  it('a name is resolved through GATEHOUSE_DNS_SERVERS and the request goes to the checked address (insecure: loopback allowed)', async () => {
+    const receiver = await startReceiver();
+    try {
+      const app = await insecure.createApp();
+      const port = new URL(receiver.url).port;
+      const endpoint = await ok(
+        app.rest('POST', '/v1/webhooks', {
+          url: `http://loopback.gatehouse-test.dev:${port}/pinned`,
+          event_types: ['user.created'],
+        }),
+        201,
+      );
+      await ok(app.rest('POST', '/v1/users', { primary_email: uniqueEmail('pinned') }), 201);
+      const [got] = await receiver.until('/pinned', 1);
+      // The Host header is the name; the connection went to the address the local DNS server gave (127.0.0.1).
+      expect(got!.headers.host).toBe(`loopback.gatehouse-test.dev:${port}`);
+      expect(JSON.parse(got!.body)).toMatchObject({ type: 'user.created' });
+      expect(endpoint.secret).toMatch(/^whsec_/);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

@@ -1,0 +1,63 @@
+import { Webhook } from 'standardwebhooks';
+
+/** A delivery that did not verify: wrong signature or secret, a changed body, a timestamp off by more than 5 minutes. */
+export class WebhookVerificationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
+}
+
+/** What Gatehouse POSTs to a webhook endpoint (CONTRACT §6), once its signature has been verified. */
+export interface WebhookEvent<T extends Record<string, unknown> = Record<string, unknown>> {
+  /** The event kind, e.g. `user.created`. */
+  type: string;
+  /** When the change happened (ISO 8601 UTC): the event's `created_at`. */
+  timestamp: string;
+  data: T;
+}
+
+/** Request headers as any server framework gives them: a fetch `Headers`, Node's `IncomingHttpHeaders`, or a record. */
+export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+
+const NAMES = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
+
+function pick(headers: WebhookHeaders): Record<(typeof NAMES)[number], string> {
+  const read = (name: string): string => {
+    if (typeof (headers as { get?: unknown }).get === 'function')
+      return (headers as { get(n: string): string | null }).get(name) ?? '';
+    const record = headers as Record<string, string | string[] | undefined>;
+    const key = Object.keys(record).find((k) => k.toLowerCase() === name);
+    const value = key === undefined ? undefined : record[key];
+    return (Array.isArray(value) ? value[0] : value) ?? '';
+  };
+  return Object.fromEntries(NAMES.map((name) => [name, read(name)])) as Record<(typeof NAMES)[number], string>;
+}
+
+/**
+ * Verifies a delivery from Gatehouse on the receiving server and answers the event: the Standard Webhooks signature
+ * (`webhook-signature`, any of its `v1,` signatures, so both secrets verify during a rotation), over the exact raw
+ * body, with a timestamp within 5 minutes. Throws `WebhookVerificationError` otherwise — answer 400 then.
+ * Deduplicate on the `webhook-id` header (the event id): delivery is at-least-once.
+ *
+ * ```ts
+ * import { verifyWebhook } from '@gatehouse/sdk/webhooks';
+ * const event = verifyWebhook(rawBody, request.headers, process.env.GATEHOUSE_WEBHOOK_SECRET!);
+ * ```
+ *
+ * @param payload the raw request body, exactly as received (a re-serialized JSON object does not verify)
+ * @param secret the endpoint's `whsec_…` secret
+ */
+export function verifyWebhook<T extends Record<string, unknown> = Record<string, unknown>>(
+  payload: string | Uint8Array,
+  headers: WebhookHeaders,
+  secret: string,
+): WebhookEvent<T> {
+  const body = typeof payload === 'string' ? payload : new TextDecoder().decode(payload);
+  try {
+    return new Webhook(secret).verify(body, pick(headers)) as WebhookEvent<T>;
+  } catch (error) {
+    // The library's own error type is not part of the published types (its declarations need @types/node).
+    throw new WebhookVerificationError((error as Error)?.message ?? 'The webhook did not verify');
+  }
+}
