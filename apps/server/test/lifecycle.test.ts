@@ -85,7 +85,9 @@ const processGone = (pid: number) => {
 
 const noStack = (text: string) => expect(text).not.toMatch(/^\s+at /m);
 
-describe('process lifecycle', () => {
+// Real `npm start` and server processes on fresh embedded databases: more than the default 30 s when the suite's other
+// files load the same two cores.
+describe('process lifecycle', { timeout: 90_000 }, () => {
   it('SIGTERM to `npm start` stops the server within 10 s and frees the port (no orphan)', async () => {
     const port = await freePort();
     const npm = run('npm', ['start', '--silent'], { PORT: String(port), GATEHOUSE_DATA_DIR: await dataDir() });

@@ -92,7 +92,9 @@ describe('mail goes through a durable outbox', () => {
 });
 
 /** The real entry point, killed with SIGKILL while a mail waits; the next process sends it. */
-describe('durable across kill -9', () => {
+// Real server processes, each opening an embedded database (migrations included): more than the default 30 s when
+// the suite's other files load the same two cores.
+describe('durable across kill -9', { timeout: 90_000 }, () => {
   const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
   const children: ChildProcess[] = [];
   let dataDir: string;
