@@ -9,6 +9,7 @@ import { takeWarnings } from './harness/processes.ts';
 import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult } from './harness/report.ts';
 import { mfaSuite } from './suites/mfa.ts';
 import { organizationsSuite } from './suites/organizations.ts';
+import { samlSuite } from './suites/saml.ts';
 import { sdkSuite } from './suites/sdk.ts';
 import { signInSuite } from './suites/sign-in.ts';
 
@@ -17,6 +18,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   'sign-in': signInSuite,
   mfa: mfaSuite,
   sdk: sdkSuite,
+  saml: samlSuite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

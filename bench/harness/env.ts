@@ -33,6 +33,7 @@ export const config = {
   /** Start every server with `--cpu-prof` and keep the profiles there (open them in Chrome DevTools). */
   profileDir: textEnv('BENCH_PROFILE_DIR'),
   mfaMaxRate: intEnv('BENCH_MFA_MAX_RATE', 600, 10, 20_000),
+  samlMaxRate: intEnv('BENCH_SAML_MAX_RATE', 300, 10, 20_000),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');
 

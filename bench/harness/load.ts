@@ -18,10 +18,10 @@ export interface Scenario {
   /** The status every response must have (200). */
   expect?: number;
   /**
-   * Each request's own headers and body. Each connection (and the one client) has its own `state`, kept across its
+   * Each request's own headers, body and path. Each connection (and the one client) has its own `state`, kept across its
    * requests, so that it can hold a credential of its own (an access token, a session whose refresh token rotates).
    */
-  request?: (state: ConnectionState) => { headers?: Record<string, string>; body?: string };
+  request?: (state: ConnectionState) => { headers?: Record<string, string>; body?: string; path?: string };
   response?: (state: ConnectionState, status: number, body: string) => void;
 }
 export type ConnectionState = Record<string, unknown>;
@@ -72,11 +72,16 @@ function autocannonRequest(scenario: Scenario): autocannon.Request {
   return {
     method: scenario.method,
     path: scenario.path,
-    headers: { ...scenario.headers, 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...scenario.headers },
     state: {},
     setupRequest: (req: autocannon.Request) => {
       const next = scenario.request?.((req as WithState).state) ?? {};
-      return { ...req, headers: { ...req.headers, ...next.headers }, ...(next.body !== undefined ? { body: next.body } : {}) };
+      return {
+        ...req,
+        headers: { ...req.headers, ...next.headers },
+        ...(next.body !== undefined ? { body: next.body } : {}),
+        ...(next.path !== undefined ? { path: next.path } : {}),
+      };
     },
     onResponse(this: WithState, status: number, responseBody: string) {
       scenario.response?.(this.state, status, responseBody);
@@ -168,10 +173,12 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
 export async function send(url: string, scenario: Scenario, state: ConnectionState = {}): Promise<string> {
   const next = scenario.request?.(state);
   const body = next?.body;
-  const response = await fetch(`${url}${scenario.path}`, {
+  const response = await fetch(`${url}${next?.path ?? scenario.path}`, {
     method: scenario.method,
-    headers: { ...scenario.headers, ...next?.headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...scenario.headers, ...next?.headers },
     body,
+    // A redirect is the answer being measured (the SAML ACS), never a place to go.
+    redirect: 'manual',
     signal: AbortSignal.timeout(60_000),
   });
   const text = await response.text();
