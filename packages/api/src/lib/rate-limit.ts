@@ -46,6 +46,9 @@ class PostgresCounters implements Counters {
   async add(limits: Limit[], delta: 1 | -1): Promise<Count[]> {
     const now = Date.now();
     const keys = limits.map(storageKey);
+    // Rows are locked in key order by both statements (the insert's input sorted, the refund's locking subquery
+    // ordered): a consume and a refund of the same keys can never deadlock.
+    const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
     const { rows } = await this.#pool.query<{ key: string; points: number; expire: string }>(
       delta === 1
         ? {
@@ -56,12 +59,13 @@ class PostgresCounters implements Counters {
                      points = case when rate_limits.expire <= $3 then 1 else rate_limits.points + 1 end,
                      expire = case when rate_limits.expire <= $3 then excluded.expire else rate_limits.expire end
                    returning key, points, expire`,
-            values: [keys, limits.map((l) => l.windowS * 1000), now],
+            values: [order.map((i) => keys[i]), order.map((i) => limits[i]!.windowS * 1000), now],
           }
         : {
             name: 'rate_limit_refund',
             text: `update rate_limits set points = points - 1
-                    where key = any($1::text[]) and expire > $2 and points > 0
+                    where key in (select key from rate_limits where key = any($1::text[]) order by key for update)
+                      and expire > $2 and points > 0
                     returning key, points, expire`,
             values: [keys, now],
           },
