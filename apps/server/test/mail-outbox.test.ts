@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from './helpers/ports.ts';
-import { rawRequest, sql, startServer, type TestServer } from './helpers/server.ts';
+import { rawRequest, sql, startServer, type TestServer, until } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
 import { uniqueEmail } from './helpers/suite.ts';
@@ -25,16 +25,6 @@ const messageOf = async (server: TestServer, to: string) => {
   const [row] = await sql(server, 'select * from messages where "to" = ?', [to]);
   return row!;
 };
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('mail goes through a durable outbox', () => {
   it('a refused send is retried on the schedule until the SMTP server takes it; the sealed copy is then gone', async () => {

@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from './helpers/ports.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
-import { rawRequest } from './helpers/server.ts';
+import { rawRequest, until } from './helpers/server.ts';
 import { uniqueEmail } from './helpers/suite.ts';
 
 /**
@@ -29,16 +29,6 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
 });
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function adminQuery(statement: string) {
   const client = new pg.Client({ connectionString: inject('databaseUrl') });
@@ -157,7 +147,7 @@ describe(`webhook delivery is durable (${onPostgres ? 'PostgreSQL, two processes
       expect(res.status).toBe(201);
       more.push(res.body.data.id);
     });
-    await until(() => (receiver.at(path).length >= before + 5 ? true : undefined), 'some deliveries in flight');
+    await until(() => (receiver.at(path).length >= before + 5 ? true : undefined), 'some deliveries in flight', 60_000);
     const killed = new Promise((resolve) => first.once('exit', resolve));
     first.kill('SIGKILL');
     await killed;

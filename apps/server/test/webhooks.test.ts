@@ -2,7 +2,18 @@ import { verifyWebhook, WebhookVerificationError } from '@gatehouse/sdk/webhooks
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
-import { expectError, isoDate, MISSING, ok, sql, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
+import {
+  expectError,
+  isoDate,
+  MISSING,
+  ok,
+  sql,
+  startServer,
+  type TestApp,
+  type TestServer,
+  UUID,
+  until,
+} from './helpers/server.ts';
 import { uniqueEmail } from './helpers/suite.ts';
 
 let server: TestServer;
@@ -25,16 +36,6 @@ async function createEndpoint(app: TestApp, path: string, extra: Record<string, 
 }
 
 const createUser = (app: TestApp) => ok(app.rest('POST', '/v1/users', { primary_email: uniqueEmail('hook') }), 201);
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const deliveries = async (app: TestApp, endpointId: string, query = '') =>
   ok(app.rest('GET', `/v1/webhooks/${endpointId}/deliveries${query}`));

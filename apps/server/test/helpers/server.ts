@@ -246,3 +246,18 @@ export const rejection = (promise: Promise<unknown>): Promise<GatehouseError> =>
       return error as GatehouseError;
     },
   );
+
+/** Polls `probe` until it answers something (every 50 ms), or fails naming `what` after `timeoutMs`. */
+export async function until<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
