@@ -40,7 +40,16 @@ const EnvSchema = z.object({
     .optional(),
   /** Milliseconds one webhook attempt may take (default 15000). */
   GATEHOUSE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).optional(),
-  /** DNS resolvers for outbound checks (webhooks), comma-separated `ip` or `ip:port`; unset: the system's. */
+  /** The host name custom domains point their CNAME at (the operator's proxy); unset: the base URL's host name. */
+  GATEHOUSE_CNAME_TARGET: z
+    .string()
+    .regex(
+      /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i,
+      'GATEHOUSE_CNAME_TARGET must be a host name, e.g. domains.example.com',
+    )
+    .transform((v) => v.toLowerCase())
+    .optional(),
+  /** DNS resolvers for outbound checks (webhooks) and domain verification, comma-separated `ip` or `ip:port`; unset: the system's. */
   GATEHOUSE_DNS_SERVERS: z
     .string()
     .regex(/^[0-9a-fA-F.:[\]]+(,[0-9a-fA-F.:[\]]+)*$/, 'GATEHOUSE_DNS_SERVERS must be IP addresses separated by commas')

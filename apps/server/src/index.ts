@@ -6,7 +6,7 @@ import {
   migrate,
   type Orm,
   pendingMigrations,
-  purgeExpired,
+  runHousekeeping,
   WebhookWorker,
   type WebhookWorkerOptions,
 } from '@gatehouse/api';
@@ -37,9 +37,14 @@ export interface GatehouseServerOptions {
   allowInsecureSaml?: boolean;
   /** Webhook delivery: insecure receivers (development), the retry schedule, the per-attempt timeout. */
   webhooks?: WebhookWorkerOptions;
+  /** `GATEHOUSE_CNAME_TARGET`: the host name custom domains point their CNAME at (default: the base URL's). */
+  cnameTarget?: string;
 }
 
-/** How often each process deletes long-expired one-time secrets (any process may; they do not conflict). */
+/**
+ * How often each process runs housekeeping: deletes long-expired rows and runs the recurring tasks (re-checking
+ * pending custom domains); several processes do not conflict.
+ */
 const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
 
 export interface GatehouseServer {
@@ -70,6 +75,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         mailFrom: options.mailFrom,
         rateLimitStore,
         allowInsecureSaml: options.allowInsecureSaml,
+        cnameTarget: options.cnameTarget,
       }),
     logLevel: options.logLevel ?? 'info',
     logStream: options.logStream,
@@ -81,7 +87,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
   const webhookWorker = new WebhookWorker(services, options.webhooks);
   webhookWorker.start();
   const housekeeping = setInterval(() => {
-    purgeExpired(orm).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
+    runHousekeeping(orm).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);
   housekeeping.unref();
   return {

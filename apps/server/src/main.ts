@@ -44,6 +44,7 @@ async function main() {
     },
     metricsToken: env.GATEHOUSE_METRICS_TOKEN,
     allowInsecureSaml: env.GATEHOUSE_ALLOW_INSECURE_SAML === '1',
+    cnameTarget: env.GATEHOUSE_CNAME_TARGET,
   });
   let stopping = false;
   const stop = async (signal: string) => {

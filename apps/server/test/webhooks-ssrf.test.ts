@@ -1,51 +1,32 @@
-import dns2 from 'dns2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalDns, startLocalDns } from './helpers/dns.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { expectError, ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { uniqueEmail } from './helpers/suite.ts';
 
 /** SECURITY.md rule 8 for webhooks: every refused spelling at create and update, and the check again at delivery. */
 
-const { Packet } = dns2;
 /** What the local DNS server answers: A records per name; a name not listed is NXDOMAIN. */
-const ZONE: Record<string, string[]> = {
-  'loopback.gatehouse-test.dev': ['127.0.0.1'],
-  'private.gatehouse-test.dev': ['10.1.2.3'],
-  'metadata.gatehouse-test.dev': ['169.254.169.254'],
-  'mixed.gatehouse-test.dev': ['8.8.8.8', '127.0.0.1'],
+const ZONE = {
+  'loopback.gatehouse-test.dev': { a: ['127.0.0.1'] },
+  'private.gatehouse-test.dev': { a: ['10.1.2.3'] },
+  'metadata.gatehouse-test.dev': { a: ['169.254.169.254'] },
+  'mixed.gatehouse-test.dev': { a: ['8.8.8.8', '127.0.0.1'] },
 };
 
 let secure: TestServer;
 let insecure: TestServer;
-let dnsServer: ReturnType<typeof dns2.createServer>;
-const previousDnsServers = process.env.GATEHOUSE_DNS_SERVERS;
+let dns: LocalDns;
 
 beforeAll(async () => {
-  dnsServer = dns2.createServer({
-    udp: true,
-    handle: (request, send) => {
-      const response = Packet.createResponseFromRequest(request);
-      const [question] = request.questions;
-      const addresses = question ? ZONE[question.name.toLowerCase()] : undefined;
-      if (!addresses) response.header.rcode = Packet.RCODE.NXDOMAIN;
-      else if (question!.type === Packet.TYPE.A)
-        for (const address of addresses)
-          response.answers.push({ name: question!.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address } as never);
-      send(response);
-    },
-  });
-  const listening = await dnsServer.listen({ udp: { port: 0, address: '127.0.0.1' } });
-  const port = listening.udp?.port;
-  process.env.GATEHOUSE_DNS_SERVERS = `127.0.0.1:${port}`;
+  dns = await startLocalDns(ZONE);
   secure = await startServer({ webhooks: { retryScheduleS: [], timeoutMs: 2000 } });
   insecure = await startServer({ webhooks: { allowInsecure: true, retryScheduleS: [], timeoutMs: 2000 } });
 });
 afterAll(async () => {
   await secure?.close();
   await insecure?.close();
-  await dnsServer?.close();
-  if (previousDnsServers === undefined) delete process.env.GATEHOUSE_DNS_SERVERS;
-  else process.env.GATEHOUSE_DNS_SERVERS = previousDnsServers;
+  await dns?.close();
 });
 
 /** Every spelling SECURITY.md rule 8 and issue 10 list, refused without GATEHOUSE_ALLOW_INSECURE_WEBHOOKS. */

@@ -26,6 +26,8 @@ export interface Services {
   metrics: Metrics;
   /** `GATEHOUSE_ALLOW_INSECURE_SAML=1`: IdP URLs may be http or loopback (local development and tests only). */
   allowInsecureSaml: boolean;
+  /** `GATEHOUSE_CNAME_TARGET`: where custom domains point their CNAME (default: the base URL's host name). */
+  cnameTarget: string;
 }
 
 /**
@@ -69,6 +71,7 @@ export interface ServicesOptions {
   mailFrom?: string;
   rateLimitStore: RateLimitStore;
   allowInsecureSaml?: boolean;
+  cnameTarget?: string;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -84,6 +87,7 @@ export function createServices(options: ServicesOptions): Services {
     inFlight: new InFlight(),
     metrics,
     allowInsecureSaml: options.allowInsecureSaml === true,
+    cnameTarget: options.cnameTarget ?? new URL(options.baseUrl).hostname,
   };
 }
 

@@ -4,6 +4,7 @@ import { RateLimitEntity } from './db/rate-limit.entity.ts';
 import { ApiKeyEntity } from './modules/api-keys/api-key.entity.ts';
 import { ApplicationEntity } from './modules/applications/application.entity.ts';
 import { ConsentEntity } from './modules/consent/consent.entity.ts';
+import { CustomDomainEntity } from './modules/domains/domain.entity.ts';
 import { EventEntity } from './modules/events/event.entity.ts';
 import { MessageEntity } from './modules/messages/message.entity.ts';
 import { MfaBackupCodeEntity, MfaFactorEntity } from './modules/mfa/mfa-factor.entity.ts';
@@ -49,6 +50,7 @@ export const entities = [
   WebhookEndpointEntity,
   WebhookDeliveryEntity,
   WebhookAttemptEntity,
+  CustomDomainEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

@@ -4,7 +4,7 @@ export { type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations }
 export { createOrm } from './entities.ts';
 export { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
 export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
-export { purgeExpired } from './lib/housekeeping.ts';
+export { purgeExpired, runHousekeeping } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';

@@ -63,6 +63,8 @@ export type Template = Outputs['templates']['get'];
 export type Message = Outputs['messages']['list']['messages'][number];
 export type RotatedSigningKeys = Outputs['signingKeys']['rotate'];
 export type SamlConnection = Outputs['saml']['connections']['get'];
+/** A custom domain with the DNS records to publish (`domains.add|list|verify|delete`). */
+export type CustomDomain = Outputs['domains']['add'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

@@ -151,6 +151,8 @@ export interface StartOptions {
   allowInsecureSaml?: boolean;
   /** Webhook delivery options (tests allow insecure receivers and shorten the schedule). */
   webhooks?: WebhookWorkerOptions;
+  /** GATEHOUSE_CNAME_TARGET. */
+  cnameTarget?: string;
 }
 
 /** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
@@ -171,6 +173,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     metricsToken: options.metricsToken,
     redisUrl: options.redisUrl,
     allowInsecureSaml: options.allowInsecureSaml,
+    cnameTarget: options.cnameTarget,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   const address = server.app.server.address();

@@ -1,9 +1,11 @@
 import type { EntityManager, Orm } from '../db/orm.ts';
 
 /**
- * Retention: every module that keeps rows nobody needs after a while registers a purge step here (the kernel knows
- * no table), and every process runs them all on the housekeeping interval. Concurrent runs on several processes are
- * harmless: each delete takes its own batch.
+ * Housekeeping, run by every process on an interval (the kernel knows no table; modules register their steps):
+ * - retention: every module that keeps rows nobody needs after a while registers a purge step; concurrent runs on
+ *   several processes are harmless: each delete takes its own batch;
+ * - recurring tasks (re-checking pending custom domains, …): each claims its rows so that several processes never
+ *   do the same work twice (`FOR UPDATE SKIP LOCKED` or a conditional update).
  */
 export type PurgeStep = (em: EntityManager) => Promise<number>;
 
@@ -51,4 +53,22 @@ export async function purgeExpired(orm: Orm): Promise<number> {
   let purged = 0;
   for (const step of steps.values()) purged += await step(em);
   return purged;
+}
+
+/** A recurring task: answers how many rows it handled. It must claim its rows itself (several processes run it). */
+export type HousekeepingTask = (em: EntityManager) => Promise<number>;
+
+const tasks = new Map<string, HousekeepingTask>();
+
+export function registerHousekeepingTask(name: string, task: HousekeepingTask): void {
+  if (tasks.has(name)) throw new Error(`Housekeeping task ${name} is registered twice`);
+  tasks.set(name, task);
+}
+
+/** One housekeeping run: every purge step, then every recurring task. Answers how many rows each kind handled. */
+export async function runHousekeeping(orm: Orm): Promise<{ purged: number; handled: number }> {
+  const purged = await purgeExpired(orm);
+  let handled = 0;
+  for (const task of tasks.values()) handled += await task(orm.em.fork() as EntityManager);
+  return { purged, handled };
 }

@@ -102,8 +102,16 @@ export function checkOutboundUrl(value: string, policy: OutboundPolicy = {}): UR
     if (policy.allowInsecure) return url;
     throw refuse('a local name');
   }
-  if (!host.includes('.') || LOCAL_SUFFIXES.some((suffix) => host.endsWith(suffix))) throw refuse('a local name');
+  if (isLocalName(host)) throw refuse('a local name');
   return url;
+}
+
+/**
+ * True for a name that only means something on a local network: `localhost`, a single label, or a name under a
+ * local-only suffix (`.localhost`, `.local`, `.internal`, `.home.arpa`, …). `host`: lower-case, no trailing dot.
+ */
+export function isLocalName(host: string): boolean {
+  return host === 'localhost' || !host.includes('.') || LOCAL_SUFFIXES.some((suffix) => host.endsWith(suffix));
 }
 
 /** The resolvers of `GATEHOUSE_DNS_SERVERS` (comma-separated `ip` or `ip:port`), or none: the system's lookup. */
@@ -114,13 +122,22 @@ export function dnsServers(env: NodeJS.ProcessEnv = process.env): string[] | und
   return servers?.length ? servers : undefined;
 }
 
+/**
+ * A DNS resolver on the servers of `GATEHOUSE_DNS_SERVERS`, or on the system's (`/etc/resolv.conf`) when unset: for
+ * the records `dns.lookup` cannot answer (TXT), and for addresses when servers are configured.
+ */
+export function dnsResolver(servers: string[] | undefined = dnsServers()): InstanceType<typeof dns.Resolver> {
+  const resolver = new dns.Resolver({ timeout: 3000, tries: 2 });
+  if (servers) resolver.setServers(servers);
+  return resolver;
+}
+
 /** Every address `hostname` resolves to (A and AAAA). Throws `dns_failed` when there is none or the lookup fails. */
 export async function resolveHost(hostname: string): Promise<LookupAddress[]> {
   const servers = dnsServers();
   try {
     if (!servers) return await dns.lookup(hostname, { all: true, verbatim: true });
-    const resolver = new dns.Resolver({ timeout: 3000, tries: 2 });
-    resolver.setServers(servers);
+    const resolver = dnsResolver(servers);
     const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
     const found = [
       ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),

@@ -27,6 +27,8 @@ export const EVENT_TYPES = [
   'webhook_endpoint.deleted',
   'webhook_endpoint.disabled',
   'webhook.test',
+  'custom_domain.added',
+  'custom_domain.verified',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -9,8 +9,6 @@ import { EVENT_TYPES } from '../events/events.schema.ts';
 export const WEBHOOK_EVENT_TYPES = [
   ...new Set([
     ...EVENT_TYPES,
-    'custom_domain.added',
-    'custom_domain.verified',
     'saml_connection.created',
     'saml_connection.updated',
     'subscription.created',
