@@ -13,6 +13,7 @@ import { createGatehouse, createGatehouseClient, GatehouseError } from '@gatehou
 import { createGatehouseServer, type GatehouseServer } from '@gatehouse/server';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalDns } from '../../server/test/helpers/dns.ts';
 import { createTestIdp, postToAcs, type TestIdp } from '../../server/test/helpers/saml-idp.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -704,6 +705,50 @@ describe('gatehouse CLI against a real server', () => {
       expect(result.stdout).toContain('user.created');
     } finally {
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+
+  it('domains add, list, verify (through a real local DNS server), remove; clear errors', async () => {
+    // The server runs in this process: GATEHOUSE_DNS_SERVERS points its lookups at the local DNS server.
+    const dns = await startLocalDns();
+    try {
+      const name = `cli-${randomBytes(4).toString('hex')}.gatehouse-test.dev`;
+      const added = await json(['domains', 'add', `  ${name.toUpperCase()}. `]);
+      expect(added).toMatchObject({ domain: name, status: 'pending_verification', tls_status: 'pending' });
+      const plainAdd = await gatehouse(['domains', 'add', `www.${name}`]);
+      expect(plainAdd.code, plainAdd.stderr).toBe(0);
+      expect(plainAdd.stdout).toContain(`domain\twww.${name}`);
+      expect(plainAdd.stderr).toContain(`_gatehouse-challenge.www.${name}  TXT`);
+
+      const listed = await gatehouse(['domains', 'list']);
+      expect(listed.code).toBe(0);
+      expect(listed.stdout.split('\n')[0]).toBe('id\tdomain\tstatus\ttls_status\tverified_at\tcreated_at');
+      expect(listed.stdout).toContain(`${added.id}\t${name}\tpending_verification`);
+
+      const missing = await gatehouse(['domains', 'verify', name]);
+      expect(missing.code, missing.stderr).toBe(0);
+      expect(missing.stdout).toContain('verification_error\ttxt_not_found');
+      expect(missing.stderr).toContain('no TXT record was found');
+
+      dns.zone[added.dns_records.txt.name] = { txt: [added.dns_records.txt.value] };
+      expect(await json(['domains', 'verify', added.id])).toMatchObject({ status: 'verified', tls_status: 'active' });
+
+      const taken = await gatehouse(['domains', 'add', name]);
+      expect([taken.code, taken.stdout]).toEqual([1, '']);
+      expect(taken.stderr).toContain('domain_already_configured');
+      const invalid = await gatehouse(['domains', 'add', 'https://localhost:8080/x', '--json']);
+      expect(invalid.code).toBe(1);
+      expect(JSON.parse(invalid.stderr).error).toMatchObject({ code: 'invalid_domain', status: 422 });
+      const unknown = await gatehouse(['domains', 'verify', 'nowhere.example.com']);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain('no custom domain nowhere.example.com');
+
+      expect((await gatehouse(['domains', 'remove', name])).code).toBe(2);
+      expect(await json(['domains', 'remove', name, '--yes'])).toEqual({ id: added.id, deleted: true });
+      expect(await json(['domains', 'remove', `www.${name}`, '--yes'])).toMatchObject({ deleted: true });
+      expect(await json(['domains', 'list'])).toEqual([]);
+    } finally {
+      await dns.close();
     }
   });
 
