@@ -60,7 +60,11 @@ describe('S7: adding a domain', () => {
       status: 'pending_verification',
       tls_status: 'pending',
       dns_records: {
-        txt: { type: 'TXT', name: `_gatehouse-challenge.${name}`, value: expect.stringMatching(/^gatehouse-domain-verification=[A-Za-z0-9]{43}$/) },
+        txt: {
+          type: 'TXT',
+          name: `_gatehouse-challenge.${name}`,
+          value: expect.stringMatching(/^gatehouse-domain-verification=[A-Za-z0-9]{43}$/),
+        },
         cname: { type: 'CNAME', name, value: CNAME_TARGET },
       },
       verification_error: null,
@@ -100,7 +104,12 @@ describe('S7: adding a domain', () => {
     // The canonical form is what is unique: another spelling of a configured name is a duplicate.
     expectError(await add(app, `AUTH.${base}.`), 409, 'domain_already_configured');
     const stored = await sql(server, 'select domain from custom_domains where application_id = ? order by domain', [app.id]);
-    expect(stored.map((r) => r.domain)).toEqual([`auth.${base}`, `xn--bcher-kva.${base}`, `xn--mnchen-3ya.${base}`, `xn--xample-9ua.${base}`]);
+    expect(stored.map((r) => r.domain)).toEqual([
+      `auth.${base}`,
+      `xn--bcher-kva.${base}`,
+      `xn--mnchen-3ya.${base}`,
+      `xn--xample-9ua.${base}`,
+    ]);
   });
 
   it('the longest valid labels and names are accepted (63 and 253 characters)', async () => {
@@ -269,8 +278,16 @@ describe('tenancy and scopes', () => {
       const body = path.endsWith('/domains') ? { domain: fresh() } : undefined;
       expectError(await app.rest(method, path, body, as(reader.secret)), 403, 'insufficient_scope', path);
     }
-    expectError(await app.rest('GET', `/v1/applications/${app.id}/domains`, undefined, as(other.secret)), 403, 'insufficient_scope');
-    expectError(await app.rest('GET', `/v1/applications/${app.id}/domains`, undefined, { authorization: undefined }), 401, 'missing_credentials');
+    expectError(
+      await app.rest('GET', `/v1/applications/${app.id}/domains`, undefined, as(other.secret)),
+      403,
+      'insufficient_scope',
+    );
+    expectError(
+      await app.rest('GET', `/v1/applications/${app.id}/domains`, undefined, { authorization: undefined }),
+      401,
+      'missing_credentials',
+    );
   });
 });
 
@@ -281,17 +298,29 @@ describe('verification through a real DNS server', () => {
     const record = domain.dns_records.txt;
 
     const missing = await ok(verify(app, domain.id));
-    expect(missing).toMatchObject({ status: 'pending_verification', tls_status: 'pending', verification_error: 'txt_not_found', verified_at: null });
+    expect(missing).toMatchObject({
+      status: 'pending_verification',
+      tls_status: 'pending',
+      verification_error: 'txt_not_found',
+      verified_at: null,
+    });
     expect(missing.last_checked_at).toEqual(isoDate);
 
     // The name exists but has no TXT record (only an address).
     dns.zone[record.name] = { a: ['192.0.2.1'] };
-    expect(await ok(verify(app, domain.id))).toMatchObject({ status: 'pending_verification', verification_error: 'txt_not_found' });
+    expect(await ok(verify(app, domain.id))).toMatchObject({
+      status: 'pending_verification',
+      verification_error: 'txt_not_found',
+    });
 
     // Another domain's token, and a near miss of this one.
     const otherDomain = await ok(add(app, fresh('other')));
     publish(record, [otherDomain.dns_records.txt.value, `${record.value}x`, 'v=spf1 -all']);
-    expect(await ok(verify(app, domain.id))).toMatchObject({ status: 'pending_verification', verification_error: 'txt_mismatch', verified_at: null });
+    expect(await ok(verify(app, domain.id))).toMatchObject({
+      status: 'pending_verification',
+      verification_error: 'txt_mismatch',
+      verified_at: null,
+    });
     expect(await eventsOf(app, 'custom_domain.verified')).toEqual([]);
 
     // The right token beside other TXT records at the name.
@@ -329,7 +358,10 @@ describe('verification through a real DNS server', () => {
     // A port nobody listens on: the lookup times out or is refused.
     process.env.GATEHOUSE_DNS_SERVERS = '127.0.0.1:9';
     try {
-      expect(await ok(verify(app, domain.id))).toMatchObject({ status: 'pending_verification', verification_error: 'dns_failed' });
+      expect(await ok(verify(app, domain.id))).toMatchObject({
+        status: 'pending_verification',
+        verification_error: 'dns_failed',
+      });
     } finally {
       process.env.GATEHOUSE_DNS_SERVERS = previous;
     }
@@ -349,7 +381,10 @@ describe('verification through a real DNS server', () => {
     const app = await server.createApp();
     const next = await server.createApp();
     const domain = await ok(add(app, fresh('removed')));
-    expect(await ok(app.rest('DELETE', `/v1/applications/${app.id}/domains/${domain.id}`))).toEqual({ id: domain.id, deleted: true });
+    expect(await ok(app.rest('DELETE', `/v1/applications/${app.id}/domains/${domain.id}`))).toEqual({
+      id: domain.id,
+      deleted: true,
+    });
     expectError(await app.rest('DELETE', `/v1/applications/${app.id}/domains/${domain.id}`), 404, 'not_found');
     expect(await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))).toEqual([]);
     expect((await ok(add(next, domain.domain))).domain).toBe(domain.domain);
@@ -365,7 +400,11 @@ describe('the background re-check (housekeeping)', () => {
     const notDue = await ok(add(app, fresh('notdue')));
     publish(ready.dns_records.txt);
     publish(notDue.dns_records.txt);
-    await sql(server, `update custom_domains set next_check_at = now() - interval '1 second' where id in (?, ?, ?)`, [ready.id, missing.id, old.id]);
+    await sql(server, `update custom_domains set next_check_at = now() - interval '1 second' where id in (?, ?, ?)`, [
+      ready.id,
+      missing.id,
+      old.id,
+    ]);
     await sql(server, `update custom_domains set created_at = now() - interval '8 days' where id = ?`, [old.id]);
 
     await runHousekeeping(server.server.orm);
@@ -374,8 +413,17 @@ describe('the background re-check (housekeeping)', () => {
       ((await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))) as any[]).map((d) => [d.id, d]),
     );
     expect(byId[ready.id]).toMatchObject({ status: 'verified', tls_status: 'active', verified_at: isoDate });
-    expect(byId[missing.id]).toMatchObject({ status: 'pending_verification', tls_status: 'pending', verification_error: 'txt_not_found' });
-    expect(byId[old.id]).toMatchObject({ status: 'failed', tls_status: 'failed', verification_error: 'txt_not_found', verified_at: null });
+    expect(byId[missing.id]).toMatchObject({
+      status: 'pending_verification',
+      tls_status: 'pending',
+      verification_error: 'txt_not_found',
+    });
+    expect(byId[old.id]).toMatchObject({
+      status: 'failed',
+      tls_status: 'failed',
+      verification_error: 'txt_not_found',
+      verified_at: null,
+    });
     // Not due yet: not looked at, though its record is published.
     expect(byId[notDue.id]).toMatchObject({ status: 'pending_verification', last_checked_at: null });
 
@@ -395,7 +443,9 @@ describe('the background re-check (housekeeping)', () => {
     // A failed domain is never re-checked in the background; a manual verify still can succeed.
     publish(old.dns_records.txt);
     await runHousekeeping(server.server.orm);
-    expect((await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))).find((d: any) => d.id === old.id).status).toBe('failed');
+    expect((await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))).find((d: any) => d.id === old.id).status).toBe(
+      'failed',
+    );
     expect(await ok(verify(app, old.id))).toMatchObject({ status: 'verified', tls_status: 'active' });
   });
 
@@ -410,7 +460,11 @@ describe('the background re-check (housekeeping)', () => {
     expect(listed.map((d) => d.status)).toEqual(domains.map(() => 'verified'));
     const events = await eventsOf(app, 'custom_domain.verified');
     expect(events.map((e) => e.data.id).sort()).toEqual(domains.map((d) => d.id).sort());
-    const [{ checks }] = (await sql(server, 'select sum(check_count)::int as checks from custom_domains where application_id = ?', [app.id])) as any;
+    const [{ checks }] = (await sql(
+      server,
+      'select sum(check_count)::int as checks from custom_domains where application_id = ?',
+      [app.id],
+    )) as any;
     expect(checks).toBe(6);
   });
 });
@@ -449,7 +503,15 @@ describe("GET /v1/domains/allowed (Caddy's on-demand TLS ask)", () => {
     expect(text).not.toContain(app.id);
     expect(text).not.toContain(verified.id);
     expect((await allowed(`${verified.domain.toUpperCase()}.`)).status).toBe(200);
-    for (const name of [pending.domain, failed.domain, fresh('unknown'), `sub.${verified.domain}`, 'localhost', '127.0.0.1', '*.x.dev']) {
+    for (const name of [
+      pending.domain,
+      failed.domain,
+      fresh('unknown'),
+      `sub.${verified.domain}`,
+      'localhost',
+      '127.0.0.1',
+      '*.x.dev',
+    ]) {
       const res = await allowed(name);
       expectError(res, 404, 'not_found', name);
       expect(JSON.stringify(res.body)).not.toContain(app.id);

@@ -57,6 +57,11 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       'Endpoints that receive the events, signed per Standard Webhooks (at-least-once, retried for about a day), their deliveries and attempts.',
   },
+  {
+    name: 'Domains',
+    description:
+      "Custom domains of an application, verified through a DNS TXT record; `/v1/domains/allowed` answers the TLS proxy's on-demand certificate `ask`.",
+  },
   { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
   {
     name: 'End-user sign-in',

@@ -81,7 +81,8 @@ export function registerDomains(program: Command): void {
       await present(
         command,
         'Verifying the domain',
-        async () => gatehouse.domains.verify({ id: applicationId, domain_id: await domainId(gatehouse, applicationId, idOrName) }),
+        async () =>
+          gatehouse.domains.verify({ id: applicationId, domain_id: await domainId(gatehouse, applicationId, idOrName) }),
         domainView,
       );
     });

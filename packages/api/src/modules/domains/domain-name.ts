@@ -26,7 +26,8 @@ export function canonicalDomain(input: string): string {
   if (name.endsWith('.')) name = name.slice(0, -1);
   if (!name) throw refuse('empty');
   // What the WHATWG parser would quietly drop or decode is refused as written.
-  if (/^[a-z][a-z0-9+.-]*:\/\//.test(name) || name.includes('://')) throw refuse('a scheme is not allowed; give the host name only');
+  if (/^[a-z][a-z0-9+.-]*:\/\//.test(name) || name.includes('://'))
+    throw refuse('a scheme is not allowed; give the host name only');
   if (/[/?#\\]/.test(name)) throw refuse('a path is not allowed; give the host name only');
   if (name.includes('@')) throw refuse('userinfo is not allowed');
   if (name.includes('*')) throw refuse('wildcards are not allowed');

@@ -45,6 +45,4 @@ export const DomainParamsSchema = z.strictObject({ id: z.uuid(), domain_id: z.uu
 export const AllowedDomainInputSchema = z.strictObject({
   domain: z.string().max(1024).meta({ description: 'The host name a TLS certificate is asked for' }),
 });
-export const AllowedDomainSchema = z
-  .object({ domain: z.string(), allowed: z.literal(true) })
-  .meta({ id: 'AllowedDomain' });
+export const AllowedDomainSchema = z.object({ domain: z.string(), allowed: z.literal(true) }).meta({ id: 'AllowedDomain' });
