@@ -112,14 +112,25 @@ describe('S7: adding a domain', () => {
     ]);
   });
 
-  it('the longest valid labels and names are accepted (63 and 253 characters)', async () => {
+  it('the longest valid labels and names are accepted: 63-character labels, 232-character names (the TXT name is 253)', async () => {
     const app = await server.createApp();
     const label63 = `${'a'.repeat(57)}${randomBytes(3).toString('hex')}`;
     expect((await ok(add(app, `${label63}.gatehouse-test.dev`))).domain).toBe(`${label63}.gatehouse-test.dev`);
     const tail = `${randomBytes(3).toString('hex')}.gatehouse-test.dev`;
-    const long = `${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(253 - 63 * 3 - 3 - tail.length - 1)}.${tail}`;
-    expect(long).toHaveLength(253);
-    expect((await ok(add(app, long))).domain).toBe(long);
+    const ofLength = (n: number) =>
+      `${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(n - 63 * 3 - 3 - tail.length - 1)}.${tail}`;
+    const long = ofLength(232);
+    expect(long).toHaveLength(232);
+    const domain = await ok(add(app, long));
+    expect(domain.domain).toBe(long);
+    expect(domain.dns_records.txt.name).toHaveLength(253);
+    // One more character and its challenge record could not exist: refused, saying why.
+    const res = await add(app, ofLength(233));
+    expectError(res, 422, 'invalid_domain');
+    expect(res.body.error.message).toContain('_gatehouse-challenge');
+    // Verifiable through the local DNS server at that length.
+    publish(domain.dns_records.txt);
+    expect((await ok(verify(app, domain.id))).status).toBe('verified');
   });
 
   it('refuses every name that is not a public host name with 422 invalid_domain, and stores nothing', async () => {
@@ -375,6 +386,23 @@ describe('verification through a real DNS server', () => {
     for (const r of results) expect(r.body.data?.status, JSON.stringify(r.body)).toBe('verified');
     expect(new Set(results.map((r) => r.body.data.verified_at)).size).toBe(1);
     expect(await eventsOf(app, 'custom_domain.verified')).toHaveLength(1);
+  });
+
+  it('verify is rate-limited per application (each one queries DNS): 429 with retry-after, other applications unaffected', async () => {
+    const app = await server.createApp();
+    const domain = await ok(add(app, fresh('busy')));
+    let limited: Awaited<ReturnType<typeof verify>> | undefined;
+    for (let i = 0; i < 61 && !limited; i++) {
+      const res = await verify(app, domain.id);
+      if (res.status === 429) limited = res;
+      else expect(res.status).toBe(200);
+    }
+    expect(limited, 'no 429 within 61 verifies').toBeDefined();
+    expectError(limited!, 429, 'rate_limited');
+    expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
+    const other = await server.createApp();
+    const theirs = await ok(add(other, fresh('calm')));
+    expect((await ok(verify(other, theirs.id))).status).toBe('pending_verification');
   });
 
   it('removing a domain answers {id, deleted}; the name can then be added by another application', async () => {

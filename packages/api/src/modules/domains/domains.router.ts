@@ -38,6 +38,7 @@ export const domainsRouter = router({
     .query(({ ctx, input }) => listDomains(ctx, input.id)),
   verify: secretKeyProcedure('settings:write')
     .meta({
+      rateLimited: true,
       openapi: {
         method: 'POST',
         path: `${base}/{domain_id}/verify`,

@@ -10,11 +10,9 @@ import { iso } from '../../lib/time.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type CustomDomain, CustomDomainEntity } from './domain.entity.ts';
-import { canonicalDomain } from './domain-name.ts';
+import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
 import type { CustomDomainRecord, VerificationError } from './domains.schema.ts';
 
-/** The TXT record that proves control of a domain. */
-export const CHALLENGE_PREFIX = '_gatehouse-challenge';
 /** Seconds before each background re-check of a pending domain (the last one repeats). */
 export const RECHECK_BACKOFF_S = [60, 300, 900, 1800, 3600, 7200, 14_400, 21_600];
 /** A domain still pending this long after it was added is `failed` (its TLS too). */
@@ -99,6 +97,11 @@ export async function listDomains(ctx: Context, applicationId: string) {
  */
 export async function verifyDomain(ctx: Context, input: { id: string; domain_id: string }) {
   const domain = await findDomain(ctx, input.id, input.domain_id);
+  // Each verify makes the service query DNS: bounded per application.
+  await ctx.services.rateLimits.consume(
+    [{ name: 'domain_verify', key: domain.application, points: 60, windowS: 60 }],
+    ctx.response.headers,
+  );
   if (domain.status !== 'verified') {
     const error = await lookUpChallenge(domain.domain, domain.verificationToken);
     await recordCheck(ctx.em, domain, error);
