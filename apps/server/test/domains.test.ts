@@ -104,7 +104,7 @@ describe('S7: adding a domain', () => {
     // The canonical form is what is unique: another spelling of a configured name is a duplicate.
     expectError(await add(app, `AUTH.${base}.`), 409, 'domain_already_configured');
     const stored = await sql(server, 'select domain from custom_domains where application_id = ? order by domain', [app.id]);
-    expect(stored.map((r) => r.domain)).toEqual([
+    expect(stored.map((r: { domain: string }) => r.domain)).toEqual([
       `auth.${base}`,
       `xn--bcher-kva.${base}`,
       `xn--mnchen-3ya.${base}`,
