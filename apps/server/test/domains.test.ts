@@ -84,6 +84,17 @@ describe('S7: adding a domain', () => {
     expect(await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))).toEqual([other, domain]);
   });
 
+  it('without GATEHOUSE_CNAME_TARGET the CNAME target is the host name of the base URL', async () => {
+    const plain = await startServer({ baseUrl: 'https://id.example.org' });
+    try {
+      const app = await plain.createApp();
+      const domain = await ok(add(app, fresh('default')));
+      expect(domain.dns_records.cname).toEqual({ type: 'CNAME', name: domain.domain, value: 'id.example.org' });
+    } finally {
+      await plain.close();
+    }
+  });
+
   it('canonicalises before checking and storing: trim, lower-case, one trailing dot, IDN to punycode', async () => {
     const app = await server.createApp();
     const base = fresh('canon');

@@ -153,12 +153,20 @@ describe('process lifecycle', { timeout: 90_000 }, () => {
   });
 
   it('a configuration error lists every problem, without a stack trace', async () => {
-    const server = serve({ PORT: 'eighty', GATEHOUSE_SMTP_URL: 'ftp://mail.example.com', GATEHOUSE_DATA_DIR: await dataDir() });
+    const server = serve({
+      PORT: 'eighty',
+      GATEHOUSE_SMTP_URL: 'ftp://mail.example.com',
+      GATEHOUSE_CNAME_TARGET: 'https://edge.example.com/',
+      GATEHOUSE_DATA_DIR: await dataDir(),
+    });
     expect(await server.exited).toBe(1);
     const stderr = server.stderr();
     expect(stderr).toMatch(/^gatehouse: Invalid configuration:\n/);
     expect(stderr).toMatch(/^ {2}- PORT: /m);
     expect(stderr).toMatch(/^ {2}- GATEHOUSE_SMTP_URL: GATEHOUSE_SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL$/m);
+    expect(stderr).toMatch(
+      /^ {2}- GATEHOUSE_CNAME_TARGET: GATEHOUSE_CNAME_TARGET must be a host name, e\.g\. domains\.example\.com$/m,
+    );
     noStack(stderr);
     expect(server.stdout()).toBe('');
   });
