@@ -1,9 +1,9 @@
 import { z } from 'zod';
 
-export const DOMAIN_STATUSES = ['pending_verification', 'verified', 'failed'] as const;
-export const TLS_STATUSES = ['pending', 'active', 'failed'] as const;
+const DOMAIN_STATUSES = ['pending_verification', 'verified', 'failed'] as const;
+const TLS_STATUSES = ['pending', 'active', 'failed'] as const;
 /** Why the last check did not verify. */
-export const VERIFICATION_ERRORS = ['txt_not_found', 'txt_mismatch', 'dns_failed'] as const;
+const VERIFICATION_ERRORS = ['txt_not_found', 'txt_mismatch', 'dns_failed'] as const;
 export type VerificationError = (typeof VERIFICATION_ERRORS)[number];
 
 const DnsRecordSchema = z.object({

@@ -14,7 +14,7 @@ import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
 import type { CustomDomainRecord, VerificationError } from './domains.schema.ts';
 
 /** Seconds before each background re-check of a pending domain (the last one repeats). */
-export const RECHECK_BACKOFF_S = [60, 300, 900, 1800, 3600, 7200, 14_400, 21_600];
+const RECHECK_BACKOFF_S = [60, 300, 900, 1800, 3600, 7200, 14_400, 21_600];
 /** A domain still pending this long after it was added is `failed` (its TLS too). */
 const FAIL_AFTER = "interval '7 days'";
 /** How long a process's claim of a domain lasts while it looks the record up (another takes over after a crash). */
@@ -25,7 +25,7 @@ const challengeName = (domain: string) => `${CHALLENGE_PREFIX}.${domain}`;
 const challengeValue = (token: string) => `gatehouse-domain-verification=${token}`;
 const backoffS = (checks: number) => RECHECK_BACKOFF_S[Math.min(checks, RECHECK_BACKOFF_S.length - 1)]!;
 
-export const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecord => ({
+const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecord => ({
   id: d.id,
   domain: d.domain,
   status: d.status as CustomDomainRecord['status'],
@@ -195,7 +195,7 @@ async function recordCheck(
  * `FOR UPDATE SKIP LOCKED`, moving their next check a lease ahead in the same statement, so two processes never take
  * the same domain; looks each up outside any transaction; records the outcome. Answers how many were checked.
  */
-export async function recheckPendingDomains(em: EntityManager): Promise<number> {
+async function recheckPendingDomains(em: EntityManager): Promise<number> {
   let checked = 0;
   for (;;) {
     const claimed = await em.execute<
