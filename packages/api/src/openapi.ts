@@ -57,6 +57,11 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       'Endpoints that receive the events, signed per Standard Webhooks (at-least-once, retried for about a day), their deliveries and attempts.',
   },
+  {
+    name: 'Authorization',
+    description:
+      'Relationship tuples (Zanzibar-style) in the same database as users and organizations: write, list, check, expand, lookup; `organization:<id>#member` and `#<role>` resolve from the membership table.',
+  },
   { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
   {
     name: 'End-user sign-in',

@@ -3,6 +3,7 @@ import { pinDeclaredCoercion } from './lib/strict-input.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
 import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
 import { applicationProcedures } from './modules/applications/applications.router.ts';
+import { authzRouter } from './modules/authz/authz.router.ts';
 import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
@@ -32,6 +33,7 @@ export const appRouter = router({
   messages: messagesRouter,
   saml: samlRouter,
   webhooks: webhooksRouter,
+  authz: authzRouter,
   auth: authRouter,
 });
 
