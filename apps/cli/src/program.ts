@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import packageJson from '../package.json' with { type: 'json' };
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerApps } from './commands/apps.ts';
+import { registerAuthz } from './commands/authz.ts';
 import { registerEvents } from './commands/events.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerLogin } from './commands/login.ts';
@@ -38,6 +39,7 @@ export function createProgram(): Command {
   registerMessages(program);
   registerEvents(program);
   registerWebhooks(program);
+  registerAuthz(program);
   registerStats(program);
   registerMigrate(program);
   return program;

@@ -13,6 +13,7 @@ export {
   type EnrollTotpInput,
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
+  type ListRelationsInput,
   type MagicLinkOutcome,
   type MagicLinkStarted,
   type MagicLinkWaitOptions,
@@ -20,6 +21,7 @@ export {
   type Passkey,
   type PasskeySignInOptions,
   type RegisterPasskeyInput,
+  type RelationPage,
   type SignInResult,
   type SsoStarted,
   type StartMagicLinkInput,
@@ -63,6 +65,11 @@ export type Template = Outputs['templates']['get'];
 export type Message = Outputs['messages']['list']['messages'][number];
 export type RotatedSigningKeys = Outputs['signingKeys']['rotate'];
 export type SamlConnection = Outputs['saml']['connections']['get'];
+/** `object`, `relation`, `subject` (`user:<id>` or `namespace:id#relation`) and `created_at`. */
+export type RelationshipTuple = Outputs['authz']['tuples']['list']['tuples'][number];
+export type AuthzCheckResult = Outputs['authz']['check'];
+export type AuthzExpandResult = Outputs['authz']['expand'];
+export type AuthzLookupPage = Outputs['authz']['lookup'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

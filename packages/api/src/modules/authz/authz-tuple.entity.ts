@@ -31,7 +31,10 @@ export const AuthzTupleEntity = defineEntity({
   ],
   indexes: [
     // The subject → objects walk of lookup, and S11 (a user's tuples, newest first).
-    { name: 'authz_tuples_subject_index', properties: ['application', 'subjectType', 'subjectId', 'subjectRelation', 'createdAt', 'id'] },
+    {
+      name: 'authz_tuples_subject_index',
+      properties: ['application', 'subjectType', 'subjectId', 'subjectRelation', 'createdAt', 'id'],
+    },
     // GET /v1/authz/tuples, newest first.
     { properties: ['application', 'createdAt', 'id'] },
   ],

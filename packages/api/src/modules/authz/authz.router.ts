@@ -60,7 +60,12 @@ export const authzRouter = router({
     .mutation(({ ctx, input }) => expand(ctx, input)),
   lookup: secretKeyProcedure('authz:read')
     .meta({
-      openapi: { method: 'POST', path: '/v1/authz/lookup', tags, summary: 'The objects of a namespace a subject has a relation to' },
+      openapi: {
+        method: 'POST',
+        path: '/v1/authz/lookup',
+        tags,
+        summary: 'The objects of a namespace a subject has a relation to',
+      },
     })
     .input(LookupInputSchema)
     .output(LookupPageSchema)

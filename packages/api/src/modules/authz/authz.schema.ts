@@ -34,12 +34,18 @@ export const SubjectSchema = z
   .meta({ description: 'user:<user id>, or a subject set namespace:id#relation', example: 'group:eng#member' });
 
 /** A consistency token (the revision of a tuple batch, like a ZedToken): opaque digits. */
-export const ConsistencyTokenSchema = z.string().regex(/^[1-9][0-9]{0,18}$/, 'a consistency token');
+export const ConsistencyTokenSchema = z
+  .string()
+  .regex(/^[1-9][0-9]{0,18}$/, 'a consistency token')
+  .meta({ example: '1042' });
 
 export const ConsistencySchema = z
   .strictObject({
     mode: z.enum(['minimize_latency', 'at_least_as_fresh', 'fully_consistent']),
-    token: ConsistencyTokenSchema.optional().meta({ description: 'With at_least_as_fresh: a token a write answered' }),
+    token: ConsistencyTokenSchema.optional().meta({
+      description: 'With at_least_as_fresh: a token a write answered',
+      example: '1042',
+    }),
   })
   .refine((c) => (c.mode === 'at_least_as_fresh') === (c.token !== undefined), {
     message: 'a token is required with at_least_as_fresh, and only with it',
@@ -129,10 +135,9 @@ export const LookupInputSchema = PageQuerySchema.extend({
   namespace: NamespaceSchema,
   consistency: ConsistencySchema.optional(),
 }).strict();
-export const LookupPageSchema = pageOf(
-  'objects',
-  z.string().meta({ description: 'namespace:id' }),
-).meta({ id: 'AuthzLookupPage' });
+export const LookupPageSchema = pageOf('objects', z.string().meta({ description: 'namespace:id' })).meta({
+  id: 'AuthzLookupPage',
+});
 
 /** S11. */
 export const ListRelationsInputSchema = listQuerySchema({

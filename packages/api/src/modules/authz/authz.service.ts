@@ -252,7 +252,10 @@ const EXPAND_SQL = `${DOWNWARD}, nodes as (select t, i, r, min(d) as d from reac
     ${EXCEEDED} as exceeded
     from nodes n where n.d < $limit order by n.d, n.t, n.i, n.r`.replaceAll('$limit', String(MAX_DEPTH + 1));
 
-export async function expand(ctx: Context, input: { object: string; relation: string; consistency?: { mode: string; token?: string } }) {
+export async function expand(
+  ctx: Context,
+  input: { object: string; relation: string; consistency?: { mode: string; token?: string } },
+) {
   await honourConsistency(ctx, input.consistency);
   const object = parseObject(input.object);
   const [sql, params] = positional(EXPAND_SQL, [ctx.application!.id, object.type, object.id, input.relation]);

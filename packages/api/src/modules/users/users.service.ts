@@ -118,11 +118,7 @@ export async function updateUser(
 
 export async function deleteUser(ctx: Context, id: string) {
   await ctx.em.transactional(async (em) => {
-    const user = await em.findOne(
-      UserEntity,
-      { id, application: ctx.application!.id },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const user = await em.findOne(UserEntity, { id, application: ctx.application!.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!user) throw notFound('User');
     await runDeleteSteps(em, user);
     recordEvent(em, user.application, 'user.deleted', { id });
