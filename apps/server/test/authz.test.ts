@@ -1,6 +1,6 @@
 import { createGatehouseClient } from '@gatehouse/sdk';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { expectError, isoDate, ok, rejection, sql, type TestApp } from './helpers/server.ts';
+import { acrossServers, expectError, isoDate, ok, rejection, sql, type TestApp } from './helpers/server.ts';
 import { endUser, requestMagicLink, signIn } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
@@ -112,6 +112,18 @@ describe('POST /v1/authz/tuples', () => {
     // Exactly 1,000 is allowed, in one transaction.
     expect(await ok(write(app, many(1000, 'viewer')))).toMatchObject({ written: 1000 });
     expect((await tuples(app, '?subject=group:g%23member&limit=1')).total).toBe(1000);
+  });
+
+  it('20 identical batches at once on two processes store each tuple once, and only one reports writing it', async () => {
+    const user = await createUser(app);
+    const doc = `doc:${unique('race')}`;
+    const batch = [t(doc, 'viewer', `user:${user}`), t(doc, 'editor', 'team:race#member')];
+    const results = await acrossServers(suite.server, 20, (server, i) =>
+      ok(write(app.via(server), i % 2 ? batch : [...batch].reverse())),
+    );
+    expect(results.reduce((sum, r) => sum + r.written, 0)).toBe(2);
+    expect(new Set(results.map((r) => r.consistency_token)).size).toBe(20);
+    expect((await tuples(app, `?object=${doc}`)).total).toBe(2);
   });
 
   it('needs authz:write; authz:read lists and checks', async () => {
