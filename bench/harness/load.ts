@@ -6,6 +6,7 @@
  * PostgreSQL backends, the benchmark process (autocannon) and the machine. After the window the run waits until the
  * server has served what autocannon abandoned (drain), then sends 10 requests one at a time: the one-client latency.
  */
+import http from 'node:http';
 import autocannon from 'autocannon';
 import { config, log, sleep } from './env.ts';
 import type { ScratchDatabase } from './postgres.ts';
@@ -174,8 +175,9 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
 /**
  * An open load at a steady `rate` (requests per second): request i is sent at start + i / rate whether or not earlier
  * ones were answered (autocannon's `overallRate` sends each connection's quota in a burst at the start of every second,
- * which measures bursts, not a load). A warm-up of BENCH_WARMUP seconds, then a window of `seconds`; latency is from
- * the scheduled send to the complete answer.
+ * which measures bursts, not a load). A warm-up of BENCH_WARMUP seconds, then a window of `seconds` (its CPU readings
+ * end when its last answer is in); latency is from the scheduled send to the complete answer, so a generator or server
+ * that falls behind shows as latency, never as a gentler load.
  */
 async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatabase | undefined, seconds: number, rate: number) {
   const state: ConnectionState = {};
@@ -187,26 +189,41 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
   const opensAt = started + config.warmupSeconds * 1000;
   const closesAt = opensAt + seconds * 1000;
   const inFlight = new Set<Promise<void>>();
+  // node:http with keep-alive: a fraction of fetch's CPU per request, so the generator keeps its schedule.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: config.connections });
   const fire = (due: number) => {
     const next = scenario.request?.(state);
     const body = next?.body;
-    const request = fetch(`${server.url}${next?.path ?? scenario.path}`, {
-      method: scenario.method,
-      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...scenario.headers, ...next?.headers },
-      body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(config.timeoutSeconds * 1000),
-    })
-      .then(async (response) => {
-        await response.arrayBuffer();
-        answered++;
-        if (response.status !== expected(scenario)) bad++;
-        else if (due >= opensAt && due < closesAt) latencies.push(performance.now() - due);
-      })
-      .catch(() => {
+    const request = new Promise<void>((resolve) => {
+      const req = http.request(
+        `${server.url}${next?.path ?? scenario.path}`,
+        {
+          method: scenario.method,
+          agent,
+          timeout: config.timeoutSeconds * 1000,
+          headers: {
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...scenario.headers,
+            ...next?.headers,
+          },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => {
+            answered++;
+            if (response.statusCode !== expected(scenario)) bad++;
+            else if (due >= opensAt && due < closesAt) latencies.push(performance.now() - due);
+            resolve();
+          });
+        },
+      );
+      req.on('error', () => {
         bad++;
         if (due >= opensAt && due < closesAt) errors++;
+        resolve();
       });
+      req.end(body);
+    });
     const tracked = request.finally(() => inFlight.delete(tracked));
     inFlight.add(tracked);
   };
@@ -222,9 +239,10 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
     if (!windowStart) void db?.refreshBackends().catch(() => undefined);
     fire(due);
   }
+  await Promise.all(inFlight);
   windowEnd = performance.now();
   const atEnd = readings();
-  await Promise.all(inFlight);
+  agent.destroy();
   if (bad > MAX_BAD_SHARE * answered || latencies.length === 0) {
     throw new Error(`${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${bad} of ${answered} requests failed`);
   }
