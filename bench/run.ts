@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { cleanUp, commandLine, log, ROOT } from './harness/env.ts';
 import { takeWarnings } from './harness/processes.ts';
 import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult } from './harness/report.ts';
+import { authzSuite } from './suites/authz.ts';
 import { mfaSuite } from './suites/mfa.ts';
 import { organizationsSuite } from './suites/organizations.ts';
 import { samlSuite } from './suites/saml.ts';
@@ -19,6 +20,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   mfa: mfaSuite,
   sdk: sdkSuite,
   saml: samlSuite,
+  authz: authzSuite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

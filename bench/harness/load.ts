@@ -6,6 +6,7 @@
  * PostgreSQL backends, the benchmark process (autocannon) and the machine. After the window the run waits until the
  * server has served what autocannon abandoned (drain), then sends 10 requests one at a time: the one-client latency.
  */
+import http from 'node:http';
 import autocannon from 'autocannon';
 import { config, log, sleep } from './env.ts';
 import type { ScratchDatabase } from './postgres.ts';
@@ -42,6 +43,7 @@ export interface Measurement {
   requests: number;
   requestsPerSecond: number;
   p50Ms: number;
+  p95Ms: number;
   p99Ms: number;
   maxMs: number;
   /** Cores used during the window (1 = one core busy all the time); NaN where not measured. */
@@ -158,6 +160,102 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
     requests: latencies.length,
     requestsPerSecond: latencies.length / windowSeconds,
     p50Ms: percentile(latencies, 50),
+    p95Ms: percentile(latencies, 95),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies.at(-1) ?? 0,
+    serverCores: cores[0],
+    databaseCores: cores[1],
+    loadGeneratorCores: cores[2],
+    machineCores: cores[3],
+    expected: latencies.length,
+    errors,
+  };
+}
+
+/**
+ * An open load at a steady `rate` (requests per second): request i is sent at start + i / rate whether or not earlier
+ * ones were answered (autocannon's `overallRate` sends each connection's quota in a burst at the start of every second,
+ * which measures bursts, not a load). A warm-up of BENCH_WARMUP seconds, then a window of `seconds` (its CPU readings
+ * end when its last answer is in); latency is from the scheduled send to the complete answer, so a generator or server
+ * that falls behind shows as latency, never as a gentler load.
+ */
+async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatabase | undefined, seconds: number, rate: number) {
+  const state: ConnectionState = {};
+  const latencies: number[] = [];
+  let [answered, bad, errors, windowStart, windowEnd] = [0, 0, 0, 0, 0];
+  const readings = () => [server.cpuSeconds(), db?.cpuSeconds() ?? Number.NaN, selfCpuSeconds(), machineCpuSeconds()];
+  let atStart: number[] = [];
+  const started = performance.now();
+  const opensAt = started + config.warmupSeconds * 1000;
+  const closesAt = opensAt + seconds * 1000;
+  const inFlight = new Set<Promise<void>>();
+  // node:http with keep-alive: a fraction of fetch's CPU per request, so the generator keeps its schedule.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: config.connections });
+  const fire = (due: number) => {
+    const next = scenario.request?.(state);
+    const body = next?.body;
+    const request = new Promise<void>((resolve) => {
+      const req = http.request(
+        `${server.url}${next?.path ?? scenario.path}`,
+        {
+          method: scenario.method,
+          agent,
+          timeout: config.timeoutSeconds * 1000,
+          headers: {
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...scenario.headers,
+            ...next?.headers,
+          },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => {
+            answered++;
+            if (response.statusCode !== expected(scenario)) bad++;
+            else if (due >= opensAt && due < closesAt) latencies.push(performance.now() - due);
+            resolve();
+          });
+        },
+      );
+      req.on('error', () => {
+        bad++;
+        if (due >= opensAt && due < closesAt) errors++;
+        resolve();
+      });
+      req.end(body);
+    });
+    const tracked = request.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  };
+  for (let i = 0; ; i++) {
+    const due = started + (i * 1000) / rate;
+    if (due >= closesAt) break;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    if (!windowStart && due >= opensAt) {
+      windowStart = performance.now();
+      atStart = readings();
+    }
+    if (!windowStart) void db?.refreshBackends().catch(() => undefined);
+    fire(due);
+  }
+  await Promise.all(inFlight);
+  windowEnd = performance.now();
+  const atEnd = readings();
+  agent.destroy();
+  if (bad > MAX_BAD_SHARE * answered || latencies.length === 0) {
+    throw new Error(`${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${bad} of ${answered} requests failed`);
+  }
+  const windowSeconds = (windowEnd - windowStart) / 1000;
+  const cores = atEnd.map((value, i) => (value - atStart[i]!) / windowSeconds) as [number, number, number, number];
+  latencies.sort((a, b) => a - b);
+  return {
+    warmupSeconds: (windowStart - started) / 1000,
+    windowSeconds,
+    requests: latencies.length,
+    requestsPerSecond: latencies.length / windowSeconds,
+    p50Ms: percentile(latencies, 50),
+    p95Ms: percentile(latencies, 95),
     p99Ms: percentile(latencies, 99),
     maxMs: latencies.at(-1) ?? 0,
     serverCores: cores[0],
@@ -199,15 +297,20 @@ async function drain(server: ServerProcess, db: ScratchDatabase | undefined): Pr
   }
 }
 
-/** The load, the drain, then the one-client latency (one uncounted request, then the median of 10). */
+/**
+ * The load, the drain, then the one-client latency (one uncounted request, then the median of 10). `rate`: a steady
+ * open load of that many requests per second (latency at a given load) instead of the closed loop at 64 connections.
+ */
 export async function load(
   server: ServerProcess,
   scenario: Scenario,
   db?: ScratchDatabase,
   seconds = config.durationSeconds,
+  rate?: number,
 ): Promise<Measurement> {
-  log(`${server.label}: ${scenarioName(scenario)} at ${config.connections} connections (warm-up, then ${seconds} s)`);
-  const m = await window(server, scenario, db, seconds);
+  const at = rate ? `a steady ${Math.round(rate)} req/s` : `${config.connections} connections`;
+  log(`${server.label}: ${scenarioName(scenario)} at ${at} (warm-up, then ${seconds} s)`);
+  const m = rate ? await paced(server, scenario, db, seconds, rate) : await window(server, scenario, db, seconds);
   await drain(server, db);
   const state: ConnectionState = {};
   const times: number[] = [];
@@ -225,5 +328,6 @@ export async function load(
       `p99 ${m.p99Ms.toFixed(0)} ms, ${((m.serverCores * 1000) / m.requestsPerSecond).toFixed(2)} ms server CPU/request, ` +
       `one client ${oneClientMs.toFixed(1)} ms`,
   );
-  return { scenario: scenarioName(scenario), server: server.label, oneClientMs, ...m };
+  const scenarioLabel = rate ? `${scenarioName(scenario)} at ${Math.round(rate)} req/s` : scenarioName(scenario);
+  return { scenario: scenarioLabel, server: server.label, oneClientMs, ...m };
 }

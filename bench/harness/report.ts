@@ -72,16 +72,18 @@ export interface SuiteResult {
 
 export const cpuMs = (m: Measurement) => (m.serverCores * 1000) / m.requestsPerSecond;
 const dbMs = (m: Measurement) => (m.databaseCores * 1000) / m.requestsPerSecond;
+/** A latency: one decimal below 10 ms, where a millisecond matters. */
+const ms = (value: number) => num(value, value < 10 ? 1 : 0);
 const pct = (cores: number) => (Number.isNaN(cores) ? 'n/a' : `${num(cores * 100)} %`);
 
 export function loadTable(rows: Measurement[]): string {
   return [
-    '| server | scenario | 1 client ms | req/s | p50 ms | p99 ms | max ms | responses | errors | server CPU | server CPU ms/req | PostgreSQL CPU ms/req | autocannon CPU | machine CPU |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| server | scenario | 1 client ms | req/s | p50 ms | p95 ms | p99 ms | max ms | responses | errors | server CPU | server CPU ms/req | PostgreSQL CPU ms/req | autocannon CPU | machine CPU |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (m) =>
-        `| ${m.server} | ${m.scenario} | ${num(m.oneClientMs, 1)} | ${num(m.requestsPerSecond, 1)} | ${num(m.p50Ms)} | ` +
-        `${num(m.p99Ms)} | ${num(m.maxMs)} | ${num(m.requests)} in ${num(m.windowSeconds, 1)} s | ${num(m.errors)} | ` +
+        `| ${m.server} | ${m.scenario} | ${num(m.oneClientMs, 1)} | ${num(m.requestsPerSecond, 1)} | ${ms(m.p50Ms)} | ` +
+        `${ms(m.p95Ms)} | ${ms(m.p99Ms)} | ${num(m.maxMs)} | ${num(m.requests)} in ${num(m.windowSeconds, 1)} s | ${num(m.errors)} | ` +
         `${pct(m.serverCores)} | ${num(cpuMs(m), 2)} | ${num(dbMs(m), 2)} | ${pct(m.loadGeneratorCores)} | ${pct(m.machineCores)} |`,
     ),
   ].join('\n');

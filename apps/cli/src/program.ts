@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import packageJson from '../package.json' with { type: 'json' };
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerApps } from './commands/apps.ts';
+import { registerAuthz } from './commands/authz.ts';
 import { registerDomains } from './commands/domains.ts';
 import { registerEvents } from './commands/events.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -40,6 +41,7 @@ export function createProgram(): Command {
   registerEvents(program);
   registerWebhooks(program);
   registerDomains(program);
+  registerAuthz(program);
   registerStats(program);
   registerMigrate(program);
   return program;

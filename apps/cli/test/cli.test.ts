@@ -671,6 +671,43 @@ describe('gatehouse CLI against a real server', () => {
     expect((await gatehouse(['webhooks', 'update', created.id, '--status', 'paused'])).code).toBe(2);
   });
 
+  it('authz write, tuples, check, expand, lookup (object#relation@subject), and a refused batch applies nothing', async () => {
+    const user = await json(['users', 'create', '--email', 'authz@example.com']);
+    const written = await json(['authz', 'write', 'doc:cli#viewer@team:cli#member', `team:cli#member@user:${user.id}`]);
+    expect(written).toMatchObject({ consistency_token: expect.stringMatching(/^\d+$/), written: 2, deleted: 0 });
+    expect(
+      await json(['authz', 'check', `doc:cli#viewer@user:${user.id}`, '--at-least-as-fresh', written.consistency_token]),
+    ).toEqual({
+      allowed: true,
+    });
+    const plain = await gatehouse(['authz', 'check', `doc:cli#editor@user:${user.id}`]);
+    expect(plain).toMatchObject({ code: 0, stdout: 'denied\n' });
+    const page = await json(['authz', 'tuples', '--namespace', 'doc', '--limit', '5']);
+    expect(page).toMatchObject({
+      total: 1,
+      limit: 5,
+      tuples: [{ object: 'doc:cli', relation: 'viewer', subject: 'team:cli#member' }],
+    });
+    expect((await json(['authz', 'expand', 'doc:cli', 'viewer'])).usersets.map((u: any) => u.userset)).toEqual([
+      'doc:cli#viewer',
+      'team:cli#member',
+    ]);
+    expect((await json(['authz', 'lookup', `user:${user.id}`, 'viewer', 'doc'])).objects).toEqual(['doc:cli']);
+    const refused = await gatehouse([
+      'authz',
+      'write',
+      'doc:cli#owner@user:nobody',
+      '--delete',
+      'doc:cli#viewer@team:cli#member',
+    ]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/validation_failed/);
+    expect((await json(['authz', 'tuples', '--object', 'doc:cli'])).total).toBe(1);
+    expect((await gatehouse(['authz', 'write', 'not-a-tuple'])).code).toBe(2);
+    const removed = await json(['authz', 'write', '--delete', 'doc:cli#viewer@team:cli#member']);
+    expect(removed).toMatchObject({ written: 0, deleted: 1 });
+  });
+
   it('webhooks listen --once forwards new events, signed per Standard Webhooks, to a local URL', async () => {
     const received: Array<{ headers: Record<string, string>; body: string }> = [];
     const receiver = createServer((req, res) => {

@@ -19,6 +19,7 @@ const SEED_ROUTES = [
   ['post', '/v1/api-keys', '201'], // S1
   ['post', '/v1/organizations/{id}/members', '201'], // S8
   ['get', '/v1/organizations', '200'], // S10
+  ['get', '/v1/authz/relations', '200'], // S11
   ['post', '/v1/users', '201'], // S12
   ['post', '/v1/users/merge', '200'], // S20
 ] as const;
@@ -135,6 +136,7 @@ describe('/v1/openapi.json', () => {
       'email_taken',
       'already_member',
       'insufficient_scope',
+      'depth_limit_exceeded',
       'internal_error',
     ]) {
       expect(codes).toContain(code);

@@ -3,6 +3,7 @@ import { type DatabaseConfig, type Orm, openOrm } from './db/orm.ts';
 import { RateLimitEntity } from './db/rate-limit.entity.ts';
 import { ApiKeyEntity } from './modules/api-keys/api-key.entity.ts';
 import { ApplicationEntity } from './modules/applications/application.entity.ts';
+import { AuthzTupleEntity } from './modules/authz/authz-tuple.entity.ts';
 import { ConsentEntity } from './modules/consent/consent.entity.ts';
 import { CustomDomainEntity } from './modules/domains/domain.entity.ts';
 import { EventEntity } from './modules/events/event.entity.ts';
@@ -51,6 +52,7 @@ export const entities = [
   WebhookDeliveryEntity,
   WebhookAttemptEntity,
   CustomDomainEntity,
+  AuthzTupleEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   unknown_scope: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   invalid_url: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   idempotency_key_reused: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  depth_limit_exceeded: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   rate_limited: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
   internal_error: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
   service_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },

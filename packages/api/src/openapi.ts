@@ -62,6 +62,11 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       "Custom domains of an application, verified through a DNS TXT record; `/v1/domains/allowed` answers the TLS proxy's on-demand certificate `ask`.",
   },
+  {
+    name: 'Authorization',
+    description:
+      'Relationship tuples (Zanzibar-style) in the same database as users and organizations: write, list, check, expand, lookup; `organization:<id>#member` and `#<role>` resolve from the membership table.',
+  },
   { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
   {
     name: 'End-user sign-in',

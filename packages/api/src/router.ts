@@ -3,6 +3,7 @@ import { pinDeclaredCoercion } from './lib/strict-input.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
 import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
 import { applicationProcedures } from './modules/applications/applications.router.ts';
+import { authzRouter } from './modules/authz/authz.router.ts';
 import { domainsRouter } from './modules/domains/domains.router.ts';
 import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
@@ -34,6 +35,7 @@ export const appRouter = router({
   saml: samlRouter,
   webhooks: webhooksRouter,
   domains: domainsRouter,
+  authz: authzRouter,
   auth: authRouter,
 });
 

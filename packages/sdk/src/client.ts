@@ -52,6 +52,10 @@ export type UpdateMeInput = AuthInputs['me']['update'];
 export type RegisterPasskeyInput = Pick<AuthInputs['passkeys']['register']['finish'], 'name'>;
 export type EnrollTotpInput = NonNullable<AuthInputs['mfa']['totp']['enroll']>;
 export type ConfirmTotpInput = AuthInputs['mfa']['totp']['confirm'];
+/** S11: `namespace` restricts to one object namespace; `limit` 1–100 (default 25), `offset`. */
+export type ListRelationsInput = NonNullable<inferRouterInputs<AppRouter>['authz']['relations']>;
+/** A page of the signed-in user's relationship tuples, newest first: `{relations, total, limit, offset}`. */
+export type RelationPage = inferRouterOutputs<AppRouter>['authz']['relations'];
 type AuthenticationCeremony = AuthOutputs['passkeys']['signIn']['start'];
 type RegistrationCeremony = AuthOutputs['passkeys']['register']['start'];
 
@@ -160,6 +164,8 @@ export interface GatehouseBrowserClient {
   };
   me(): Promise<CurrentUser>;
   updateMe(input: UpdateMeInput): Promise<CurrentUser>;
+  /** The relationship tuples whose subject is the signed-in user (`user:<id>`), newest first (S11). */
+  relations(input?: ListRelationsInput): Promise<RelationPage>;
   /** Ends the session on the server and forgets the tokens (locally even when the server cannot be reached). */
   signOut(): Promise<void>;
   sessions: {
@@ -458,6 +464,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     },
     me: () => authed<CurrentUser>('auth.me.get', undefined),
     updateMe: (input) => authed<CurrentUser>('auth.me.update', input),
+    relations: (input) => authed<RelationPage>('authz.relations', input),
     async signOut() {
       if (!access && !readRefreshToken()) return;
       try {

@@ -13,6 +13,7 @@ export {
   type EnrollTotpInput,
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
+  type ListRelationsInput,
   type MagicLinkOutcome,
   type MagicLinkStarted,
   type MagicLinkWaitOptions,
@@ -20,6 +21,7 @@ export {
   type Passkey,
   type PasskeySignInOptions,
   type RegisterPasskeyInput,
+  type RelationPage,
   type SignInResult,
   type SsoStarted,
   type StartMagicLinkInput,
@@ -65,6 +67,11 @@ export type RotatedSigningKeys = Outputs['signingKeys']['rotate'];
 export type SamlConnection = Outputs['saml']['connections']['get'];
 /** A custom domain with the DNS records to publish (`domains.add|list|verify|delete`). */
 export type CustomDomain = Outputs['domains']['add'];
+/** `object`, `relation`, `subject` (`user:<id>` or `namespace:id#relation`) and `created_at`. */
+export type RelationshipTuple = Outputs['authz']['tuples']['list']['tuples'][number];
+export type AuthzCheckResult = Outputs['authz']['check'];
+export type AuthzExpandResult = Outputs['authz']['expand'];
+export type AuthzLookupPage = Outputs['authz']['lookup'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

@@ -17,3 +17,20 @@ export function registerBanStep(name: string, step: BanStep): void {
 export async function runBanSteps(em: EntityManager, user: User): Promise<void> {
   for (const step of banSteps.values()) await step(em, user);
 }
+
+/**
+ * What a user's deletion removes beyond the rows that cascade with it (relationship tuples name users by id in text
+ * columns, not by foreign key). A step runs in the deletion's transaction, after the user row is locked.
+ */
+export type DeleteStep = (em: EntityManager, user: User) => Promise<void>;
+
+const deleteSteps = new Map<string, DeleteStep>();
+
+export function registerDeleteStep(name: string, step: DeleteStep): void {
+  if (deleteSteps.has(name)) throw new Error(`Delete step ${name} is registered twice`);
+  deleteSteps.set(name, step);
+}
+
+export async function runDeleteSteps(em: EntityManager, user: User): Promise<void> {
+  for (const step of deleteSteps.values()) await step(em, user);
+}

@@ -7,7 +7,7 @@ import { iso } from '../../lib/time.ts';
 import { markTraffic } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from './user.entity.ts';
-import { runBanSteps } from './users.hooks.ts';
+import { runBanSteps, runDeleteSteps } from './users.hooks.ts';
 import { runMergeSteps } from './users.merge.ts';
 import type { UserRecord } from './users.schema.ts';
 
@@ -117,10 +117,13 @@ export async function updateUser(
 }
 
 export async function deleteUser(ctx: Context, id: string) {
-  const user = await findUser(ctx, id);
-  recordEvent(ctx.em, user.application, 'user.deleted', { id });
-  ctx.em.remove(user);
-  await ctx.em.flush();
+  await ctx.em.transactional(async (em) => {
+    const user = await em.findOne(UserEntity, { id, application: ctx.application!.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!user) throw notFound('User');
+    await runDeleteSteps(em, user);
+    recordEvent(em, user.application, 'user.deleted', { id });
+    em.remove(user);
+  });
   return { id, deleted: true as const };
 }
 
