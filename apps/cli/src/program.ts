@@ -1,7 +1,9 @@
 import { Command, Option } from 'commander';
 import packageJson from '../package.json' with { type: 'json' };
+import { registerAccess } from './commands/access.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerApps } from './commands/apps.ts';
+import { registerBilling } from './commands/billing.ts';
 import { registerEvents } from './commands/events.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerLogin } from './commands/login.ts';
@@ -38,6 +40,8 @@ export function createProgram(): Command {
   registerMessages(program);
   registerEvents(program);
   registerWebhooks(program);
+  registerBilling(program);
+  registerAccess(program);
   registerStats(program);
   registerMigrate(program);
   return program;

@@ -1,8 +1,10 @@
 import { IdempotencyKeyEntity } from './db/idempotency-key.entity.ts';
 import { type DatabaseConfig, type Orm, openOrm } from './db/orm.ts';
 import { RateLimitEntity } from './db/rate-limit.entity.ts';
+import { AccessRuleEntity, HostEntity, HostGroupEntity } from './modules/access-rules/access-rules.entity.ts';
 import { ApiKeyEntity } from './modules/api-keys/api-key.entity.ts';
 import { ApplicationEntity } from './modules/applications/application.entity.ts';
+import { PlanEntity, SubscriptionEntity } from './modules/billing/billing.entity.ts';
 import { ConsentEntity } from './modules/consent/consent.entity.ts';
 import { EventEntity } from './modules/events/event.entity.ts';
 import { MessageEntity } from './modules/messages/message.entity.ts';
@@ -49,6 +51,11 @@ export const entities = [
   WebhookEndpointEntity,
   WebhookDeliveryEntity,
   WebhookAttemptEntity,
+  PlanEntity,
+  SubscriptionEntity,
+  HostGroupEntity,
+  HostEntity,
+  AccessRuleEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

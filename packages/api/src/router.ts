@@ -1,8 +1,10 @@
 import { authRouter } from './auth.router.ts';
 import { pinDeclaredCoercion } from './lib/strict-input.ts';
+import { accessRulesRouter } from './modules/access-rules/access-rules.router.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
 import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
 import { applicationProcedures } from './modules/applications/applications.router.ts';
+import { billingRouter } from './modules/billing/billing.router.ts';
 import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
@@ -32,6 +34,8 @@ export const appRouter = router({
   messages: messagesRouter,
   saml: samlRouter,
   webhooks: webhooksRouter,
+  billing: billingRouter,
+  access: accessRulesRouter,
   auth: authRouter,
 });
 

@@ -27,6 +27,10 @@ export const EVENT_TYPES = [
   'webhook_endpoint.deleted',
   'webhook_endpoint.disabled',
   'webhook.test',
+  'subscription.created',
+  'subscription.updated',
+  'subscription.canceled',
+  'access.denied',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

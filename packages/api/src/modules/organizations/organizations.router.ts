@@ -9,6 +9,7 @@ import {
   MemberPageSchema,
   MemberParamsSchema,
   MemberSchema,
+  OrganizationDetailSchema,
   OrganizationPageSchema,
   OrganizationSchema,
   UpdateMemberInputSchema,
@@ -70,7 +71,7 @@ export const organizationsRouter = router({
   get: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations/{id}', tags, summary: 'Get an organization' } })
     .input(IdParamSchema)
-    .output(OrganizationSchema)
+    .output(OrganizationDetailSchema)
     .query(({ ctx, input }) => getOrganization(ctx, input.id)),
   update: secretKeyProcedure('organizations:write')
     .meta({ openapi: { method: 'PATCH', path: '/v1/organizations/{id}', tags, summary: 'Update an organization' } })

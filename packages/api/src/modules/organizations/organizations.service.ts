@@ -9,6 +9,7 @@ import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
+import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
 import type { MemberRecord, OrganizationRecord } from './organizations.schema.ts';
 
@@ -126,7 +127,8 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: Context, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationRecord(org, await countMembers(ctx.em, org.id));
+  const [memberCount, subscription] = [await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id)];
+  return { ...toOrganizationRecord(org, memberCount), subscription };
 }
 
 export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
@@ -158,23 +160,30 @@ export async function addMember(ctx: Context, input: { id: string; user_id: stri
   const user = await ctx.em.findOne(UserEntity, { id: input.user_id, application: org.application });
   if (!user) throw new AppError('user_not_found', 'No such user in this application');
   if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
-  const membership = ctx.em.create(MembershipEntity, {
-    id: newId(),
-    application: org.application,
-    organization: org.id,
-    user: user.id,
-    role: input.role,
-  });
-  const record = toMemberRecord(membership, user);
-  recordEvent(ctx.em, org.application, 'organization_membership.created', { organization_id: org.id, ...record });
   try {
-    await ctx.em.flush();
+    // One transaction: the checks of the modules above (the seat limit) lock what they judge by, then the insert.
+    return await ctx.em.transactional(async (em) => {
+      if (await em.count(MembershipEntity, { organization: org.id, user: user.id })) {
+        throw new AppError('already_member', 'The user is already a member');
+      }
+      await runMemberAddChecks(em, { applicationId: org.application, organizationId: org.id });
+      const membership = em.create(MembershipEntity, {
+        id: newId(),
+        application: org.application,
+        organization: org.id,
+        user: user.id,
+        role: input.role,
+      });
+      const record = toMemberRecord(membership, user);
+      recordEvent(em, org.application, 'organization_membership.created', { organization_id: org.id, ...record });
+      await em.flush();
+      return record;
+    });
   } catch (error) {
     // The (organization, user) unique key decides concurrent adds: exactly one wins.
     if (error instanceof UniqueConstraintViolationException) throw new AppError('already_member', 'The user is already a member');
     throw error;
   }
-  return record;
 }
 
 export async function listMembers(ctx: Context, input: PageQuery & { id: string }) {

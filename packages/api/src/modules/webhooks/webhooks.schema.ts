@@ -13,9 +13,6 @@ export const WEBHOOK_EVENT_TYPES = [
     'custom_domain.verified',
     'saml_connection.created',
     'saml_connection.updated',
-    'subscription.created',
-    'subscription.updated',
-    'subscription.canceled',
   ]),
 ] as [string, ...string[]];
 
