@@ -57,6 +57,16 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       'Endpoints that receive the events, signed per Standard Webhooks (at-least-once, retried for about a day), their deliveries and attempts.',
   },
+  {
+    name: 'Billing',
+    description:
+      'Plans and the subscriptions of organizations, with seats enforced in the transaction that adds a member.',
+  },
+  {
+    name: 'Host access rules',
+    description:
+      'Hosts, host groups and the allow/deny rules deciding who may sign in to them; sign-in honours them and the access token carries `host`.',
+  },
   { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
   {
     name: 'End-user sign-in',

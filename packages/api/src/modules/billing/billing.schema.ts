@@ -26,13 +26,13 @@ export const CreatePlanInputSchema = z.strictObject({
   key: z
     .string()
     .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'a plan key: [a-z0-9][a-z0-9_-]{0,63}')
-    .meta({ description: 'Unique within the application' }),
+    .meta({ description: 'Unique within the application', example: 'team' }),
   name: z.string().trim().min(1).max(200),
   interval: z.enum(INTERVALS),
   currency: z
     .string()
     .regex(/^[A-Z]{3}$/, 'an ISO 4217 code in upper case')
-    .meta({ description: 'ISO 4217, e.g. USD' }),
+    .meta({ description: 'ISO 4217, e.g. USD', example: 'USD' }),
   price_cents: Cents,
   per_seat_cents: Cents.default(0),
   trial_days: z.number().int().min(0).max(365).default(0),

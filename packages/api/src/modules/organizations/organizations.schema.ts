@@ -23,7 +23,7 @@ export const OrganizationSchema = z
   .meta({ id: 'Organization' });
 export type OrganizationRecord = z.infer<typeof OrganizationSchema>;
 
-/** The organization's live subscription as the single organization shows it (filled by billing). */
+/** The organization's live subscription as the single organization shows it (filled by billing; null without it). */
 export const SubscriptionSummarySchema = z
   .object({
     id: z.uuid(),
@@ -37,10 +37,11 @@ export const SubscriptionSummarySchema = z
   .meta({ id: 'OrganizationSubscriptionSummary' });
 export type SubscriptionSummary = z.infer<typeof SubscriptionSummarySchema>;
 
-/** The single organization: its record, and its live subscription (null when it has none). */
+/** The single organization (create, get, update): its record, and its live subscription (null when it has none). */
 export const OrganizationDetailSchema = OrganizationSchema.extend({
   subscription: SubscriptionSummarySchema.nullable(),
 }).meta({ id: 'OrganizationDetail' });
+export type OrganizationDetail = z.infer<typeof OrganizationDetailSchema>;
 
 export const CreateOrganizationInputSchema = z.strictObject({
   name: z.string().trim().min(1).max(200),

@@ -11,7 +11,7 @@ import { registerMergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
-import type { MemberRecord, OrganizationRecord } from './organizations.schema.ts';
+import type { MemberRecord, OrganizationDetail, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
 
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
 export function slugify(name: string): string {
@@ -25,6 +25,13 @@ export function slugify(name: string): string {
     .replace(/-+$/, '');
   return slug || 'org';
 }
+
+/** The single organization (create, get, update and their events): with its live subscription, if any. */
+const toOrganizationDetail = (
+  org: Organization,
+  memberCount: number,
+  subscription: SubscriptionSummary | null,
+): OrganizationDetail => ({ ...toOrganizationRecord(org, memberCount), subscription });
 
 const toOrganizationRecord = (org: Organization, memberCount: number): OrganizationRecord => ({
   id: org.id,
@@ -63,7 +70,7 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
     const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93).replace(/-+$/, '')}-${randomBase62(6).toLowerCase()}`;
     const em = ctx.em.fork();
     const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
-    const record = toOrganizationRecord(org, 0);
+    const record = toOrganizationDetail(org, 0, null);
     recordEvent(em, applicationId, 'organization.created', record);
     try {
       await em.flush();
@@ -127,8 +134,7 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: Context, id: string) {
   const org = await findOrganization(ctx, id);
-  const [memberCount, subscription] = [await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id)];
-  return { ...toOrganizationRecord(org, memberCount), subscription };
+  return toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
 }
 
 export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
@@ -136,7 +142,7 @@ export async function updateOrganization(ctx: Context, input: { id: string; name
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id));
+  const record = toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();
