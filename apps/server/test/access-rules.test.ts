@@ -118,7 +118,11 @@ describe('hosts, host groups and rules', () => {
     for (const [method, path, body, field] of rows) {
       const res = await app.rest(method, path, body);
       expectError(res, 422, 'validation_failed', `${path} ${JSON.stringify(body)}`);
-      if (field) expect(res.body.error.details!.map((d) => d.path), JSON.stringify(body)).toContain(field);
+      if (field)
+        expect(
+          res.body.error.details!.map((d) => d.path),
+          JSON.stringify(body),
+        ).toContain(field);
     }
     expectError(await app.rest('DELETE', '/v1/os/access-rules/not-a-uuid'), 422, 'validation_failed');
     expect(await ok(app.rest('GET', '/v1/os/access-rules'))).toEqual(before);
@@ -134,12 +138,30 @@ describe('hosts, host groups and rules', () => {
     const theirUser = await createUser(other);
     const theirHost = await createHost(other);
     for (const [subject, target] of [
-      [['user', MISSING], ['host', host.id]],
-      [['user', theirUser.id], ['host', host.id]],
-      [['organization', user.id], ['host', host.id]],
-      [['user', user.id], ['host', theirHost.id]],
-      [['user', user.id], ['host_group', host.id]],
-      [['organization', org.id], ['host_group', MISSING]],
+      [
+        ['user', MISSING],
+        ['host', host.id],
+      ],
+      [
+        ['user', theirUser.id],
+        ['host', host.id],
+      ],
+      [
+        ['organization', user.id],
+        ['host', host.id],
+      ],
+      [
+        ['user', user.id],
+        ['host', theirHost.id],
+      ],
+      [
+        ['user', user.id],
+        ['host_group', host.id],
+      ],
+      [
+        ['organization', org.id],
+        ['host_group', MISSING],
+      ],
     ] as const) {
       const res = await app.rest('POST', '/v1/os/access-rules', {
         effect: 'allow',
@@ -169,7 +191,11 @@ describe('hosts, host groups and rules', () => {
     await ok(app.rest('POST', '/v1/os/access-check', { user_id: user.id, host_id: host.id }, as));
     expectError(await app.rest('POST', '/v1/os/hosts', { name: unique('h') }, as), 403, 'insufficient_scope');
     const users = await ok(app.rest('POST', '/v1/api-keys', { name: 'users', scopes: ['users:read'] }), 201);
-    expectError(await app.rest('GET', '/v1/os/access-rules', undefined, { authorization: `Bearer ${users.secret}` }), 403, 'insufficient_scope');
+    expectError(
+      await app.rest('GET', '/v1/os/access-rules', undefined, { authorization: `Bearer ${users.secret}` }),
+      403,
+      'insufficient_scope',
+    );
   });
 });
 
@@ -262,14 +288,18 @@ describe('sign-in honours host access rules', () => {
     const email = uniqueEmail('newcomer');
     const mail = await requestMagicLink(suite.smtp, app, email, { hostId: host.id });
     expectError(await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token: mail.token }), 403, 'access_denied');
-    const [users] = await sql<{ n: number }>(suite.server, 'select count(*)::int as n from users where email_normalized = ?', [email]);
+    const [users] = await sql<{ n: number }>(suite.server, 'select count(*)::int as n from users where email_normalized = ?', [
+      email,
+    ]);
     expect(users!.n).toBe(0);
 
     const known = await createUser(app);
     const unknownHost = await requestMagicLink(suite.smtp, app, known.primary_email, { hostId: MISSING });
     expectError(await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token: unknownHost.token }), 403, 'access_denied');
     expect(await sessionsOf(known.id)).toBe(0);
-    expect(await deniedEvents(app)).toContainEqual(expect.objectContaining({ user_id: known.id, host_id: MISSING, reason: 'unknown_host' }));
+    expect(await deniedEvents(app)).toContainEqual(
+      expect.objectContaining({ user_id: known.id, host_id: MISSING, reason: 'unknown_host' }),
+    );
   });
 
   it('an allowed sign-in completes; its access token carries `host`, refreshed tokens too; without a host, no claim', async () => {

@@ -1,16 +1,6 @@
 import { purgeExpired } from '@gatehouse/api';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  acrossServers,
-  expectError,
-  isoDate,
-  MISSING,
-  ok,
-  rejection,
-  sql,
-  type TestApp,
-  UUID,
-} from './helpers/server.ts';
+import { acrossServers, expectError, isoDate, MISSING, ok, rejection, sql, type TestApp, UUID } from './helpers/server.ts';
 import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite({ smtp: false });
@@ -75,7 +65,11 @@ describe('plans', () => {
 
   it('a duplicate key is 409 conflict; bad input is 422 with the failing paths', async () => {
     await createPlan(app, { key: 'dup' });
-    expectError(await app.rest('POST', '/v1/billing/plans', { key: 'dup', name: 'x', interval: 'month', currency: 'USD', price_cents: 1 }), 409, 'conflict');
+    expectError(
+      await app.rest('POST', '/v1/billing/plans', { key: 'dup', name: 'x', interval: 'month', currency: 'USD', price_cents: 1 }),
+      409,
+      'conflict',
+    );
     const rows: Array<[Record<string, unknown>, string]> = [
       [{ interval: 'week' }, 'interval'],
       [{ currency: 'usd' }, 'currency'],
@@ -96,7 +90,11 @@ describe('plans', () => {
         ...patch,
       });
       expectError(res, 422, 'validation_failed', JSON.stringify(patch));
-      if (path) expect(res.body.error.details!.map((d) => d.path), JSON.stringify(patch)).toContain(path);
+      if (path)
+        expect(
+          res.body.error.details!.map((d) => d.path),
+          JSON.stringify(patch),
+        ).toContain(path);
     }
   });
 
@@ -172,7 +170,11 @@ describe('subscriptions', () => {
     expect((await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`))).status).toBe('trialing');
 
     await endPeriod(sub.id);
-    const [{ end: endedAt }] = await sql<{ end: Date }>(suite.server, 'select current_period_end as end from billing_subscriptions where id = ?', [sub.id]);
+    const [{ end: endedAt }] = await sql<{ end: Date }>(
+      suite.server,
+      'select current_period_end as end from billing_subscriptions where id = ?',
+      [sub.id],
+    );
     await purgeExpired(suite.server.server.orm);
     const active = await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`));
     expect(active.status).toBe('active');
@@ -210,7 +212,10 @@ describe('subscriptions', () => {
     expect(scheduled).toEqual({ ...sub, canceled_at: isoDate });
     // Still live: it holds the organization's slot and its seats still count.
     expectError(await subscribe(app, { organization_id: org.id, plan_id: plan.id, seats: 2 }), 409, 'conflict');
-    expect((await ok(app.rest('GET', `/v1/organizations/${org.id}`))).subscription).toMatchObject({ id: sub.id, status: 'active' });
+    expect((await ok(app.rest('GET', `/v1/organizations/${org.id}`))).subscription).toMatchObject({
+      id: sub.id,
+      status: 'active',
+    });
 
     await endPeriod(sub.id);
     await purgeExpired(suite.server.server.orm);
@@ -244,7 +249,9 @@ describe('subscriptions', () => {
     );
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'conflict');
-    const live = await sql(suite.server, `select count(*)::int as n from billing_subscriptions where organization_id = ?`, [org.id]);
+    const live = await sql(suite.server, `select count(*)::int as n from billing_subscriptions where organization_id = ?`, [
+      org.id,
+    ]);
     expect(live[0]!.n).toBe(1);
   });
 
@@ -308,7 +315,9 @@ describe('subscriptions', () => {
     const results = await acrossServers(suite.server, 20, (server, i) => addMember(app.via(server), org.id, users[i]!.id));
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'seat_limit_reached');
-    const [row] = await sql(suite.server, 'select count(*)::int as n from organization_members where organization_id = ?', [org.id]);
+    const [row] = await sql(suite.server, 'select count(*)::int as n from organization_members where organization_id = ?', [
+      org.id,
+    ]);
     expect(row!.n).toBe(seats);
   });
 
@@ -362,8 +371,21 @@ describe('subscriptions', () => {
     const as = (key: { secret: string }) => ({ authorization: `Bearer ${key.secret}` });
     await ok(app.rest('GET', '/v1/billing/subscriptions', undefined, as(reader)));
     await ok(app.rest('GET', '/v1/billing/plans', undefined, as(reader)));
-    expectError(await app.rest('POST', '/v1/billing/plans', { key: 'x', name: 'x', interval: 'month', currency: 'USD', price_cents: 1 }, as(reader)), 403, 'insufficient_scope');
+    expectError(
+      await app.rest(
+        'POST',
+        '/v1/billing/plans',
+        { key: 'x', name: 'x', interval: 'month', currency: 'USD', price_cents: 1 },
+        as(reader),
+      ),
+      403,
+      'insufficient_scope',
+    );
     expectError(await app.rest('GET', '/v1/billing/subscriptions', undefined, as(users)), 403, 'insufficient_scope');
-    expectError(await app.rest('GET', '/v1/billing/subscriptions', undefined, { authorization: undefined }), 401, 'missing_credentials');
+    expectError(
+      await app.rest('GET', '/v1/billing/subscriptions', undefined, { authorization: undefined }),
+      401,
+      'missing_credentials',
+    );
   });
 });

@@ -59,8 +59,7 @@ const TAGS: Array<{ name: string; description: string }> = [
   },
   {
     name: 'Billing',
-    description:
-      'Plans and the subscriptions of organizations, with seats enforced in the transaction that adds a member.',
+    description: 'Plans and the subscriptions of organizations, with seats enforced in the transaction that adds a member.',
   },
   {
     name: 'Host access rules',

@@ -30,7 +30,11 @@ const groupColumns: Column<HostGroup>[] = [
 function oneOf<K extends string>(options: Record<string, string | undefined>, kinds: Record<string, K>, what: string) {
   const given = Object.entries(kinds).filter(([flag]) => options[flag] !== undefined);
   if (given.length !== 1) {
-    throw new UsageError(`name exactly one ${what}: ${Object.keys(kinds).map((f) => `--${f}`).join(' or ')}`);
+    throw new UsageError(
+      `name exactly one ${what}: ${Object.keys(kinds)
+        .map((f) => `--${f}`)
+        .join(' or ')}`,
+    );
   }
   const [flag, kind] = given[0]!;
   return { kind, id: options[flag]! };
@@ -114,7 +118,12 @@ export function registerAccess(program: Command): void {
     .description('List hosts, newest first')
     .action(async (_options, command: Command) => {
       const gatehouse = await secretKeyClient(command);
-      await present(command, 'Listing hosts', () => gatehouse.access.hosts.list(), (rows) => tableView(hostColumns, rows, 'No hosts.'));
+      await present(
+        command,
+        'Listing hosts',
+        () => gatehouse.access.hosts.list(),
+        (rows) => tableView(hostColumns, rows, 'No hosts.'),
+      );
     });
   hosts
     .command('create')
@@ -163,7 +172,12 @@ export function registerAccess(program: Command): void {
     .argument('<name>', 'group name')
     .action(async (name: string, _options, command: Command) => {
       const gatehouse = await secretKeyClient(command);
-      await present(command, 'Creating the host group', () => gatehouse.access.hostGroups.create({ name }), (g) => recordView(g));
+      await present(
+        command,
+        'Creating the host group',
+        () => gatehouse.access.hostGroups.create({ name }),
+        (g) => recordView(g),
+      );
     });
   groups
     .command('delete')

@@ -67,7 +67,14 @@ export function registerBilling(program: Command): void {
     .action(
       async (
         key: string,
-        options: { name: string; price: number; interval: 'month' | 'year'; currency: string; perSeat?: number; trialDays?: number },
+        options: {
+          name: string;
+          price: number;
+          interval: 'month' | 'year';
+          currency: string;
+          perSeat?: number;
+          trialDays?: number;
+        },
         command: Command,
       ) => {
         const gatehouse = await secretKeyClient(command);
@@ -93,7 +100,12 @@ export function registerBilling(program: Command): void {
     .argument('<id>', 'plan id')
     .action(async (id: string, _options, command: Command) => {
       const gatehouse = await secretKeyClient(command);
-      await present(command, 'Reading the plan', () => gatehouse.billing.plans.get({ id }), (plan) => recordView(plan));
+      await present(
+        command,
+        'Reading the plan',
+        () => gatehouse.billing.plans.get({ id }),
+        (plan) => recordView(plan),
+      );
     });
   plans
     .command('update')
@@ -171,7 +183,8 @@ export function registerBilling(program: Command): void {
       await present(
         command,
         'Creating the subscription',
-        () => gatehouse.billing.subscriptions.create({ organization_id: options.org, plan_id: options.plan, seats: options.seats }),
+        () =>
+          gatehouse.billing.subscriptions.create({ organization_id: options.org, plan_id: options.plan, seats: options.seats }),
         (subscription) => recordView(subscription),
       );
     });
@@ -195,21 +208,19 @@ export function registerBilling(program: Command): void {
     .option('--seats <n>', 'seats (never fewer than the members)', parseInteger)
     .option('--plan <id>', 'another plan')
     .option('--status <status>', 'active or past_due', parseStatus)
-    .action(
-      async (id: string, options: { seats?: number; plan?: string; status?: 'active' | 'past_due' }, command: Command) => {
-        const gatehouse = await secretKeyClient(command);
-        await present(
-          command,
-          'Updating the subscription',
-          () =>
-            gatehouse.billing.subscriptions.update({
-              id,
-              ...defined({ seats: options.seats, plan_id: options.plan, status: options.status }),
-            }),
-          (subscription) => recordView(subscription),
-        );
-      },
-    );
+    .action(async (id: string, options: { seats?: number; plan?: string; status?: 'active' | 'past_due' }, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Updating the subscription',
+        () =>
+          gatehouse.billing.subscriptions.update({
+            id,
+            ...defined({ seats: options.seats, plan_id: options.plan, status: options.status }),
+          }),
+        (subscription) => recordView(subscription),
+      );
+    });
   subscriptions
     .command('cancel')
     .description('Cancel a subscription now, or at the end of its period')

@@ -75,7 +75,10 @@ const hostsRouter = router({
 
 const rulesRouter = router({
   create: secretKeyProcedure('access_rules:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/os/access-rules', tags, summary: 'Create an access rule' } })
+    .meta({
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/os/access-rules', tags, summary: 'Create an access rule' },
+    })
     .input(CreateAccessRuleInputSchema)
     .output(AccessRuleSchema)
     .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createAccessRule(ctx, input))),

@@ -6,7 +6,14 @@ import { newId } from '../../lib/ids.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
 import { registerSignInCheck } from '../sign-in/sign-in.service.ts';
 import { UserEntity } from '../users/user.entity.ts';
-import { type AccessRule, AccessRuleEntity, type Host, HostEntity, type HostGroup, HostGroupEntity } from './access-rules.entity.ts';
+import {
+  type AccessRule,
+  AccessRuleEntity,
+  type Host,
+  HostEntity,
+  type HostGroup,
+  HostGroupEntity,
+} from './access-rules.entity.ts';
 import type { AccessCheckRecord, AccessRuleRecord, HostGroupRecord, HostRecord } from './access-rules.schema.ts';
 
 const toHostGroupRecord = (g: HostGroup): HostGroupRecord => ({ id: g.id, name: g.name, created_at: g.createdAt.toISOString() });
@@ -32,7 +39,8 @@ async function flushUnique(em: EntityManager, what: string) {
   try {
     await em.flush();
   } catch (error) {
-    if (error instanceof UniqueConstraintViolationException) throw new AppError('conflict', `A ${what} with this name already exists`);
+    if (error instanceof UniqueConstraintViolationException)
+      throw new AppError('conflict', `A ${what} with this name already exists`);
     throw error;
   }
 }

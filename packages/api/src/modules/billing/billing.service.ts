@@ -70,7 +70,11 @@ export async function createPlan(
 }
 
 export async function listPlans(ctx: Context) {
-  const plans = await ctx.em.find(PlanEntity, { application: ctx.application!.id }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  const plans = await ctx.em.find(
+    PlanEntity,
+    { application: ctx.application!.id },
+    { orderBy: { createdAt: 'desc', id: 'desc' } },
+  );
   return plans.map(toPlanRecord);
 }
 
@@ -316,7 +320,11 @@ export async function advanceSubscriptionPeriods(em: EntityManager): Promise<num
           returning s.id, s.application_id, s.status`,
       );
       if (!rows.length) return 0;
-      const records = await subscriptions(tx, `s.id in (${rows.map(() => '?').join(', ')})`, rows.map((r) => r.id));
+      const records = await subscriptions(
+        tx,
+        `s.id in (${rows.map(() => '?').join(', ')})`,
+        rows.map((r) => r.id),
+      );
       const applicationOf = new Map(rows.map((r) => [r.id, r.application_id]));
       for (const record of records) {
         const type = record.status === 'canceled' ? 'subscription.canceled' : 'subscription.updated';
@@ -351,7 +359,15 @@ registerMemberAddCheck('seats', async (em, { organizationId }) => {
 
 registerSubscriptionSummarySource(async (em, organizationId) => {
   const [row] = await em.execute<
-    Array<{ id: string; plan_id: string; plan_key: string; status: string; seats: number; current_period_end: Date; canceled_at: Date | null }>
+    Array<{
+      id: string;
+      plan_id: string;
+      plan_key: string;
+      status: string;
+      seats: number;
+      current_period_end: Date;
+      canceled_at: Date | null;
+    }>
   >(
     `select s.id, s.plan_id, p.key as plan_key, s.status, s.seats, s.current_period_end, s.canceled_at
        from billing_subscriptions s join billing_plans p on p.id = s.plan_id

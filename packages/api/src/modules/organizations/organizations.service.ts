@@ -9,8 +9,8 @@ import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
-import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
+import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
 import type { MemberRecord, OrganizationDetail, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
 
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
