@@ -353,7 +353,7 @@ registerMemberAddCheck('seats', async (em, { organizationId }) => {
   if (!live) return;
   const members = await em.count(MembershipEntity, { organization: organizationId });
   if (members >= Number(live.seats)) {
-    throw new AppError('seat_limit_reached', `The subscription has ${live.seats} seats and all are taken`);
+    throw new AppError('seat_limit_reached', `Every seat of the subscription is taken (${live.seats})`);
   }
 });
 
