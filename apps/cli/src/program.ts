@@ -1,8 +1,10 @@
 import { Command, Option } from 'commander';
 import packageJson from '../package.json' with { type: 'json' };
+import { registerAccess } from './commands/access.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerApps } from './commands/apps.ts';
 import { registerAuthz } from './commands/authz.ts';
+import { registerBilling } from './commands/billing.ts';
 import { registerDomains } from './commands/domains.ts';
 import { registerEvents } from './commands/events.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -42,6 +44,8 @@ export function createProgram(): Command {
   registerWebhooks(program);
   registerDomains(program);
   registerAuthz(program);
+  registerBilling(program);
+  registerAccess(program);
   registerStats(program);
   registerMigrate(program);
   return program;

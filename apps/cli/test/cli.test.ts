@@ -644,6 +644,74 @@ describe('gatehouse CLI against a real server', () => {
     expect(preview.text).toContain('https://example.com/x');
   });
 
+  it('billing plans and subscriptions: create, list (the default), show, update, seats refused below members, cancel', async () => {
+    const plan = await json([
+      'billing',
+      'plans',
+      'create',
+      'cli-team',
+      '--name',
+      'Team',
+      '--price',
+      '2900',
+      '--per-seat',
+      '900',
+      '--trial-days',
+      '14',
+    ]);
+    expect(plan).toMatchObject({ key: 'cli-team', interval: 'month', currency: 'USD', price_cents: 2900, trial_days: 14 });
+    expect((await json(['billing', 'plans'])).map((p: any) => p.id)).toContain(plan.id);
+    expect((await json(['billing', 'plans', 'show', plan.id])).name).toBe('Team');
+    const org = await json(['orgs', 'create', 'Billed']);
+    const member = await json(['users', 'create', '--email', 'billed@example.com']);
+    await json(['orgs', 'members', 'add', org.id, member.id]);
+    const sub = await json(['billing', 'subscriptions', 'create', '--org', org.id, '--plan', plan.id, '--seats', '2']);
+    expect(sub).toMatchObject({ organization_name: 'Billed', plan_key: 'cli-team', status: 'trialing', seats: 2 });
+    expect((await json(['billing', 'subscriptions'])).map((s: any) => s.id)).toContain(sub.id);
+    const plain = await gatehouse(['billing', 'subscriptions'], { NO_COLOR: '1' });
+    expect(plain.stdout.split('\n')[0]).toBe('id\torganization_name\tplan_key\tstatus\tseats\tcurrent_period_end\tcanceled_at');
+    const refused = await gatehouse(['billing', 'subscriptions', 'update', sub.id, '--seats', '0']);
+    expect(refused.code).toBe(1);
+    expect((await json(['billing', 'subscriptions', 'update', sub.id, '--seats', '5', '--status', 'active'])).status).toBe(
+      'active',
+    );
+    expect((await json(['billing', 'subscriptions', 'cancel', sub.id, '--at-period-end'])).canceled_at).toBeTruthy();
+    expect((await json(['billing', 'subscriptions', 'cancel', sub.id])).status).toBe('canceled');
+    expect((await json(['billing', 'plans', 'update', plan.id, '--archive'])).archived_at).toBeTruthy();
+    expect((await gatehouse(['billing', 'subscriptions', 'update', sub.id, '--status', 'trialing'])).code).toBe(2);
+  });
+
+  it('access hosts, groups, rules (the default lists) and check: deny wins, a deleted rule stops applying', async () => {
+    const user = await json(['users', 'create', '--email', 'ops@example.com']);
+    const group = await json(['access', 'groups', 'create', 'prod']);
+    const host = await json(['access', 'hosts', 'create', 'db-1', '--group', group.id]);
+    expect(host).toMatchObject({ name: 'db-1', host_group_id: group.id });
+    expect((await json(['access', 'hosts'])).map((h: any) => h.id)).toContain(host.id);
+    expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: false, rule_id: null });
+    const allow = await json(['access', 'rules', 'create', 'allow', '--user', user.id, '--group', group.id]);
+    expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: true, rule_id: allow.id });
+    const deny = await json(['access', 'rules', 'create', 'deny', '--user', user.id, '--host', host.id]);
+    expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: false, rule_id: deny.id });
+    expect((await json(['access', 'rules'])).map((r: any) => r.id).slice(0, 2)).toEqual([deny.id, allow.id]);
+    expect(await json(['access', 'rules', 'delete', deny.id])).toEqual({ id: deny.id, deleted: true });
+    expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: true, rule_id: allow.id });
+    const both = await gatehouse([
+      'access',
+      'rules',
+      'create',
+      'allow',
+      '--user',
+      user.id,
+      '--host',
+      host.id,
+      '--group',
+      group.id,
+    ]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('exactly one target');
+    expect((await gatehouse(['access', 'rules', 'create', 'maybe', '--user', user.id, '--host', host.id])).code).toBe(2);
+  });
+
   it('webhooks list, create, show, update, test, deliveries, retry, recover, rotate-secret, delete', async () => {
     const created = await json(['webhooks', 'create', 'https://hooks.example.com/cli', '--event', 'user.created,user.deleted']);
     expect(created).toMatchObject({ url: 'https://hooks.example.com/cli', event_types: ['user.created', 'user.deleted'] });

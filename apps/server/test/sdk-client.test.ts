@@ -313,6 +313,7 @@ describe('verifyToken: the stateless check for backends', () => {
       aal: 1,
       org: null,
       org_role: null,
+      host: null,
       iat: expect.any(Number),
       exp: expect.any(Number),
     });

@@ -1,9 +1,11 @@
 import { IdempotencyKeyEntity } from './db/idempotency-key.entity.ts';
 import { type DatabaseConfig, type Orm, openOrm } from './db/orm.ts';
 import { RateLimitEntity } from './db/rate-limit.entity.ts';
+import { AccessRuleEntity, HostEntity, HostGroupEntity } from './modules/access-rules/access-rules.entity.ts';
 import { ApiKeyEntity } from './modules/api-keys/api-key.entity.ts';
 import { ApplicationEntity } from './modules/applications/application.entity.ts';
 import { AuthzTupleEntity } from './modules/authz/authz-tuple.entity.ts';
+import { PlanEntity, SubscriptionEntity } from './modules/billing/billing.entity.ts';
 import { ConsentEntity } from './modules/consent/consent.entity.ts';
 import { CustomDomainEntity } from './modules/domains/domain.entity.ts';
 import { EventEntity } from './modules/events/event.entity.ts';
@@ -53,6 +55,11 @@ export const entities = [
   WebhookAttemptEntity,
   CustomDomainEntity,
   AuthzTupleEntity,
+  PlanEntity,
+  SubscriptionEntity,
+  HostGroupEntity,
+  HostEntity,
+  AccessRuleEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

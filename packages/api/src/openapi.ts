@@ -67,6 +67,15 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       'Relationship tuples (Zanzibar-style) in the same database as users and organizations: write, list, check, expand, lookup; `organization:<id>#member` and `#<role>` resolve from the membership table.',
   },
+  {
+    name: 'Billing',
+    description: 'Plans and the subscriptions of organizations, with seats enforced in the transaction that adds a member.',
+  },
+  {
+    name: 'Host access rules',
+    description:
+      'Hosts, host groups and the allow/deny rules deciding who may sign in to them; sign-in honours them and the access token carries `host`.',
+  },
   { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
   {
     name: 'End-user sign-in',

@@ -1,9 +1,11 @@
 import { authRouter } from './auth.router.ts';
 import { pinDeclaredCoercion } from './lib/strict-input.ts';
+import { accessRulesRouter } from './modules/access-rules/access-rules.router.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
 import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
 import { applicationProcedures } from './modules/applications/applications.router.ts';
 import { authzRouter } from './modules/authz/authz.router.ts';
+import { billingRouter } from './modules/billing/billing.router.ts';
 import { domainsRouter } from './modules/domains/domains.router.ts';
 import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
@@ -36,6 +38,8 @@ export const appRouter = router({
   webhooks: webhooksRouter,
   domains: domainsRouter,
   authz: authzRouter,
+  billing: billingRouter,
+  access: accessRulesRouter,
   auth: authRouter,
 });
 

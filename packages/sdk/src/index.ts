@@ -57,7 +57,9 @@ export type WebhookEndpoint = Outputs['webhooks']['get'];
 export type WebhookDelivery = Outputs['webhooks']['deliveries']['get'];
 /** A user's passkey or second factor, as support sees it (`users.factors.list`). */
 export type UserFactor = Outputs['users']['factors']['list'][number];
-export type Organization = Outputs['organizations']['get'];
+export type Organization = Outputs['organizations']['list']['organizations'][number];
+/** The single organization: with its live subscription (`subscription`, null when none). */
+export type OrganizationDetail = Outputs['organizations']['get'];
 export type OrganizationMember = Outputs['organizations']['members']['add'];
 export type Event = Outputs['events']['list']['events'][number];
 export type TemplateCatalogEntry = Outputs['templates']['catalog'][number];
@@ -72,6 +74,12 @@ export type RelationshipTuple = Outputs['authz']['tuples']['list']['tuples'][num
 export type AuthzCheckResult = Outputs['authz']['check'];
 export type AuthzExpandResult = Outputs['authz']['expand'];
 export type AuthzLookupPage = Outputs['authz']['lookup'];
+export type Plan = Outputs['billing']['plans']['get'];
+export type Subscription = Outputs['billing']['subscriptions']['get'];
+export type HostGroup = Outputs['access']['hostGroups']['list'][number];
+export type Host = Outputs['access']['hosts']['list'][number];
+export type AccessRule = Outputs['access']['rules']['list'][number];
+export type AccessCheck = Outputs['access']['check'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

@@ -16,6 +16,8 @@ export interface AccessTokenClaims {
   /** The active organization and the user's role in it; null when none is active. */
   org: string | null;
   org_role: string | null;
+  /** The host the session signed in to (host access rules): a host checks it is its own id; null otherwise. */
+  host: string | null;
   /** Issued-at and expiry, in seconds since the epoch. */
   iat: number;
   exp: number;
@@ -153,6 +155,7 @@ export async function verifyToken(token: string, options: VerifyTokenOptions): P
     aal: payload.aal,
     org: nullableString(payload.org),
     org_role: nullableString(payload.org_role),
+    host: nullableString(payload.host),
     iat: payload.iat as number,
     exp: payload.exp as number,
   });

@@ -67,9 +67,13 @@ export async function requestMagicLink(
   smtp: SmtpSink,
   app: TestApp,
   email: string,
-  options: { redirectUrl?: string; headers?: Record<string, string | undefined> } = {},
+  options: { redirectUrl?: string; hostId?: string; headers?: Record<string, string | undefined> } = {},
 ): Promise<MagicLinkMail> {
-  const body = options.redirectUrl ? { email, redirect_url: options.redirectUrl } : { email };
+  const body = {
+    email,
+    ...(options.redirectUrl ? { redirect_url: options.redirectUrl } : {}),
+    ...(options.hostId ? { host_id: options.hostId } : {}),
+  };
   const started = await endUser(app, 'POST', '/v1/auth/magic-link/start', body, undefined, options.headers);
   expectOk(started, 'magic-link start');
   const mail = await smtp.next(email);
@@ -85,6 +89,8 @@ export interface SignInOptions {
   /** Extra headers on every end-user call (e.g. `user-agent`, `origin`). */
   headers?: Record<string, string | undefined>;
   redirectUrl?: string;
+  /** The host signed in to (host access rules decide; the access token carries it as `host`). */
+  hostId?: string;
 }
 
 export interface SignInAttempt extends MagicLinkMail {
@@ -105,7 +111,11 @@ export async function beginSignIn(
   email: string,
   options: SignInOptions = {},
 ): Promise<SignInAttempt> {
-  const mail = await requestMagicLink(smtp, app, email, { redirectUrl: options.redirectUrl, headers: options.headers });
+  const mail = await requestMagicLink(smtp, app, email, {
+    redirectUrl: options.redirectUrl,
+    hostId: options.hostId,
+    headers: options.headers,
+  });
   const verified = await endUser<SignInResult>(
     app,
     'POST',

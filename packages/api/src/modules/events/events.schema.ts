@@ -29,6 +29,10 @@ export const EVENT_TYPES = [
   'webhook.test',
   'custom_domain.added',
   'custom_domain.verified',
+  'subscription.created',
+  'subscription.updated',
+  'subscription.canceled',
+  'access.denied',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -23,6 +23,26 @@ export const OrganizationSchema = z
   .meta({ id: 'Organization' });
 export type OrganizationRecord = z.infer<typeof OrganizationSchema>;
 
+/** The organization's live subscription as the single organization shows it (filled by billing; null without it). */
+export const SubscriptionSummarySchema = z
+  .object({
+    id: z.uuid(),
+    plan_id: z.uuid(),
+    plan_key: z.string(),
+    status: z.enum(['trialing', 'active', 'past_due', 'canceled']),
+    seats: z.number().int(),
+    current_period_end: z.iso.datetime(),
+    canceled_at: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'OrganizationSubscriptionSummary' });
+export type SubscriptionSummary = z.infer<typeof SubscriptionSummarySchema>;
+
+/** The single organization (create, get, update): its record, and its live subscription (null when it has none). */
+export const OrganizationDetailSchema = OrganizationSchema.extend({
+  subscription: SubscriptionSummarySchema.nullable(),
+}).meta({ id: 'OrganizationDetail' });
+export type OrganizationDetail = z.infer<typeof OrganizationDetailSchema>;
+
 export const CreateOrganizationInputSchema = z.strictObject({
   name: z.string().trim().min(1).max(200),
   slug: SlugSchema.optional().meta({ description: 'Generated from the name when absent' }),

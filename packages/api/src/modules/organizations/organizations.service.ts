@@ -10,7 +10,8 @@ import { type User, UserEntity } from '../users/user.entity.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
-import type { MemberRecord, OrganizationRecord } from './organizations.schema.ts';
+import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
+import type { MemberRecord, OrganizationDetail, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
 
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
 export function slugify(name: string): string {
@@ -24,6 +25,13 @@ export function slugify(name: string): string {
     .replace(/-+$/, '');
   return slug || 'org';
 }
+
+/** The single organization (create, get, update and their events): with its live subscription, if any. */
+const toOrganizationDetail = (
+  org: Organization,
+  memberCount: number,
+  subscription: SubscriptionSummary | null,
+): OrganizationDetail => ({ ...toOrganizationRecord(org, memberCount), subscription });
 
 const toOrganizationRecord = (org: Organization, memberCount: number): OrganizationRecord => ({
   id: org.id,
@@ -62,7 +70,7 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
     const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93).replace(/-+$/, '')}-${randomBase62(6).toLowerCase()}`;
     const em = ctx.em.fork();
     const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
-    const record = toOrganizationRecord(org, 0);
+    const record = toOrganizationDetail(org, 0, null);
     recordEvent(em, applicationId, 'organization.created', record);
     try {
       await em.flush();
@@ -126,7 +134,7 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: Context, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationRecord(org, await countMembers(ctx.em, org.id));
+  return toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
 }
 
 export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
@@ -134,7 +142,7 @@ export async function updateOrganization(ctx: Context, input: { id: string; name
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id));
+  const record = toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();
@@ -158,23 +166,30 @@ export async function addMember(ctx: Context, input: { id: string; user_id: stri
   const user = await ctx.em.findOne(UserEntity, { id: input.user_id, application: org.application });
   if (!user) throw new AppError('user_not_found', 'No such user in this application');
   if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
-  const membership = ctx.em.create(MembershipEntity, {
-    id: newId(),
-    application: org.application,
-    organization: org.id,
-    user: user.id,
-    role: input.role,
-  });
-  const record = toMemberRecord(membership, user);
-  recordEvent(ctx.em, org.application, 'organization_membership.created', { organization_id: org.id, ...record });
   try {
-    await ctx.em.flush();
+    // One transaction: the checks of the modules above (the seat limit) lock what they judge by, then the insert.
+    return await ctx.em.transactional(async (em) => {
+      if (await em.count(MembershipEntity, { organization: org.id, user: user.id })) {
+        throw new AppError('already_member', 'The user is already a member');
+      }
+      await runMemberAddChecks(em, { applicationId: org.application, organizationId: org.id });
+      const membership = em.create(MembershipEntity, {
+        id: newId(),
+        application: org.application,
+        organization: org.id,
+        user: user.id,
+        role: input.role,
+      });
+      const record = toMemberRecord(membership, user);
+      recordEvent(em, org.application, 'organization_membership.created', { organization_id: org.id, ...record });
+      await em.flush();
+      return record;
+    });
   } catch (error) {
     // The (organization, user) unique key decides concurrent adds: exactly one wins.
     if (error instanceof UniqueConstraintViolationException) throw new AppError('already_member', 'The user is already a member');
     throw error;
   }
-  return record;
 }
 
 export async function listMembers(ctx: Context, input: PageQuery & { id: string }) {

@@ -17,6 +17,8 @@ export const SessionEntity = defineEntity({
     refreshTokenHash: p.string().length(64).unique(),
     /** Set when `settings.mfa` is `required` and the user has no second factor yet. */
     mfaEnrollmentRequired: p.boolean().default(false),
+    /** The host this session signed in to (host access rules): every access token of the session carries it as `host`. */
+    hostId: p.uuid().nullable(),
     userAgent: p.string().length(512).nullable(),
     ip: p.string().length(64).nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

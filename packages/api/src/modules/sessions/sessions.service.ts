@@ -42,7 +42,7 @@ export async function openSession(
   em: EntityManager,
   application: Application,
   user: User,
-  options: { aal: number; ip: string; userAgent: string | undefined; mfaEnrollmentRequired: boolean },
+  options: { aal: number; ip: string; userAgent: string | undefined; mfaEnrollmentRequired: boolean; hostId?: string | null },
 ): Promise<NewSession> {
   const refreshToken = newRefreshToken();
   const now = new Date();
@@ -54,6 +54,7 @@ export async function openSession(
     organization: null,
     refreshTokenHash: sha256(refreshToken),
     mfaEnrollmentRequired: options.mfaEnrollmentRequired,
+    hostId: options.hostId ?? null,
     userAgent: options.userAgent?.slice(0, 512) ?? null,
     ip: options.ip.slice(0, 64),
     createdAt: now,
@@ -64,9 +65,9 @@ export async function openSession(
   const event = eventRow(application.id, 'session.created', { id: session.id, user_id: user.id, aal: options.aal });
   await em.execute(
     `with s as (
-       insert into sessions (id, application_id, user_id, aal, refresh_token_hash, mfa_enrollment_required, user_agent, ip,
-                             created_at, last_active_at, expires_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       insert into sessions (id, application_id, user_id, aal, refresh_token_hash, mfa_enrollment_required, host_id, user_agent,
+                             ip, created_at, last_active_at, expires_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ), r as (
        insert into refresh_tokens (token_hash, session_id, created_at) values (?, ?, ?)
      )
@@ -78,6 +79,7 @@ export async function openSession(
       session.aal,
       session.refreshTokenHash,
       session.mfaEnrollmentRequired,
+      session.hostId,
       session.userAgent,
       session.ip,
       now,
@@ -98,12 +100,15 @@ async function organizationRole(em: EntityManager, session: Pick<Session, 'organ
   return membership?.role ?? null;
 }
 
+/** What an access token is signed from. */
+type TokenSession = Pick<Session, 'id' | 'user' | 'aal' | 'organization' | 'hostId'>;
+
 /** Signs the access token for a session and pairs it with the refresh token just issued. */
 export async function issueTokens(
   em: EntityManager,
   services: Services,
   application: Application,
-  session: Pick<Session, 'id' | 'user' | 'aal' | 'organization'>,
+  session: TokenSession,
   refreshToken: string,
 ): Promise<Tokens> {
   return signTokens(em, services, application, session, await organizationRole(em, session), refreshToken);
@@ -113,7 +118,7 @@ async function signTokens(
   em: EntityManager,
   services: Services,
   application: Application,
-  session: Pick<Session, 'id' | 'user' | 'aal' | 'organization'>,
+  session: TokenSession,
   role: string | null,
   refreshToken: string,
 ): Promise<Tokens> {
@@ -122,7 +127,14 @@ async function signTokens(
     em,
     services,
     application.id,
-    { sub: session.user, sid: session.id, aal: session.aal, org: role ? (session.organization ?? null) : null, org_role: role },
+    {
+      sub: session.user,
+      sid: session.id,
+      aal: session.aal,
+      org: role ? (session.organization ?? null) : null,
+      org_role: role,
+      ...(session.hostId ? { host: session.hostId } : {}),
+    },
     ttl,
   );
   return {
@@ -153,6 +165,7 @@ export async function refreshSession(ctx: Context, application: Application, ref
     user_id: string;
     aal: number;
     organization_id: string | null;
+    host_id: string | null;
     org_role: string | null;
   }>(
     ctx.em,
@@ -163,11 +176,11 @@ export async function refreshSession(ctx: Context, application: Application, ref
         where s.application_id = ? and s.refresh_token_hash = ? and s.revoked_at is null
           and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ?)
           and u.id = s.user_id and u.status = 'active'
-        returning s.id, s.user_id, s.aal, s.organization_id
+        returning s.id, s.user_id, s.aal, s.organization_id, s.host_id
      ), issued as (
        insert into refresh_tokens (token_hash, session_id, created_at) select ?, id, now() from rotated
      )
-     select r.id, r.user_id, r.aal, r.organization_id,
+     select r.id, r.user_id, r.aal, r.organization_id, r.host_id,
             (select m.role from organization_members m where m.organization_id = r.organization_id and m.user_id = r.user_id) as org_role
        from rotated r`,
     [sha256(next), application.id, presented, idle_timeout_s, sha256(next)],
@@ -176,7 +189,7 @@ export async function refreshSession(ctx: Context, application: Application, ref
     await detectReuse(ctx.em, application, presented);
     throw invalidRefresh();
   }
-  const session = { id: row.id, user: row.user_id, aal: row.aal, organization: row.organization_id };
+  const session = { id: row.id, user: row.user_id, aal: row.aal, organization: row.organization_id, hostId: row.host_id };
   return signTokens(ctx.em, ctx.services, application, session, row.org_role, next);
 }
 
@@ -352,6 +365,7 @@ const sessionFromRow = (s: JsonRow): Session => ({
   organization: s.organization_id,
   refreshTokenHash: s.refresh_token_hash,
   mfaEnrollmentRequired: s.mfa_enrollment_required,
+  hostId: s.host_id,
   userAgent: s.user_agent,
   ip: s.ip,
   createdAt: date(s.created_at),

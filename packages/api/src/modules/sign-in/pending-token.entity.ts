@@ -16,6 +16,8 @@ export const PendingTokenEntity = defineEntity({
     /** The assurance level the first factor gave. */
     aal: p.integer(),
     firstFactor: p.string().length(32),
+    /** The host named at the first factor's start (host access rules), carried to the session. */
+    hostId: p.uuid().nullable(),
     failedAttempts: p.integer().default(0),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),

@@ -7,6 +7,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { markTraffic, settingsOf } from '../applications/applications.service.ts';
 import { missingConsents } from '../consent/consent.service.ts';
+import { recordEvent } from '../events/events.service.ts';
 import { issueTokens, openSession } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { toUserRecord, userFromRow } from '../users/users.service.ts';
@@ -21,10 +22,35 @@ export interface SignInSubject {
   /** 1 for a single factor; 2 for a multi-factor authenticator or after a second factor. */
   aal: 1 | 2;
   firstFactor: string;
+  /** The host the person signs in to, when the first factor's start named one (carried through every later step). */
+  hostId?: string | null;
 }
 
-/** Extra checks before anyone signs in (host access rules plug in here); they throw 403 `access_denied`. */
-export type SignInCheck = (em: EntityManager, application: Application, user: User) => Promise<void>;
+/** Why a sign-in check refused: the `access.denied` event's data (never shown to the caller). */
+export interface SignInDenial {
+  reason: string;
+  [detail: string]: unknown;
+}
+
+/**
+ * Extra checks before anyone signs in (host access rules plug in here): a denial refuses the sign-in with 403
+ * `access_denied`, and is recorded as an `access.denied` event.
+ */
+export type SignInCheck = (
+  em: EntityManager,
+  application: Application,
+  user: User,
+  attempt: { hostId: string | null },
+) => Promise<SignInDenial | null>;
+
+/** A refused sign-in: its transaction rolls back (nothing is consumed or created), then its event is written. */
+class SignInDenied extends AppError {
+  readonly event: Record<string, unknown>;
+  constructor(message: string, event: Record<string, unknown>) {
+    super('access_denied', message);
+    this.event = event;
+  }
+}
 /** The second factors a user has; each capability that provides one registers a source. */
 export type SecondFactorSource = (em: EntityManager, user: User) => Promise<MfaMethod[]>;
 
@@ -58,6 +84,7 @@ async function pending(em: EntityManager, application: Application, subject: Sig
     stage,
     aal: subject.aal,
     firstFactor: subject.firstFactor,
+    hostId: subject.hostId ?? null,
     failedAttempts: 0,
     expiresAt: new Date(Date.now() + PENDING_TOKEN_TTL_MS),
     consumedAt: null,
@@ -65,13 +92,22 @@ async function pending(em: EntityManager, application: Application, subject: Sig
   return token;
 }
 
-type Decision = { result: SignInResult } | { open: { user: User; aal: number; mfaEnrollmentRequired: boolean } };
+type Decision =
+  | { result: SignInResult }
+  | { open: { user: User; aal: number; mfaEnrollmentRequired: boolean; hostId: string | null } };
 
 /** The state machine of CONTRACT §4, inside the transaction that consumed the step that led here. */
 async function decide(em: EntityManager, application: Application, subject: SignInSubject): Promise<Decision> {
   const user = await resolveMerged(em, subject.user);
-  if (user.status !== 'active') throw new AppError('access_denied', 'Sign-in is not allowed for this account');
-  for (const check of checks) await check(em, application, user);
+  const hostId = subject.hostId ?? null;
+  const denied = { user_id: user.id, host_id: hostId, first_factor: subject.firstFactor };
+  if (user.status !== 'active') {
+    throw new SignInDenied('Sign-in is not allowed for this account', { ...denied, reason: `user_${user.status}` });
+  }
+  for (const check of checks) {
+    const denial = await check(em, application, user, { hostId });
+    if (denial) throw new SignInDenied('Sign-in is not allowed here', { ...denied, ...denial });
+  }
   const resolved = { ...subject, user };
 
   const missing = await missingConsents(em, application, user.id);
@@ -91,6 +127,7 @@ async function decide(em: EntityManager, application: Application, subject: Sign
       user,
       aal: subject.aal,
       mfaEnrollmentRequired: subject.aal < 2 && settingsOf(application).mfa === 'required' && methods.length === 0,
+      hostId,
     },
   };
 }
@@ -105,14 +142,24 @@ export async function completeSignIn(
   application: Application,
   step: (em: EntityManager) => Promise<SignInSubject>,
 ): Promise<SignInResult> {
-  const opened = await ctx.em.transactional(async (em) => {
-    const decision = await decide(em, application, await step(em));
-    await em.flush();
-    if ('result' in decision) return decision;
-    const { user, aal, mfaEnrollmentRequired } = decision.open;
-    const userAgent = typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined;
-    return { user, ...(await openSession(em, application, user, { aal, ip: ctx.ip, userAgent, mfaEnrollmentRequired })) };
-  });
+  const opened = await ctx.em
+    .transactional(async (em) => {
+      const decision = await decide(em, application, await step(em));
+      await em.flush();
+      if ('result' in decision) return decision;
+      const { user, aal, mfaEnrollmentRequired, hostId } = decision.open;
+      const userAgent = typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined;
+      const options = { aal, ip: ctx.ip, userAgent, mfaEnrollmentRequired, hostId };
+      return { user, ...(await openSession(em, application, user, options)) };
+    })
+    .catch(async (error: unknown) => {
+      if (error instanceof SignInDenied) {
+        const em = ctx.em.fork();
+        recordEvent(em, application.id, 'access.denied', error.event);
+        await em.flush();
+      }
+      throw error;
+    });
   if ('result' in opened) return opened.result;
   const tokens = await issueTokens(ctx.em, ctx.services, application, opened.session, opened.refreshToken);
   return { status: 'complete', tokens, user: toUserRecord(opened.user) };
@@ -150,19 +197,21 @@ export async function consumePendingToken(
 ): Promise<SignInSubject> {
   const [column, value] = pendingColumn(ref);
   const passed = gates.map((_, i) => `exists (select 1 from gate${i})`).join(' and ') || 'true';
-  const [row] = await em.execute<Array<{ passed: boolean; aal: number | null; first_factor: string | null; u: object | null }>>(
+  const [row] = await em.execute<
+    Array<{ passed: boolean; aal: number | null; first_factor: string | null; host_id: string | null; u: object | null }>
+  >(
     `with ${gates.map((gate, i) => `gate${i} as (${gate.sql}), `).join('')}consumed as (
        update pending_tokens set consumed_at = now()
         where ${column} = ? and application_id = ? and stage = ? and consumed_at is null and expires_at > now() and ${passed}
-        returning user_id, aal, first_factor
+        returning user_id, aal, first_factor, host_id
      )
-     select ${passed} as passed, c.aal, c.first_factor, row_to_json(u) as u
+     select ${passed} as passed, c.aal, c.first_factor, c.host_id, row_to_json(u) as u
        from (select 1) as one left join consumed c on true left join users u on u.id = c.user_id`,
     [...gates.flatMap((gate) => gate.params), value, application.id, stage],
   );
   if (!row?.passed) throw assertionFailed();
   if (!row.u) throw invalidPendingToken();
-  return { user: userFromRow(row.u), aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor! };
+  return { user: userFromRow(row.u), aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor!, hostId: row.host_id };
 }
 
 /**

@@ -93,6 +93,8 @@ export interface AccessTokenClaims {
   aal: number;
   org: string | null;
   org_role: string | null;
+  /** The host the session signed in to (host access rules); absent otherwise. */
+  host?: string;
 }
 
 /** Signs an access token with exactly the claims of CONTRACT §2. */

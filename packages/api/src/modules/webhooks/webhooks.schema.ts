@@ -6,16 +6,10 @@ import { EVENT_TYPES } from '../events/events.schema.ts';
  * What an endpoint may subscribe to: every kind this build emits, and every kind of CONTRACT §6 (a capability that
  * is not built yet emits nothing, but a subscription to it is not a mistake).
  */
-export const WEBHOOK_EVENT_TYPES = [
-  ...new Set([
-    ...EVENT_TYPES,
-    'saml_connection.created',
-    'saml_connection.updated',
-    'subscription.created',
-    'subscription.updated',
-    'subscription.canceled',
-  ]),
-] as [string, ...string[]];
+export const WEBHOOK_EVENT_TYPES = [...new Set([...EVENT_TYPES, 'saml_connection.created', 'saml_connection.updated'])] as [
+  string,
+  ...string[],
+];
 
 /** Any refused URL, a too long one included, is 422 `invalid_url` (CONTRACT §1); the SSRF guard judges the rest. */
 const UrlSchema = z

@@ -12,6 +12,8 @@ export const MagicLinkEntity = defineEntity({
     emailNormalized: p.string().length(320),
     tokenHash: p.string().length(64).unique(),
     redirectUrl: p.string().length(2048).nullable(),
+    /** The host the person signs in to (host access rules judge the sign-in by it), when the start named one. */
+    hostId: p.uuid().nullable(),
     /** Hosted links: SHA-256 of the secret the starting device polls with. */
     pollSecretHash: p.string().length(64).nullable(),
     /** Hosted links: when the person confirmed on the hosted page; the poll then collects the sign-in. */

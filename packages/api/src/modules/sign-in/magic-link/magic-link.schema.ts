@@ -8,6 +8,9 @@ export const StartMagicLinkInputSchema = z.strictObject({
   redirect_url: RedirectUrlSchema.optional().meta({
     description: 'Where the link leads (`?token=` is appended); its origin must be an allowed origin',
   }),
+  host_id: z.uuid().optional().meta({
+    description: 'The host the person signs in to: host access rules decide, and the access token carries it as `host`',
+  }),
 });
 export const StartMagicLinkOutputSchema = z
   .object({

@@ -36,7 +36,7 @@ function linkFor(ctx: Context, application: Application, token: string, redirect
  * for everyone, a link row and a message row are always written, and the mail outbox sends after the answer.
  * Whether a mail is sent at all depends on whether that address could sign in.
  */
-export async function startMagicLink(ctx: Context, input: { email: string; redirect_url?: string }) {
+export async function startMagicLink(ctx: Context, input: { email: string; redirect_url?: string; host_id?: string }) {
   const application = ctx.application!;
   const settings = settingsOf(application);
   const email = input.email.trim();
@@ -72,6 +72,7 @@ export async function startMagicLink(ctx: Context, input: { email: string; redir
     emailNormalized: normalized,
     tokenHash: sha256(token),
     redirectUrl: input.redirect_url ?? null,
+    hostId: input.host_id ?? null,
     pollSecretHash: pollSecret ? sha256(pollSecret) : null,
     confirmedAt: null,
     expiresAt: new Date(Date.now() + settings.magic_link.ttl_s * 1000),
@@ -103,7 +104,7 @@ export async function verifyMagicLink(ctx: Context, input: { token: string }) {
     const rows = await em.execute<LinkRow[]>(
       `update magic_links set consumed_at = now()
         where token_hash = ? and application_id = ? and consumed_at is null and expires_at > now()
-        returning email, email_normalized`,
+        returning email, email_normalized, host_id`,
       [sha256(input.token), application.id],
     );
     return signInByLink(em, application, rows[0]);
@@ -157,7 +158,7 @@ export async function pollMagicLink(ctx: Context, input: { verification_id: stri
       `update magic_links set consumed_at = now()
         where id = ? and application_id = ? and poll_secret_hash = ? and confirmed_at is not null and consumed_at is null
           and expires_at > now() - ${COLLECT_GRACE}
-        returning email, email_normalized`,
+        returning email, email_normalized, host_id`,
       [input.verification_id, application.id, secretHash],
     );
     if (!rows[0]) throw refused();
@@ -168,6 +169,7 @@ export async function pollMagicLink(ctx: Context, input: { verification_id: stri
 interface LinkRow {
   email: string;
   email_normalized: string;
+  host_id: string | null;
 }
 
 /**
@@ -198,7 +200,7 @@ async function signInByLink(em: EntityManager, application: Application, link: L
       recordEvent(em, application.id, 'user.updated', toUserRecord(user));
     }
   }
-  return { user, aal: 1, firstFactor: 'magic_link' };
+  return { user, aal: 1, firstFactor: 'magic_link', hostId: link.host_id };
 }
 
 registerPurgeStep('magic_links', (em) => deleteInBatches(em, 'magic_links', SPENT_ONE_TIME_ROWS));
