@@ -1,4 +1,5 @@
 import { createOrm, migrate } from '@gatehouse/api';
+import { sharedOAuthCredentials } from './env.ts';
 import { assertPortFree, databaseFromEnv, dataDirOf, lockEmbeddedDatabase, readEnv, StartupError } from './config.ts';
 import { createGatehouseServer, loadSecrets } from './index.ts';
 
@@ -44,6 +45,7 @@ async function main() {
     },
     metricsToken: env.GATEHOUSE_METRICS_TOKEN,
     allowInsecureSaml: env.GATEHOUSE_ALLOW_INSECURE_SAML === '1',
+    oauth: { sharedCredentials: sharedOAuthCredentials(env), allowInsecureIssuers: env.GATEHOUSE_ALLOW_INSECURE_OIDC === '1' },
   });
   let stopping = false;
   const stop = async (signal: string) => {

@@ -26,6 +26,20 @@ export interface Services {
   metrics: Metrics;
   /** `GATEHOUSE_ALLOW_INSECURE_SAML=1`: IdP URLs may be http or loopback (local development and tests only). */
   allowInsecureSaml: boolean;
+  oauth: OAuthConfig;
+}
+
+/** Social sign-in, as the process is configured (the oauth module reads it). */
+export interface OAuthConfig {
+  /** `GATEHOUSE_SHARED_OAUTH_<PROVIDER>_CLIENT_ID/_SECRET`: the operator's clients, for development applications only. */
+  sharedCredentials: Partial<Record<string, { clientId: string; clientSecret: string }>>;
+  /**
+   * A built-in provider's endpoints replaced (`authorization`, `token`, `jwks`, `api`). Set only by a test that
+   * constructs the server in-process (a stand-in speaking the provider's wire format); never read from the environment.
+   */
+  endpoints: Partial<Record<string, Partial<Record<'authorization' | 'token' | 'jwks' | 'api', string>>>>;
+  /** `GATEHOUSE_ALLOW_INSECURE_OIDC=1`: a generic OIDC issuer may be http and loopback (local development and tests). */
+  allowInsecureIssuers: boolean;
 }
 
 /**
@@ -69,6 +83,7 @@ export interface ServicesOptions {
   mailFrom?: string;
   rateLimitStore: RateLimitStore;
   allowInsecureSaml?: boolean;
+  oauth?: Partial<OAuthConfig>;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -84,6 +99,11 @@ export function createServices(options: ServicesOptions): Services {
     inFlight: new InFlight(),
     metrics,
     allowInsecureSaml: options.allowInsecureSaml === true,
+    oauth: {
+      sharedCredentials: options.oauth?.sharedCredentials ?? {},
+      endpoints: options.oauth?.endpoints ?? {},
+      allowInsecureIssuers: options.oauth?.allowInsecureIssuers === true,
+    },
   };
 }
 

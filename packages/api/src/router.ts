@@ -6,6 +6,7 @@ import { applicationProcedures } from './modules/applications/applications.route
 import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
+import { providersRouter } from './modules/oauth/oauth.router.ts';
 import { organizationsRouter } from './modules/organizations/organizations.router.ts';
 import { samlRouter } from './modules/saml/saml.router.ts';
 import { revokeUserSessionsProcedure } from './modules/sessions/sessions.router.ts';
@@ -31,6 +32,7 @@ export const appRouter = router({
   templates: templatesRouter,
   messages: messagesRouter,
   saml: samlRouter,
+  providers: providersRouter,
   webhooks: webhooksRouter,
   auth: authRouter,
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { type DatabaseConfig, openPglite, type WebhookWorkerOptions } from '@gatehouse/api';
+import { type DatabaseConfig, type OAuthConfig, openPglite, type WebhookWorkerOptions } from '@gatehouse/api';
 import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehouse/sdk';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
@@ -151,6 +151,8 @@ export interface StartOptions {
   allowInsecureSaml?: boolean;
   /** Webhook delivery options (tests allow insecure receivers and shorten the schedule). */
   webhooks?: WebhookWorkerOptions;
+  /** Social sign-in: shared credentials, http issuers, stand-in endpoints of built-in providers (in-process only). */
+  oauth?: Partial<OAuthConfig>;
 }
 
 /** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
@@ -171,6 +173,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     metricsToken: options.metricsToken,
     redisUrl: options.redisUrl,
     allowInsecureSaml: options.allowInsecureSaml,
+    oauth: options.oauth,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   const address = server.app.server.address();
