@@ -1,6 +1,6 @@
 import { createOrm, migrate } from '@gatehouse/api';
-import { sharedOAuthCredentials } from './env.ts';
 import { assertPortFree, databaseFromEnv, dataDirOf, lockEmbeddedDatabase, readEnv, StartupError } from './config.ts';
+import { sharedOAuthCredentials } from './env.ts';
 import { createGatehouseServer, loadSecrets } from './index.ts';
 
 /**

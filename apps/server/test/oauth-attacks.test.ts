@@ -1,13 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  callback,
-  oauthApp,
-  putProvider,
-  type StandIn,
-  startOAuth,
-  startStandIn,
-  throughRelay,
-} from './helpers/oauth.ts';
+import { callback, oauthApp, putProvider, type StandIn, startOAuth, startStandIn, throughRelay } from './helpers/oauth.ts';
 import { acrossServers, expectError, ok, sql, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 /**
@@ -89,7 +81,7 @@ describe('built-in providers against stand-ins', () => {
     expect(linked.status).toBe('complete');
     expect(linked.user.id).toBe(signedIn.user.id);
     const subjects = await sql(server, 'select subject from identities where application_id = ? order by subject', [app.id]);
-    expect(subjects.map((r) => r.subject)).toEqual([`github:${githubId}`, `google:${googleSub}`]);
+    expect(subjects.map((r: { subject: string }) => r.subject)).toEqual([`github:${githubId}`, `google:${googleSub}`]);
   });
 
   it('an unverified provider email matching an existing user is 409 email_taken with a helpful message, not linked', async () => {
@@ -118,7 +110,7 @@ describe('attacks, each refused with nothing created', () => {
     expect(await counts(app)).toMatchObject({ users: 1, sessions: 1 });
   });
 
-  it("a state of another application, or of another provider, is refused and stays usable where it belongs", async () => {
+  it('a state of another application, or of another provider, is refused and stays usable where it belongs', async () => {
     const app = await appWith('google', 'github');
     const other = await appWith('google');
     const { code, state } = await authorize(app, 'google');
@@ -149,7 +141,11 @@ describe('attacks, each refused with nothing created', () => {
     ['a wrong nonce', { claims: { nonce: 'not-the-one-we-sent' } }, /did not verify/],
     ['a wrong audience', { claims: { aud: 'another-client.apps.googleusercontent.com' } }, /did not verify/],
     ['a wrong issuer', { claims: { iss: 'https://evil.example' } }, /did not verify/],
-    ['an expired token', { claims: { exp: Math.floor(Date.now() / 1000) - 3600, iat: Math.floor(Date.now() / 1000) - 7200 } }, /expired|clock/],
+    [
+      'an expired token',
+      { claims: { exp: Math.floor(Date.now() / 1000) - 3600, iat: Math.floor(Date.now() / 1000) - 7200 } },
+      /expired|clock/,
+    ],
     ['a signature by another key', { otherKey: true }, /did not verify/],
     ['alg: none', { unsigned: true }, /did not verify/],
   ];
@@ -168,7 +164,12 @@ describe('attacks, each refused with nothing created', () => {
 
   it('a redirect_uri outside the allowed origins (422 invalid_url), and a relay of an unknown state (no redirect)', async () => {
     const app = await appWith('google');
-    for (const uri of ['https://evil.example/cb', 'http://app.test.evil.example/cb', 'http://app.test:8080/cb', 'javascript:alert(1)']) {
+    for (const uri of [
+      'https://evil.example/cb',
+      'http://app.test.evil.example/cb',
+      'http://app.test:8080/cb',
+      'javascript:alert(1)',
+    ]) {
       const res = await startOAuth(app, 'google', uri);
       expect([422], uri).toContain(res.status);
       expect(res.body.error.code, uri).toBe('invalid_url');

@@ -59,7 +59,12 @@ describe('provider settings (S3)', () => {
   it('PUT stores the secret encrypted, never returns it, and keeps omitted fields; DELETE resets', async () => {
     const app = await oauthApp(server);
     const put = await ok(
-      putProvider(app, 'github', { client_id: 'gh-client', client_secret: 'gh-secret-value', enabled: true, scopes: ['read:user'] }),
+      putProvider(app, 'github', {
+        client_id: 'gh-client',
+        client_secret: 'gh-secret-value',
+        enabled: true,
+        scopes: ['read:user'],
+      }),
     );
     expect(put).toEqual({
       provider: 'github',
@@ -94,7 +99,11 @@ describe('provider settings (S3)', () => {
   it('refuses an unknown provider (422), enabling without credentials (422), other applications (404), missing scope (403)', async () => {
     const app = await oauthApp(server);
     const other = await oauthApp(server);
-    expectError(await putProvider(app, 'myspace', { enabled: true, client_id: 'x', client_secret: 'y' }), 422, 'validation_failed');
+    expectError(
+      await putProvider(app, 'myspace', { enabled: true, client_id: 'x', client_secret: 'y' }),
+      422,
+      'validation_failed',
+    );
     expectError(await app.rest('GET', `/v1/applications/${app.id}/providers/oauth/myspace`), 404, 'not_found');
     const noSecret = await putProvider(app, 'google', { enabled: true, client_id: 'only-id' });
     expectError(noSecret, 422, 'validation_failed');
@@ -105,15 +114,29 @@ describe('provider settings (S3)', () => {
       422,
       'validation_failed',
     );
-    expectError(await putProvider(app, 'github', { enabled: true, client_id: 'a', client_secret: 'b', extra: 1 }), 422, 'validation_failed');
-    expectError(await app.rest('PUT', `/v1/applications/${other.id}/providers/oauth/github`, { enabled: false }), 404, 'not_found');
+    expectError(
+      await putProvider(app, 'github', { enabled: true, client_id: 'a', client_secret: 'b', extra: 1 }),
+      422,
+      'validation_failed',
+    );
+    expectError(
+      await app.rest('PUT', `/v1/applications/${other.id}/providers/oauth/github`, { enabled: false }),
+      404,
+      'not_found',
+    );
     expectError(await app.rest('GET', `/v1/applications/${MISSING}/providers/oauth`), 404, 'not_found');
     const key = await ok(app.rest('POST', '/v1/api-keys', { name: 'reader', scopes: ['settings:read'] }), 201);
     const asReader = { authorization: `Bearer ${key.secret}` };
     expect((await app.rest('GET', `/v1/applications/${app.id}/providers/oauth`, undefined, asReader)).status).toBe(200);
-    expectError(await app.rest('PUT', `/v1/applications/${app.id}/providers/oauth/github`, { enabled: false }, asReader), 403, 'insufficient_scope');
+    expectError(
+      await app.rest('PUT', `/v1/applications/${app.id}/providers/oauth/github`, { enabled: false }, asReader),
+      403,
+      'insufficient_scope',
+    );
     // Nothing was stored by any refusal.
-    expect(await sql(server, 'select provider from oauth_providers where application_id in (?, ?)', [app.id, other.id])).toEqual([]);
+    expect(await sql(server, 'select provider from oauth_providers where application_id in (?, ?)', [app.id, other.id])).toEqual(
+      [],
+    );
   });
 
   it('shared development credentials: a development application signs in with the operator client; production is refused', async () => {

@@ -8,9 +8,9 @@ export { purgeExpired } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
-export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
-export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
+export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
+export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse } from './modules/saml/sso.service.ts';
 export {

@@ -255,14 +255,16 @@ export async function startStandIn(): Promise<StandIn> {
     const fail = (error: string) => json(res, provider === 'github' ? 200 : 400, { error, error_description: 'refused' });
     if (id !== clients[provider].id || secret !== clients[provider].secret) return fail('invalid_client');
     const code = codes.get(form.get('code') ?? '');
-    if (!code || code.used || code.provider !== provider) return fail(provider === 'github' ? 'bad_verification_code' : 'invalid_grant');
+    if (!code || code.used || code.provider !== provider)
+      return fail(provider === 'github' ? 'bad_verification_code' : 'invalid_grant');
     code.used = true;
     if (form.get('redirect_uri') !== code.redirectUri) return fail('redirect_uri_mismatch');
     if (code.challenge && s256(form.get('code_verifier') ?? '') !== code.challenge) return fail('invalid_grant');
     state.redeemed++;
     const accessToken = randomBytes(20).toString('hex');
     accessTokens.set(accessToken, code.user);
-    if (provider === 'github') return json(res, 200, { access_token: accessToken, token_type: 'bearer', scope: 'read:user,user:email' });
+    if (provider === 'github')
+      return json(res, 200, { access_token: accessToken, token_type: 'bearer', scope: 'read:user,user:email' });
     return json(res, 200, {
       access_token: accessToken,
       token_type: 'Bearer',
@@ -286,13 +288,21 @@ export async function startStandIn(): Promise<StandIn> {
           return json(res, 200, { keys: [jwk] });
         case 'GET /github/api/user':
           if (!bearer) return json(res, 401, { message: 'Bad credentials' });
-          return json(res, 200, { id: Number(bearer.sub), login: `user${bearer.sub}`, name: bearer.name ?? null, avatar_url: null });
+          return json(res, 200, {
+            id: Number(bearer.sub),
+            login: `user${bearer.sub}`,
+            name: bearer.name ?? null,
+            avatar_url: null,
+          });
         case 'GET /github/api/user/emails':
           if (!bearer) return json(res, 401, { message: 'Bad credentials' });
           return json(
             res,
             200,
-            state.githubEmails ?? (bearer.email ? [{ email: bearer.email, primary: true, verified: bearer.email_verified, visibility: 'private' }] : []),
+            state.githubEmails ??
+              (bearer.email
+                ? [{ email: bearer.email, primary: true, verified: bearer.email_verified, visibility: 'private' }]
+                : []),
           );
         default:
           return json(res, 404, { message: 'Not Found' });

@@ -80,9 +80,7 @@ const settingsShape = {
     })
     .default({ events_days: 30, messages_days: 30, ended_sessions_days: 30 }),
   /** Social sign-in: keep each identity's provider tokens (encrypted) for calls to the provider's API. */
-  oauth: z
-    .strictObject({ store_provider_tokens: z.boolean().default(false) })
-    .default({ store_provider_tokens: false }),
+  oauth: z.strictObject({ store_provider_tokens: z.boolean().default(false) }).default({ store_provider_tokens: false }),
 };
 
 export const ApplicationSettingsSchema = z.strictObject(settingsShape).meta({ id: 'ApplicationSettings' });

@@ -18,8 +18,8 @@ import {
   type ExchangeResult,
   exchangeCode,
   type OAuthProviderName,
-  ProviderFailure,
   type ProviderClient,
+  ProviderFailure,
   providerLabel,
   usesNonce,
 } from './oauth.providers.ts';
@@ -150,10 +150,15 @@ async function finish(
       `${PROVIDER_ERRORS[input.error] ?? 'The provider did not sign the person in.'} Start again to retry.`,
     );
   }
-  const { verifier, nonce } = JSON.parse(ctx.services.secretBox.decrypt(rows[0].secrets_sealed, stateContext(application.id, stateHash)));
+  const { verifier, nonce } = JSON.parse(
+    ctx.services.secretBox.decrypt(rows[0].secrets_sealed, stateContext(application.id, stateHash)),
+  );
   const client = await providerClient(ctx, application, input.provider);
   try {
-    return { client, result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }) };
+    return {
+      client,
+      result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
+    };
   } catch (error) {
     throw providerError(ctx, error as ProviderFailure);
   }
@@ -219,7 +224,9 @@ async function signInByOAuth(
   } else {
     const { email, emailVerified } = result.profile;
     const normalized = email ? normalizeEmail(email) : null;
-    const existing = normalized ? await em.findOne(UserEntity, { application: application.id, emailNormalized: normalized }) : null;
+    const existing = normalized
+      ? await em.findOne(UserEntity, { application: application.id, emailNormalized: normalized })
+      : null;
     if (existing && !emailVerified) {
       throw new AppError(
         'email_taken',
@@ -234,7 +241,8 @@ async function signInByOAuth(
         recordEvent(em, application.id, 'user.updated', toUserRecord(user));
       }
     } else {
-      if (settingsOf(application).sign_up !== 'open') throw new AppError('access_denied', 'Sign-up is closed for this application');
+      if (settingsOf(application).sign_up !== 'open')
+        throw new AppError('access_denied', 'Sign-up is closed for this application');
       // An unverified address is not claimed: it would reserve someone else's email for this account (pre-hijacking).
       const claimed = emailVerified ? email : null;
       const profile: Record<string, unknown> = {};
@@ -264,7 +272,10 @@ async function signInByOAuth(
 export const startOAuth = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string }) =>
   start(ctx, input, 'sign_in', null);
 
-export async function oauthCallback(ctx: Context, input: { provider: OAuthProviderName; code?: string; state: string; error?: string }) {
+export async function oauthCallback(
+  ctx: Context,
+  input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
+) {
   const application = ctx.application!;
   const { client, result } = await finish(ctx, input, 'sign_in', null);
   return completeSignIn(ctx, application, (em) => signInByOAuth(ctx, em, application, client, result));

@@ -243,7 +243,10 @@ export async function authorizationUrl(config: OAuthConfig, client: ProviderClie
   const entry = CATALOG[client.provider];
   let url: URL;
   if (client.provider === 'linkedin') {
-    url = new LinkedIn(client.clientId, client.clientSecret, client.redirectUri).createAuthorizationURL(secrets.state, client.scopes);
+    url = new LinkedIn(client.clientId, client.clientSecret, client.redirectUri).createAuthorizationURL(
+      secrets.state,
+      client.scopes,
+    );
   } else if (client.provider === 'apple') {
     url = appleClient(client).createAuthorizationURL(secrets.state, client.scopes);
     // Apple posts the answer back when name or email is asked for (its documented requirement).
@@ -292,7 +295,10 @@ function classify(error: unknown): ProviderFailure {
   if (error instanceof ProviderFailure) return error;
   const code = (error as { code?: unknown })?.code;
   if (error instanceof OAuth2RequestError) return new ProviderFailure(`token endpoint: ${error.code}`, CODE_REFUSED);
-  if (code === 'ERR_JWT_EXPIRED' || (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && /"(nbf|iat)"/.test(String((error as Error).message))))
+  if (
+    code === 'ERR_JWT_EXPIRED' ||
+    (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && /"(nbf|iat)"/.test(String((error as Error).message)))
+  )
     return new ProviderFailure(`id token time: ${(error as Error).message}`, TOKEN_TIME);
   if (typeof code === 'string' && code.startsWith('ERR_J')) return new ProviderFailure(`id token: ${code}`, TOKEN_REFUSED);
   if (error instanceof oidc.ResponseBodyError) return new ProviderFailure(`token endpoint: ${error.error}`, CODE_REFUSED);
@@ -300,7 +306,8 @@ function classify(error: unknown): ProviderFailure {
     const message = String(error.message);
     if (/exp|iat|nbf|clock/i.test(message) && /timestamp|expired|future|clock/i.test(message))
       return new ProviderFailure(`oidc: ${message}`, TOKEN_TIME);
-    if (/ID Token|JWT|nonce|"iss"|"aud"|signature|alg/i.test(message)) return new ProviderFailure(`oidc: ${message}`, TOKEN_REFUSED);
+    if (/ID Token|JWT|nonce|"iss"|"aud"|signature|alg/i.test(message))
+      return new ProviderFailure(`oidc: ${message}`, TOKEN_REFUSED);
     return new ProviderFailure(`oidc: ${message}`, UNREACHABLE);
   }
   if (error instanceof OutboundBlockedError) return new ProviderFailure(`blocked: ${error.code}`, UNREACHABLE);
@@ -318,7 +325,12 @@ const remoteKeys = (url: string) => {
 };
 
 /** RFC 8725: the key only from the provider's JWKS, an allowlist of asymmetric algorithms (`none` never), every claim. */
-async function verifyIdToken(endpoints: Endpoints, client: ProviderClient, idToken: string, nonce: string | null): Promise<JWTPayload> {
+async function verifyIdToken(
+  endpoints: Endpoints,
+  client: ProviderClient,
+  idToken: string,
+  nonce: string | null,
+): Promise<JWTPayload> {
   const header = decodeProtectedHeader(idToken);
   if (!header.alg || !ALGORITHMS.includes(header.alg)) throw new ProviderFailure(`id token alg ${header.alg}`, TOKEN_REFUSED);
   const { payload } = await jwtVerify(idToken, remoteKeys(endpoints.jwks!), {
@@ -365,7 +377,8 @@ async function getJson(url: string, accessToken: string): Promise<any> {
 
 async function githubProfile(api: string, accessToken: string): Promise<ProviderProfile> {
   const [user, emails] = await Promise.all([getJson(`${api}/user`, accessToken), getJson(`${api}/user/emails`, accessToken)]);
-  if (typeof user?.id !== 'number' && typeof user?.id !== 'string') throw new ProviderFailure('github user without id', UNREACHABLE);
+  if (typeof user?.id !== 'number' && typeof user?.id !== 'string')
+    throw new ProviderFailure('github user without id', UNREACHABLE);
   const list: Array<{ email?: unknown; primary?: unknown; verified?: unknown }> = Array.isArray(emails) ? emails : [];
   // The primary address when GitHub has verified it; else any verified one; an unverified address never links.
   const primary = list.find((e) => e.primary === true && e.verified === true) ?? list.find((e) => e.verified === true);
@@ -427,15 +440,14 @@ export async function exchangeCode(
       const claims = response.claims();
       if (!claims) throw new ProviderFailure('no id token', TOKEN_REFUSED);
       // A conforming issuer puts scope claims (email, name) in the UserInfo answer, not the ID token (OIDC Core 5.4).
-      const userInfo = claims.email
-        ? {}
-        : await oidc.fetchUserInfo(configuration, response.access_token, claims.sub);
+      const userInfo = claims.email ? {} : await oidc.fetchUserInfo(configuration, response.access_token, claims.sub);
       return {
         profile: profileFromClaims('oidc', { ...userInfo, ...claims } as JWTPayload),
         tokens: {
           access_token: response.access_token,
           refresh_token: response.refresh_token ?? null,
-          expires_at: typeof response.expires_in === 'number' ? new Date(Date.now() + response.expires_in * 1000).toISOString() : null,
+          expires_at:
+            typeof response.expires_in === 'number' ? new Date(Date.now() + response.expires_in * 1000).toISOString() : null,
           id_token: response.id_token ?? null,
         },
       };

@@ -3,14 +3,6 @@ import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { endUserProcedure, router, secretKeyProcedure, signedInProcedure } from '../../trpc.ts';
 import { SignInResultSchema } from '../sign-in/sign-in.schema.ts';
 import {
-  linkCallback,
-  listIdentities,
-  oauthCallback,
-  startLink,
-  startOAuth,
-  unlinkIdentity,
-} from './oauth-flow.service.ts';
-import {
   IdentitySchema,
   OAuthCallbackInputSchema,
   OAuthProviderSettingSchema,
@@ -20,6 +12,7 @@ import {
   StartOAuthOutputSchema,
 } from './oauth.schema.ts';
 import { listOAuthProviders, putOAuthProvider, resetOAuthProvider } from './oauth.service.ts';
+import { linkCallback, listIdentities, oauthCallback, startLink, startOAuth, unlinkIdentity } from './oauth-flow.service.ts';
 
 const tags = ['OAuth providers'];
 const base = '/v1/applications/{id}/providers/oauth';
@@ -47,7 +40,9 @@ export const providersRouter = router({
     .output(OAuthProviderSettingSchema)
     .mutation(({ ctx, input }) => putOAuthProvider(ctx, input)),
   reset: secretKeyProcedure('settings:write')
-    .meta({ openapi: { method: 'DELETE', path: `${base}/{provider}`, tags, summary: 'Reset an OAuth provider (disabled, no secret)' } })
+    .meta({
+      openapi: { method: 'DELETE', path: `${base}/{provider}`, tags, summary: 'Reset an OAuth provider (disabled, no secret)' },
+    })
     .input(ProviderParamsSchema)
     .output(DeletedSchema)
     .mutation(({ ctx, input }) => resetOAuthProvider(ctx, input)),

@@ -28,14 +28,9 @@ const ScopeSchema = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/, 'an OA
 /** PUT: `enabled` is required; every other field omitted keeps its stored value (the secret is never sent back). */
 export const PutOAuthProviderInputSchema = ProviderParamsSchema.extend({
   client_id: z.string().trim().min(1).max(512).optional(),
-  client_secret: z
-    .string()
-    .min(1)
-    .max(8192)
-    .optional()
-    .meta({
-      description: 'Stored encrypted, never returned. Apple: `TEAM_ID:KEY_ID:` followed by the .p8 private key (PEM).',
-    }),
+  client_secret: z.string().min(1).max(8192).optional().meta({
+    description: 'Stored encrypted, never returned. Apple: `TEAM_ID:KEY_ID:` followed by the .p8 private key (PEM).',
+  }),
   enabled: z.boolean(),
   scopes: z.array(ScopeSchema).min(1).max(30).optional().meta({ description: "Default: the provider's sign-in scopes" }),
   use_shared_dev_credentials: z

@@ -1,17 +1,11 @@
 import type { Context } from '../../context.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import { newId } from '../../lib/ids.ts';
+import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import { type OAuthProvider, OAuthProviderEntity } from './oauth.entity.ts';
-import {
-  defaultScopes,
-  OAUTH_PROVIDERS,
-  type OAuthProviderName,
-  type ProviderClient,
-  providerLabel,
-} from './oauth.providers.ts';
+import { defaultScopes, OAUTH_PROVIDERS, type OAuthProviderName, type ProviderClient, providerLabel } from './oauth.providers.ts';
 import type { OAuthProviderSetting } from './oauth.schema.ts';
 
 /** The client secret is bound to its application and provider: a sealed value copied elsewhere does not open. */
@@ -135,7 +129,11 @@ export async function resetOAuthProvider(ctx: Context, input: { id: string; prov
  * The client an application signs in with: its own credentials, or (development applications only) the operator's
  * shared ones. A provider that is not enabled is 404 for the browser, as if it did not exist.
  */
-export async function providerClient(ctx: Context, application: Application, provider: OAuthProviderName): Promise<ProviderClient> {
+export async function providerClient(
+  ctx: Context,
+  application: Application,
+  provider: OAuthProviderName,
+): Promise<ProviderClient> {
   const row = await ctx.em.findOne(OAuthProviderEntity, { application: application.id, provider });
   if (!row?.enabled) throw notFound(`The ${providerLabel(provider)} provider of this application`);
   const redirectUri = providerRedirectUri(ctx.services.baseUrl);
