@@ -1,3 +1,4 @@
+import { createGatehouseClient } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   APP_CALLBACK,
@@ -9,7 +10,7 @@ import {
   type TestOidcProvider,
   throughRelay,
 } from './helpers/oauth.ts';
-import { expectError, isoDate, MISSING, ok, sql, startServer, type TestServer } from './helpers/server.ts';
+import { expectError, isoDate, MISSING, ok, rejection, sql, startServer, type TestServer } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 
 /**
@@ -235,5 +236,47 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect(refused.body.error.message).toMatch(/Start the sign-in again/);
     expect(refused.body.error.message).not.toMatch(/invalid_grant|PKCE|grant request/i);
     expect(await sql(server, 'select id from users where application_id = ?', [app.id])).toEqual([]);
+  });
+});
+
+describe('the SDK', () => {
+  it('management providers.* and the browser client: oauth.signIn → provider → handleCallback → me(); identities', async () => {
+    const app = await oauthApp(server);
+    const settings = await app.sdk.providers.put({
+      id: app.id,
+      provider: 'oidc',
+      issuer: idp.issuer,
+      client_id: idp.clientId,
+      client_secret: idp.clientSecret,
+      enabled: true,
+    });
+    expect(settings).toMatchObject({ provider: 'oidc', enabled: true, has_secret: true, issuer: idp.issuer });
+    expect((await app.sdk.providers.list({ id: app.id })).find((p) => p.provider === 'oidc')?.client_id).toBe(idp.clientId);
+    const unknown = await rejection(app.sdk.providers.put({ id: app.id, provider: 'myspace' as 'oidc', enabled: false }));
+    expect(unknown).toMatchObject({ code: 'validation_failed', status: 422 });
+
+    const email = `sdk.${Date.now()}@example.com`;
+    idp.accounts.set('sdk-user', { email, email_verified: true });
+    const browser = createGatehouseClient({ baseUrl: server.url, applicationId: app.id });
+    let sentTo = '';
+    await browser.oauth.signIn('oidc', { redirectUri: APP_CALLBACK, navigate: (url) => void (sentTo = url) });
+    expect(sentTo.startsWith(`${idp.issuer}/`)).toBe(true);
+    const { landing } = await throughRelay(server, await idp.authorize(sentTo, 'sdk-user'));
+    expect(landing.searchParams.get('provider')).toBe('oidc');
+    const result = await browser.oauth.handleCallback({ url: landing.toString() });
+    expect(result.status).toBe('complete');
+    expect((await browser.me()).primary_email).toBe(email);
+    const [identity] = await browser.identities.list();
+    expect(identity).toMatchObject({ kind: 'oauth', provider: 'oidc' });
+    // Its only other way in is the (verified) email, so unlinking is allowed.
+    expect(await browser.identities.remove(identity!.id)).toEqual({ id: identity!.id, deleted: true });
+    // The same landing URL again: the state is spent.
+    expect(await rejection(browser.oauth.handleCallback({ url: landing.toString() }))).toMatchObject({
+      code: 'invalid_verification',
+      status: 401,
+    });
+    await expect(browser.oauth.handleCallback({ url: `${APP_CALLBACK}?nothing=here` })).rejects.toMatchObject({
+      code: 'validation_failed',
+    });
   });
 });

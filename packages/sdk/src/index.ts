@@ -13,10 +13,14 @@ export {
   type EnrollTotpInput,
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
+  type LinkedIdentity,
   type MagicLinkOutcome,
   type MagicLinkStarted,
   type MagicLinkWaitOptions,
   type MfaFactor,
+  type OAuthCallbackOptions,
+  type OAuthProvider,
+  type OAuthRedirectOptions,
   type Passkey,
   type PasskeySignInOptions,
   type RegisterPasskeyInput,
@@ -63,6 +67,7 @@ export type Template = Outputs['templates']['get'];
 export type Message = Outputs['messages']['list']['messages'][number];
 export type RotatedSigningKeys = Outputs['signingKeys']['rotate'];
 export type SamlConnection = Outputs['saml']['connections']['get'];
+export type OAuthProviderSetting = Outputs['providers']['list'][number];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

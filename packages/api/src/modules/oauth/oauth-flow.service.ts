@@ -283,7 +283,7 @@ export async function oauthCallback(
 
 /**
  * `GET|POST /v1/auth/oauth/redirect` (the redirect URI registered at every provider; Apple posts a form): sends the
- * browser on to the `redirect_uri` its state was started with, carrying `code` and `state` (or `error`). Nothing is
+ * browser on to the `redirect_uri` its state was started with, carrying `code` (or `error`), `state` and `provider`. Nothing is
  * spent here: the app's callback does that. An unknown or spent state goes nowhere (no open redirect).
  */
 export async function relayRedirect(ctx: Context, params: Record<string, unknown>): Promise<{ location: string }> {
@@ -296,6 +296,8 @@ export async function relayRedirect(ctx: Context, params: Record<string, unknown
   }
   const url = new URL(row.redirectUri);
   url.searchParams.set('state', state);
+  // Which callback to post to (the SDK's `handleCallback` reads it); the state is bound to it anyway.
+  url.searchParams.set('provider', row.provider);
   for (const name of ['code', 'error'] as const) {
     const value = params[name];
     if (typeof value === 'string' && value.length <= 2048) url.searchParams.set(name, value);
