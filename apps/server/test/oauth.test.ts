@@ -259,7 +259,12 @@ describe('the SDK', () => {
     idp.accounts.set('sdk-user', { email, email_verified: true });
     const browser = createGatehouseClient({ baseUrl: server.url, applicationId: app.id });
     let sentTo = '';
-    await browser.oauth.signIn('oidc', { redirectUri: APP_CALLBACK, navigate: (url) => void (sentTo = url) });
+    await browser.oauth.signIn('oidc', {
+      redirectUri: APP_CALLBACK,
+      navigate: (url) => {
+        sentTo = url;
+      },
+    });
     expect(sentTo.startsWith(`${idp.issuer}/`)).toBe(true);
     const { landing } = await throughRelay(server, await idp.authorize(sentTo, 'sdk-user'));
     expect(landing.searchParams.get('provider')).toBe('oidc');
