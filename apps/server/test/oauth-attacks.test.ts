@@ -180,6 +180,19 @@ describe('attacks, each refused with nothing created', () => {
     expect(relay.headers.get('location')).toBeNull();
   });
 
+  it("GitHub's refusal of a spent code (200 with an error field) is 401 with a helpful message", async () => {
+    const app = await appWith('github');
+    standIn.user.github = { sub: `${80_000 + ++seq}`, email: unique('octo'), email_verified: true };
+    const first = await authorize(app, 'github');
+    expect((await ok(callback(app, 'github', { code: first.code, state: first.state }))).status).toBe('complete');
+    const second = await authorize(app, 'github');
+    const refused = await callback(app, 'github', { code: first.code, state: second.state });
+    expectError(refused, 401, 'invalid_verification');
+    expect(refused.body.error.message).toMatch(/refused the authorization code/);
+    expect(refused.body.error.message).not.toContain('bad_verification_code');
+    expect(await counts(app)).toEqual({ users: 1, identities: 1, sessions: 1 });
+  });
+
   it('a provider not enabled for the application is 404 at start', async () => {
     const app = await appWith('google');
     expectError(await startOAuth(app, 'github'), 404, 'not_found');

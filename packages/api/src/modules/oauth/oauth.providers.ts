@@ -407,6 +407,8 @@ async function discordProfile(api: string, accessToken: string): Promise<Provide
 
 const tokensOf = (tokens: OAuth2Tokens): ProviderTokens => {
   const data = tokens.data as Record<string, unknown>;
+  // GitHub answers a refused code with 200 and an `error` field.
+  if (typeof data.error === 'string') throw new ProviderFailure(`token endpoint: ${data.error}`, CODE_REFUSED);
   return {
     access_token: tokens.accessToken(),
     refresh_token: typeof data.refresh_token === 'string' ? data.refresh_token : null,
