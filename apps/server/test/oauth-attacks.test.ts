@@ -14,7 +14,9 @@ let standIn: StandIn;
 
 beforeAll(async () => {
   standIn = await startStandIn();
-  server = await startServer({ oauth: { endpoints: standIn.endpoints } });
+  // The operator's shared Google client is the stand-in's registered client.
+  const shared = { clientId: standIn.clients.google.id, clientSecret: standIn.clients.google.secret };
+  server = await startServer({ oauth: { endpoints: standIn.endpoints, sharedCredentials: { google: shared } } });
 }, 60_000);
 afterAll(async () => {
   await server?.close();
@@ -82,6 +84,23 @@ describe('built-in providers against stand-ins', () => {
     expect(linked.user.id).toBe(signedIn.user.id);
     const subjects = await sql(server, 'select subject from identities where application_id = ? order by subject', [app.id]);
     expect(subjects.map((r: { subject: string }) => r.subject)).toEqual([`github:${githubId}`, `google:${googleSub}`]);
+  });
+
+  it("shared development credentials: a development application signs in end to end with the operator's client", async () => {
+    const dev = await oauthApp(server);
+    await ok(putProvider(dev, 'google', { enabled: true, use_shared_dev_credentials: true }));
+    const email = unique('shared');
+    standIn.user.google = { sub: `s-${seq}`, email, email_verified: true };
+    const { authorization_url } = await ok(startOAuth(dev, 'google'));
+    expect(new URL(authorization_url).searchParams.get('client_id')).toBe(standIn.clients.google.id);
+    const { code, state } = await throughRelay(server, await standIn.authorize(authorization_url));
+    const result = await ok(callback(dev, 'google', { code, state }));
+    expect(result).toMatchObject({ status: 'complete', user: { primary_email: email } });
+
+    const prod = await oauthApp(server, { environment: 'production' });
+    expectError(await putProvider(prod, 'google', { enabled: true, use_shared_dev_credentials: true }), 422, 'validation_failed');
+    expectError(await startOAuth(prod, 'google'), 404, 'not_found');
+    expect(await counts(prod)).toEqual({ users: 0, identities: 0, sessions: 0 });
   });
 
   it('an unverified provider email matching an existing user is 409 email_taken with a helpful message, not linked', async () => {
