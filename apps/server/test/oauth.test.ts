@@ -120,6 +120,9 @@ describe('provider settings (S3)', () => {
       422,
       'validation_failed',
     );
+    const noOpenid = await putProvider(app, 'google', { enabled: true, client_id: 'a', client_secret: 'b', scopes: ['email'] });
+    expectError(noOpenid, 422, 'validation_failed');
+    expect(noOpenid.body.error.details).toEqual([{ path: 'scopes', message: expect.stringContaining('openid') }]);
     expectError(
       await app.rest('PUT', `/v1/applications/${other.id}/providers/oauth/github`, { enabled: false }),
       404,

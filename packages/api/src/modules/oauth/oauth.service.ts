@@ -5,7 +5,14 @@ import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import { type OAuthProvider, OAuthProviderEntity } from './oauth.entity.ts';
-import { defaultScopes, OAUTH_PROVIDERS, type OAuthProviderName, type ProviderClient, providerLabel } from './oauth.providers.ts';
+import {
+  defaultScopes,
+  OAUTH_PROVIDERS,
+  type OAuthProviderName,
+  type ProviderClient,
+  providerLabel,
+  usesNonce,
+} from './oauth.providers.ts';
 import type { OAuthProviderSetting } from './oauth.schema.ts';
 
 /** The client secret is bound to its application and provider: a sealed value copied elsewhere does not open. */
@@ -92,6 +99,10 @@ export async function putOAuthProvider(
       );
     }
     if (provider === 'oidc' && !issuer) throw invalid('issuer', 'The oidc provider needs its issuer URL');
+  }
+  // An OpenID Connect sign-in without `openid` would get no ID token to verify.
+  if (input.scopes && usesNonce(provider) && provider !== 'apple' && !input.scopes.includes('openid')) {
+    throw invalid('scopes', `${providerLabel(provider)} signs in with OpenID Connect: scopes must include openid`);
   }
   const now = new Date();
   row ??= ctx.em.create(OAuthProviderEntity, {
