@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { callback, oauthApp, putProvider, type StandIn, startOAuth, startStandIn, throughRelay } from './helpers/oauth.ts';
+import { callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
+import { type StandIn, startStandIn } from './helpers/oauth-idp.ts';
 import { acrossServers, expectError, ok, sql, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 /**
@@ -216,6 +217,19 @@ describe('attacks, each refused with nothing created', () => {
     const app = await appWith('google');
     expectError(await startOAuth(app, 'github'), 404, 'not_found');
     expectError(await startOAuth(app, 'myspace'), 422, 'validation_failed');
+  });
+
+  it('one person signing in for the first time in 10 tabs at once: every tab signed in, one user, one identity', async () => {
+    const app = await appWith('google');
+    standIn.user.google = { sub: `tabs-${++seq}`, email: unique('tabs'), email_verified: true };
+    const attempts = [];
+    for (let i = 0; i < 10; i++) attempts.push(await authorize(app, 'google'));
+    const results = await acrossServers(server, 10, (target, i) =>
+      callback(app.via(target), 'google', { code: attempts[i]!.code, state: attempts[i]!.state }),
+    );
+    for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(new Set(results.map((r) => r.body.data.user.id)).size).toBe(1);
+    expect(await counts(app)).toEqual({ users: 1, identities: 1, sessions: 10 });
   });
 
   it('20 parallel callbacks with one code and state: exactly one sign-in', async () => {

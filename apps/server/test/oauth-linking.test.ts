@@ -1,15 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpCode } from './helpers/mfa.ts';
-import {
-  APP_CALLBACK,
-  callback,
-  oauthApp,
-  putProvider,
-  type StandIn,
-  startOAuth,
-  startStandIn,
-  throughRelay,
-} from './helpers/oauth.ts';
+import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
+import { type StandIn, startStandIn } from './helpers/oauth-idp.ts';
 import { expectError, isoDate, ok, sql, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 

@@ -1,15 +1,7 @@
 import { createGatehouseClient } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  APP_CALLBACK,
-  callback,
-  oauthApp,
-  putProvider,
-  startOAuth,
-  startOidcProvider,
-  type TestOidcProvider,
-  throughRelay,
-} from './helpers/oauth.ts';
+import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
+import { startOidcProvider, type TestOidcProvider } from './helpers/oauth-idp.ts';
 import { expectError, isoDate, MISSING, ok, rejection, sql, startServer, type TestServer } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 
@@ -25,7 +17,7 @@ let idp: TestOidcProvider;
 
 beforeAll(async () => {
   // The provider registers the service's own redirect (the test server's configured base URL).
-  idp = await startOidcProvider('http://gatehouse.test/v1/auth/oauth/redirect');
+  idp = await startOidcProvider({ redirectUris: ['http://gatehouse.test/v1/auth/oauth/redirect'] });
   server = await startServer({
     oauth: { allowInsecureIssuers: true, sharedCredentials: { google: SHARED } },
   });

@@ -1,3 +1,4 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { generateCodeVerifier } from 'arctic';
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
@@ -278,7 +279,15 @@ export async function oauthCallback(
 ) {
   const application = ctx.application!;
   const { client, result } = await finish(ctx, input, 'sign_in', null);
-  return completeSignIn(ctx, application, (em) => signInByOAuth(ctx, em, application, client, result));
+  const step = (em: EntityManager) => signInByOAuth(ctx, em, application, client, result);
+  try {
+    return await completeSignIn(ctx, application, step);
+  } catch (error) {
+    // Two first sign-ins of one person at once: the loser's new user or identity collides with the winner's. Those
+    // rows exist now, so one more pass signs in the user the winner created.
+    if (!(error instanceof UniqueConstraintViolationException)) throw error;
+    return completeSignIn(ctx, application, step);
+  }
 }
 
 /**
