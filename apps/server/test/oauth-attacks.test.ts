@@ -222,7 +222,7 @@ describe('attacks, each refused with nothing created', () => {
   it('one person signing in for the first time in 10 tabs at once: every tab signed in, one user, one identity', async () => {
     const app = await appWith('google');
     standIn.user.google = { sub: `tabs-${++seq}`, email: unique('tabs'), email_verified: true };
-    const attempts = [];
+    const attempts: Array<Awaited<ReturnType<typeof authorize>>> = [];
     for (let i = 0; i < 10; i++) attempts.push(await authorize(app, 'google'));
     const results = await acrossServers(server, 10, (target, i) =>
       callback(app.via(target), 'google', { code: attempts[i]!.code, state: attempts[i]!.state }),
