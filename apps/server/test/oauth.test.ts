@@ -1,5 +1,6 @@
 import { createGatehouseClient } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readEnv, StartupError, sharedOAuthCredentials } from '../src/env.ts';
 import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
 import { startOidcProvider, type TestOidcProvider } from './helpers/oauth-idp.ts';
 import { expectError, isoDate, MISSING, ok, rejection, sql, startServer, type TestServer } from './helpers/server.ts';
@@ -133,6 +134,18 @@ describe('provider settings (S3)', () => {
     expect(await sql(server, 'select provider from oauth_providers where application_id in (?, ?)', [app.id, other.id])).toEqual(
       [],
     );
+  });
+
+  it('shared credentials come from GATEHOUSE_SHARED_OAUTH_<PROVIDER>_CLIENT_ID/_SECRET, both or neither', () => {
+    const env = readEnv({
+      GATEHOUSE_SHARED_OAUTH_GOOGLE_CLIENT_ID: 'gid',
+      GATEHOUSE_SHARED_OAUTH_GOOGLE_CLIENT_SECRET: 'gsecret',
+      GATEHOUSE_SHARED_OAUTH_MYSPACE_CLIENT_ID: 'ignored',
+    });
+    expect(sharedOAuthCredentials(env)).toEqual({ google: { clientId: 'gid', clientSecret: 'gsecret' } });
+    const half = readEnv({ GATEHOUSE_SHARED_OAUTH_GITHUB_CLIENT_ID: 'only-the-id' });
+    expect(() => sharedOAuthCredentials(half)).toThrow(StartupError);
+    expect(() => sharedOAuthCredentials(half)).toThrow(/GATEHOUSE_SHARED_OAUTH_GITHUB_CLIENT_ID and _CLIENT_SECRET/);
   });
 
   it('shared development credentials: a development application signs in with the operator client; production is refused', async () => {
