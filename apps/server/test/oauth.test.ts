@@ -292,4 +292,53 @@ describe('the SDK', () => {
       code: 'validation_failed',
     });
   });
+  it('handleCallback refuses a redirect this tab did not start (login CSRF), sending nothing', async () => {
+    const app = await oauthApp(server);
+    await useIdp(app);
+    idp.accounts.set('victim', { email: `victim.${Date.now()}@example.com`, email_verified: true });
+    idp.accounts.set('attacker', { email: `attacker.${Date.now()}@example.com`, email_verified: true });
+    // A browser tab's sessionStorage (Node has none; the SDK uses it where it exists).
+    const store = new Map<string, string>();
+    const tab = {
+      getItem: (k: string) => store.get(k) ?? null,
+      setItem: (k: string, v: string) => void store.set(k, v),
+      removeItem: (k: string) => void store.delete(k),
+    };
+    Object.assign(globalThis, { sessionStorage: tab });
+    try {
+      // The attacker runs a sign-in of their own and stops before the callback.
+      const attackers = await ok(startOAuth(app, 'oidc'));
+      const forged = await throughRelay(server, await idp.authorize(attackers.authorization_url, 'attacker'));
+      // The victim's tab starts a sign-in, then is sent to the attacker's landing URL.
+      const browser = createGatehouseClient({ baseUrl: server.url, applicationId: app.id });
+      let sentTo = '';
+      await browser.oauth.signIn('oidc', {
+        redirectUri: APP_CALLBACK,
+        navigate: (url) => {
+          sentTo = url;
+        },
+      });
+      const refused = await rejection(browser.oauth.handleCallback({ url: forged.landing.toString() }));
+      expect(refused).toMatchObject({ code: 'invalid_verification', status: 401 });
+      expect(browser.getSession()).toBeNull();
+      // Nothing was sent: the attacker's state is still unspent.
+      const [row] = await sql(
+        server,
+        "select consumed_at from oauth_states where state_hash = encode(sha256(convert_to(?, 'UTF8')), 'hex')",
+        [forged.state],
+      );
+      expect(row).toEqual({ consumed_at: null });
+      // The tab's own sign-in still works.
+      await browser.oauth.signIn('oidc', {
+        redirectUri: APP_CALLBACK,
+        navigate: (url) => {
+          sentTo = url;
+        },
+      });
+      const own = await throughRelay(server, await idp.authorize(sentTo, 'victim'));
+      expect((await browser.oauth.handleCallback({ url: own.landing.toString() })).status).toBe('complete');
+    } finally {
+      Reflect.deleteProperty(globalThis, 'sessionStorage');
+    }
+  });
 });

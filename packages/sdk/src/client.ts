@@ -301,12 +301,35 @@ function oauthReturn(options: OAuthCallbackOptions | undefined) {
   if (!provider || !state) {
     throw new GatehouseError('validation_failed', 422, 'This URL carries no OAuth redirect (provider and state are missing)');
   }
+  checkState(state);
   const code = params.get('code');
   const error = params.get('error');
   return { provider, input: { state, ...(code ? { code } : {}), ...(error && !code ? { error } : {}) } };
 }
 
+/**
+ * The state of the authorization this tab started, kept in `sessionStorage` where there is one: a redirect carrying
+ * another state (an attacker's own code sent to the person's browser, "login CSRF", RFC 9700 §4.7) is refused before
+ * anything is sent.
+ */
+const STATE_KEY = 'gatehouse.oauth.state';
+const tabStorage = () => (globalThis as { sessionStorage?: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> }).sessionStorage;
+function rememberState(authorizationUrl: string) {
+  const state = new URL(authorizationUrl).searchParams.get('state');
+  if (state) tabStorage()?.setItem(STATE_KEY, state);
+}
+function checkState(state: string) {
+  const storage = tabStorage();
+  if (!storage) return;
+  const expected = storage.getItem(STATE_KEY);
+  storage.removeItem(STATE_KEY);
+  if (expected !== state) {
+    throw new GatehouseError('invalid_verification', 401, 'This sign-in was not started in this browser tab. Start again.');
+  }
+}
+
 const navigateTo = (options: OAuthRedirectOptions) => (url: string) => {
+  rememberState(url);
   if (options.navigate) return options.navigate(url);
   (globalThis as unknown as { location: { assign(url: string): void } }).location.assign(url);
 };
