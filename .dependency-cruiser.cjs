@@ -7,7 +7,7 @@
 const LAYERS = {
   tenancy: ['applications', 'events', 'api-keys', 'signing-keys', 'messages', 'templates', 'application-setup'],
   identity: ['users', 'organizations', 'consent', 'sessions'],
-  'sign-in flows': ['sign-in', 'mfa', 'passkeys', 'factors', 'saml'],
+  'sign-in flows': ['sign-in', 'mfa', 'passkeys', 'factors', 'saml', 'oauth'],
   integrations: ['stats', 'webhooks', 'domains', 'authz', 'billing', 'access-rules'],
 };
 const RANKED = Object.values(LAYERS).flat();

@@ -9,6 +9,7 @@ import { takeWarnings } from './harness/processes.ts';
 import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult } from './harness/report.ts';
 import { authzSuite } from './suites/authz.ts';
 import { mfaSuite } from './suites/mfa.ts';
+import { oauthSuite } from './suites/oauth.ts';
 import { organizationsSuite } from './suites/organizations.ts';
 import { samlSuite } from './suites/saml.ts';
 import { sdkSuite } from './suites/sdk.ts';
@@ -21,6 +22,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   sdk: sdkSuite,
   saml: samlSuite,
   authz: authzSuite,
+  oauth: oauthSuite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

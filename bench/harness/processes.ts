@@ -41,7 +41,7 @@ export const selfCpuSeconds = () => {
   return (usage.user + usage.system) / 1e6;
 };
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = createServer().listen(0, '127.0.0.1');
   await once(probe, 'listening');
   const address = probe.address();

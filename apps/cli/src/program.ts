@@ -12,6 +12,7 @@ import { registerLogin } from './commands/login.ts';
 import { registerMessages } from './commands/messages.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerOrgs } from './commands/orgs.ts';
+import { registerProviders } from './commands/providers.ts';
 import { registerSaml } from './commands/saml.ts';
 import { registerSessions } from './commands/sessions.ts';
 import { registerStats } from './commands/stats.ts';
@@ -36,6 +37,7 @@ export function createProgram(): Command {
   registerUsers(program);
   registerOrgs(program);
   registerSaml(program);
+  registerProviders(program);
   registerSessions(program);
   registerKeys(program);
   registerTemplates(program);

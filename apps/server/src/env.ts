@@ -1,4 +1,13 @@
+import { BUILT_IN_PROVIDERS, type OAuthConfig } from '@gatehouse/api';
 import { z } from 'zod';
+
+/** `GATEHOUSE_SHARED_OAUTH_<PROVIDER>_CLIENT_ID` / `_SECRET` of every built-in provider (both or neither). */
+const sharedOAuthVariables = Object.fromEntries(
+  BUILT_IN_PROVIDERS.flatMap((provider) => [
+    [`GATEHOUSE_SHARED_OAUTH_${provider.toUpperCase()}_CLIENT_ID`, z.string().min(1).max(512).optional()],
+    [`GATEHOUSE_SHARED_OAUTH_${provider.toUpperCase()}_CLIENT_SECRET`, z.string().min(1).max(8192).optional()],
+  ]),
+) as Record<string, z.ZodOptional<z.ZodString>>;
 
 /** The process environment, read and validated once (CONTRACT §7). */
 const EnvSchema = z.object({
@@ -58,9 +67,29 @@ const EnvSchema = z.object({
   GATEHOUSE_METRICS_TOKEN: z.string().min(16, 'GATEHOUSE_METRICS_TOKEN must be at least 16 characters').optional(),
   /** `1`: SAML IdP URLs (SSO and metadata) may be http and loopback — local development and tests only. */
   GATEHOUSE_ALLOW_INSECURE_SAML: z.enum(['0', '1']).optional(),
+  /** `1`: a generic OpenID Connect issuer may be http and loopback — local development and tests only. */
+  GATEHOUSE_ALLOW_INSECURE_OIDC: z.enum(['0', '1']).optional(),
+  ...sharedOAuthVariables,
   GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type Env = z.infer<typeof EnvSchema>;
+
+/** The operator's shared development clients, per provider, from `GATEHOUSE_SHARED_OAUTH_*`. */
+export function sharedOAuthCredentials(env: Env): OAuthConfig['sharedCredentials'] {
+  const vars = env as unknown as Record<string, string | undefined>;
+  const found: OAuthConfig['sharedCredentials'] = {};
+  for (const provider of BUILT_IN_PROVIDERS) {
+    const clientId = vars[`GATEHOUSE_SHARED_OAUTH_${provider.toUpperCase()}_CLIENT_ID`];
+    const clientSecret = vars[`GATEHOUSE_SHARED_OAUTH_${provider.toUpperCase()}_CLIENT_SECRET`];
+    if (!clientId !== !clientSecret) {
+      throw new StartupError(
+        `Invalid configuration:\n  - GATEHOUSE_SHARED_OAUTH_${provider.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET must be set together`,
+      );
+    }
+    if (clientId && clientSecret) found[provider] = { clientId, clientSecret };
+  }
+  return found;
+}
 
 /** A problem that stops the process before it serves: reported as its message alone (no stack), exit code 1. */
 export class StartupError extends Error {}

@@ -19,6 +19,7 @@ import {
   type Meta,
   preflightAllowed,
   type RequestInfo,
+  relayRedirect,
   type Services,
   samlMetadata,
   tooDeep,
@@ -220,6 +221,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   });
 
   await registerSaml(app, services);
+  await registerOAuthRedirect(app, services);
   registerRest(app, services);
   return { app, services };
 }
@@ -363,6 +365,37 @@ async function registerSaml(app: FastifyInstance, services: Services) {
       const xml = await samlMetadata(createContext(services, requestInfo(request)), request.params.connection_id);
       return reply.type('application/samlmetadata+xml; charset=utf-8').header('cache-control', 'public, max-age=300').send(xml);
     });
+  });
+}
+
+/**
+ * The redirect URI every OAuth client registers (`{GATEHOUSE_BASE_URL}/v1/auth/oauth/redirect`): the provider sends
+ * the browser here (a GET, or Apple's form post), and it goes on to the app's `redirect_uri` with `code` and `state`.
+ */
+async function registerOAuthRedirect(app: FastifyInstance, services: Services) {
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: 64 * 1024 },
+      (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
+    );
+    const relay = async (request: FastifyRequest, reply: FastifyReply, params: Record<string, unknown>) => {
+      const outcome = await relayRedirect(createContext(services, requestInfo(request)), params);
+      // 303: a posted form is not posted again; no-referrer: the code does not leak to the app's third parties.
+      return reply
+        .code(303)
+        .header('location', outcome.location)
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .send();
+    };
+    scope.get<{ Querystring: Record<string, unknown> }>('/v1/auth/oauth/redirect', (request, reply) =>
+      relay(request, reply, request.query ?? {}),
+    );
+    scope.post<{ Body: Record<string, unknown> | undefined }>('/v1/auth/oauth/redirect', (request, reply) =>
+      relay(request, reply, request.body ?? {}),
+    );
   });
 }
 

@@ -4,6 +4,7 @@ import {
   type DatabaseConfig,
   MailWorker,
   migrate,
+  type OAuthConfig,
   type Orm,
   pendingMigrations,
   runHousekeeping,
@@ -35,6 +36,9 @@ export interface GatehouseServerOptions {
   mailRetryScheduleS?: number[];
   /** `GATEHOUSE_ALLOW_INSECURE_SAML=1`: http and loopback IdP URLs (local development and tests). */
   allowInsecureSaml?: boolean;
+  /** Social sign-in: the operator's shared development credentials, http issuers (development), and — for tests
+   * that construct the server in-process only — stand-in endpoints of built-in providers. */
+  oauth?: Partial<OAuthConfig>;
   /** Webhook delivery: insecure receivers (development), the retry schedule, the per-attempt timeout. */
   webhooks?: WebhookWorkerOptions;
   /** `GATEHOUSE_CNAME_TARGET`: the host name custom domains point their CNAME at (default: the base URL's). */
@@ -76,6 +80,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         rateLimitStore,
         allowInsecureSaml: options.allowInsecureSaml,
         cnameTarget: options.cnameTarget,
+        oauth: options.oauth,
       }),
     logLevel: options.logLevel ?? 'info',
     logStream: options.logStream,

@@ -1,5 +1,6 @@
 import { createOrm, migrate } from '@gatehouse/api';
 import { assertPortFree, databaseFromEnv, dataDirOf, lockEmbeddedDatabase, readEnv, StartupError } from './config.ts';
+import { sharedOAuthCredentials } from './env.ts';
 import { createGatehouseServer, loadSecrets } from './index.ts';
 
 /**
@@ -45,6 +46,7 @@ async function main() {
     metricsToken: env.GATEHOUSE_METRICS_TOKEN,
     allowInsecureSaml: env.GATEHOUSE_ALLOW_INSECURE_SAML === '1',
     cnameTarget: env.GATEHOUSE_CNAME_TARGET,
+    oauth: { sharedCredentials: sharedOAuthCredentials(env), allowInsecureIssuers: env.GATEHOUSE_ALLOW_INSECURE_OIDC === '1' },
   });
   let stopping = false;
   const stop = async (signal: string) => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from './lib/schemas.ts';
 import { mfaRouter } from './modules/mfa/mfa.router.ts';
+import { identitiesRouter, oauthRouter } from './modules/oauth/oauth.router.ts';
 import { passkeysRouter } from './modules/passkeys/passkeys.router.ts';
 import { ssoRouter } from './modules/saml/saml.router.ts';
 import { getMe, updateMe } from './modules/sessions/me.service.ts';
@@ -164,4 +165,6 @@ export const authRouter = router({
   mfa: mfaRouter,
   passkeys: passkeysRouter,
   sso: ssoRouter,
+  oauth: oauthRouter,
+  identities: identitiesRouter,
 });

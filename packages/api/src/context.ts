@@ -28,6 +28,20 @@ export interface Services {
   allowInsecureSaml: boolean;
   /** `GATEHOUSE_CNAME_TARGET`: where custom domains point their CNAME (default: the base URL's host name). */
   cnameTarget: string;
+  oauth: OAuthConfig;
+}
+
+/** Social sign-in, as the process is configured (the oauth module reads it). */
+export interface OAuthConfig {
+  /** `GATEHOUSE_SHARED_OAUTH_<PROVIDER>_CLIENT_ID/_SECRET`: the operator's clients, for development applications only. */
+  sharedCredentials: Partial<Record<string, { clientId: string; clientSecret: string }>>;
+  /**
+   * A built-in provider's endpoints replaced (`authorization`, `token`, `jwks`, `api`). Set only by a test that
+   * constructs the server in-process (a stand-in speaking the provider's wire format); never read from the environment.
+   */
+  endpoints: Partial<Record<string, Partial<Record<'authorization' | 'token' | 'jwks' | 'api', string>>>>;
+  /** `GATEHOUSE_ALLOW_INSECURE_OIDC=1`: a generic OIDC issuer may be http and loopback (local development and tests). */
+  allowInsecureIssuers: boolean;
 }
 
 /**
@@ -72,6 +86,7 @@ export interface ServicesOptions {
   rateLimitStore: RateLimitStore;
   allowInsecureSaml?: boolean;
   cnameTarget?: string;
+  oauth?: Partial<OAuthConfig>;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -88,6 +103,11 @@ export function createServices(options: ServicesOptions): Services {
     metrics,
     allowInsecureSaml: options.allowInsecureSaml === true,
     cnameTarget: options.cnameTarget ?? new URL(options.baseUrl).hostname,
+    oauth: {
+      sharedCredentials: options.oauth?.sharedCredentials ?? {},
+      endpoints: options.oauth?.endpoints ?? {},
+      allowInsecureIssuers: options.oauth?.allowInsecureIssuers === true,
+    },
   };
 }
 

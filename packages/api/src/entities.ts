@@ -11,6 +11,7 @@ import { CustomDomainEntity } from './modules/domains/domain.entity.ts';
 import { EventEntity } from './modules/events/event.entity.ts';
 import { MessageEntity } from './modules/messages/message.entity.ts';
 import { MfaBackupCodeEntity, MfaFactorEntity } from './modules/mfa/mfa-factor.entity.ts';
+import { OAuthProviderEntity, OAuthProviderTokenEntity, OAuthStateEntity } from './modules/oauth/oauth.entity.ts';
 import { MembershipEntity } from './modules/organizations/membership.entity.ts';
 import { OrganizationEntity } from './modules/organizations/organization.entity.ts';
 import { WebauthnChallengeEntity } from './modules/passkeys/webauthn-challenge.entity.ts';
@@ -50,6 +51,9 @@ export const entities = [
   SamlRequestEntity,
   SamlAssertionEntity,
   SamlCodeEntity,
+  OAuthProviderEntity,
+  OAuthStateEntity,
+  OAuthProviderTokenEntity,
   WebhookEndpointEntity,
   WebhookDeliveryEntity,
   WebhookAttemptEntity,

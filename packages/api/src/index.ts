@@ -1,4 +1,4 @@
-export type { Context, RequestInfo, Services } from './context.ts';
+export type { Context, OAuthConfig, RequestInfo, Services } from './context.ts';
 export { createContext, createServices, type ServicesOptions } from './context.ts';
 export { type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations } from './db/orm.ts';
 export { createOrm } from './entities.ts';
@@ -9,6 +9,8 @@ export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
+export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
+export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse } from './modules/saml/sso.service.ts';
 export {

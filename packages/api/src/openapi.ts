@@ -89,6 +89,11 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       "Enterprise single sign-on: one SAML connection per customer IdP (from its metadata), our SP metadata for the IdP's administrator. The browser's side is `/v1/auth/sso/*`.",
   },
+  {
+    name: 'OAuth providers',
+    description:
+      "Social sign-in per application: Google, GitHub, Microsoft, Apple, GitLab, Discord, Slack, LinkedIn and any OpenID Connect issuer (`oidc`); development applications may use the operator's shared credentials. The browser's side is `/v1/auth/oauth/*`.",
+  },
 ];
 
 const SECURITY: Record<CallerKind, Json[]> = {
@@ -197,7 +202,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       applicationId: { type: 'apiKey', in: 'header', name: 'x-application-id', description: 'The publishable application id' },
     },
   };
-  Object.assign(doc.paths, SAML_HTTP_ROUTES);
+  Object.assign(doc.paths, SAML_HTTP_ROUTES, OAUTH_HTTP_ROUTES);
   doc.tags = TAGS;
   doc.info.license = { name: 'MIT', identifier: 'MIT' };
   return doc as OpenAPIObject;
@@ -278,6 +283,55 @@ const SAML_HTTP_ROUTES: Json = {
           headers: { location: { description: 'Where the browser goes next', schema: { type: 'string', format: 'uri' } } },
         },
         ...errors(401, 404, 413, 415, 429, 500),
+      },
+    },
+  },
+};
+
+/** The redirect URI every OAuth client registers (apps/server registers it): a browser navigation, not JSON. */
+const OAUTH_REDIRECT: Json = {
+  tags: ['OAuth providers'],
+  description:
+    'Sends the browser on (303) to the `redirect_uri` its `state` was started with, carrying `code` and `state` (or ' +
+    '`error`); nothing is spent here. An unknown or finished `state` is 401 `invalid_verification` and goes nowhere.',
+  security: [],
+  responses: {
+    303: {
+      description: 'On to the application: `redirect_uri?code=…&state=…` or `?error=…&state=…`',
+      headers: { location: { description: 'Where the browser goes next', schema: { type: 'string', format: 'uri' } } },
+    },
+    ...errors(401, 500),
+  },
+};
+const OAUTH_HTTP_ROUTES: Json = {
+  '/v1/auth/oauth/redirect': {
+    get: {
+      ...OAUTH_REDIRECT,
+      operationId: 'oauth-redirect',
+      summary: "The providers' redirect URI (register `{GATEHOUSE_BASE_URL}/v1/auth/oauth/redirect`)",
+      parameters: ['code', 'state', 'error'].map((name) => ({
+        name,
+        in: 'query',
+        required: name === 'state',
+        schema: { type: 'string' },
+      })),
+    },
+    post: {
+      ...OAUTH_REDIRECT,
+      operationId: 'oauth-redirect-form',
+      summary: "The providers' redirect URI, as a form post (Apple's `response_mode=form_post`)",
+      requestBody: {
+        required: true,
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: {
+              type: 'object',
+              properties: { code: { type: 'string' }, state: { type: 'string' }, error: { type: 'string' } },
+              required: ['state'],
+            },
+            example: { code: 'c0de', state: 'st4te' },
+          },
+        },
       },
     },
   },

@@ -10,6 +10,7 @@ import { domainsRouter } from './modules/domains/domains.router.ts';
 import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
+import { providersRouter } from './modules/oauth/oauth.router.ts';
 import { organizationsRouter } from './modules/organizations/organizations.router.ts';
 import { samlRouter } from './modules/saml/saml.router.ts';
 import { revokeUserSessionsProcedure } from './modules/sessions/sessions.router.ts';
@@ -35,6 +36,7 @@ export const appRouter = router({
   templates: templatesRouter,
   messages: messagesRouter,
   saml: samlRouter,
+  providers: providersRouter,
   webhooks: webhooksRouter,
   domains: domainsRouter,
   authz: authzRouter,

@@ -49,6 +49,22 @@ export type AcceptConsentInput = AuthInputs['consent']['accept'];
 export type StartSsoInput = AuthInputs['sso']['start'];
 export type SsoStarted = AuthOutputs['sso']['start'];
 export type UpdateMeInput = AuthInputs['me']['update'];
+/** A provider of social sign-in (`google`, `github`, …, or `oidc`). */
+export type OAuthProvider = AuthInputs['oauth']['start']['provider'];
+/** A linked OAuth or SAML account of the signed-in user. */
+export type LinkedIdentity = AuthOutputs['identities']['list'][number];
+
+export interface OAuthRedirectOptions {
+  /** Your page the browser comes back to (`?code=…&state=…&provider=…`); its origin must be an allowed origin. */
+  redirectUri: string;
+  /** Sends the browser to the provider (default `window.location.assign`). */
+  navigate?: (url: string) => void;
+}
+
+export interface OAuthCallbackOptions {
+  /** The URL the browser came back to (default `window.location.href`). */
+  url?: string;
+}
 export type RegisterPasskeyInput = Pick<AuthInputs['passkeys']['register']['finish'], 'name'>;
 export type EnrollTotpInput = NonNullable<AuthInputs['mfa']['totp']['enroll']>;
 export type ConfirmTotpInput = AuthInputs['mfa']['totp']['confirm'];
@@ -158,6 +174,24 @@ export interface GatehouseBrowserClient {
     /** Exchanges the ACS code; when the result is `complete`, the client keeps its tokens. */
     complete(input: { code: string }): Promise<SignInResult>;
   };
+  /**
+   * Social sign-in. `signIn` sends the browser to the provider; it comes back to your `redirectUri`, whose page calls
+   * `handleCallback()`: it reads `code`, `state` and `provider` from the URL and answers the sign-in result (the
+   * client keeps the tokens when `complete`). A person who declined at the provider rejects with
+   * `invalid_verification`.
+   */
+  oauth: {
+    signIn(provider: OAuthProvider, options: OAuthRedirectOptions): Promise<void>;
+    handleCallback(options?: OAuthCallbackOptions): Promise<SignInResult>;
+  };
+  /** The signed-in user's linked accounts: add one (`link`, then `handleLinkCallback` on the redirect page), list, remove. */
+  identities: {
+    link(provider: OAuthProvider, options: OAuthRedirectOptions): Promise<void>;
+    handleLinkCallback(options?: OAuthCallbackOptions): Promise<LinkedIdentity>;
+    list(): Promise<LinkedIdentity[]>;
+    /** Never the last way to sign in (`conflict`); needs aal 2 when the user has a second factor (`step_up_required`). */
+    remove(id: string): Promise<Deleted>;
+  };
   consent: {
     /** Accepts the listed documents with the pending token; when the result is `complete`, the client keeps its tokens. */
     accept(input: AcceptConsentInput): Promise<SignInResult>;
@@ -262,6 +296,49 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** What the provider's redirect put on the URL of your page (through Gatehouse's relay). */
+function oauthReturn(options: OAuthCallbackOptions | undefined) {
+  const href = options?.url ?? (globalThis as { location?: { href: string } }).location?.href;
+  if (!href) throw new GatehouseError('validation_failed', 422, 'No URL to read the OAuth redirect from: pass { url }');
+  const params = new URL(href).searchParams;
+  const provider = params.get('provider');
+  const state = params.get('state');
+  if (!provider || !state) {
+    throw new GatehouseError('validation_failed', 422, 'This URL carries no OAuth redirect (provider and state are missing)');
+  }
+  checkState(state);
+  const code = params.get('code');
+  const error = params.get('error');
+  return { provider, input: { state, ...(code ? { code } : {}), ...(error && !code ? { error } : {}) } };
+}
+
+/**
+ * The state of the authorization this tab started, kept in `sessionStorage` where there is one: a redirect carrying
+ * another state (an attacker's own code sent to the person's browser, "login CSRF", RFC 9700 §4.7) is refused before
+ * anything is sent.
+ */
+const STATE_KEY = 'gatehouse.oauth.state';
+const tabStorage = () => (globalThis as { sessionStorage?: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> }).sessionStorage;
+function rememberState(authorizationUrl: string) {
+  const state = new URL(authorizationUrl).searchParams.get('state');
+  if (state) tabStorage()?.setItem(STATE_KEY, state);
+}
+function checkState(state: string) {
+  const storage = tabStorage();
+  if (!storage) return;
+  const expected = storage.getItem(STATE_KEY);
+  storage.removeItem(STATE_KEY);
+  if (expected !== state) {
+    throw new GatehouseError('invalid_verification', 401, 'This sign-in was not started in this browser tab. Start again.');
+  }
+}
+
+const navigateTo = (options: OAuthRedirectOptions) => (url: string) => {
+  rememberState(url);
+  if (options.navigate) return options.navigate(url);
+  (globalThis as unknown as { location: { assign(url: string): void } }).location.assign(url);
+};
 
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseBrowserClient {
   const now = options.now ?? Date.now;
@@ -458,6 +535,34 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     sso: {
       start: (input) => call<SsoStarted>('auth.sso.start', input),
       complete: async (input) => signedIn(await call<SignInResult>('auth.sso.complete', input)),
+    },
+    oauth: {
+      async signIn(provider, redirect) {
+        const { authorization_url } = await call<{ authorization_url: string }>('auth.oauth.start', {
+          provider,
+          redirect_uri: redirect.redirectUri,
+        });
+        navigateTo(redirect)(authorization_url);
+      },
+      async handleCallback(callback) {
+        const { provider, input } = oauthReturn(callback);
+        return signedIn(await call<SignInResult>('auth.oauth.callback', { provider, ...input }));
+      },
+    },
+    identities: {
+      async link(provider, redirect) {
+        const { authorization_url } = await authed<{ authorization_url: string }>('auth.identities.oauth.start', {
+          provider,
+          redirect_uri: redirect.redirectUri,
+        });
+        navigateTo(redirect)(authorization_url);
+      },
+      async handleLinkCallback(callback) {
+        const { provider, input } = oauthReturn(callback);
+        return authed<LinkedIdentity>('auth.identities.oauth.callback', { provider, ...input });
+      },
+      list: () => authed<LinkedIdentity[]>('auth.identities.list', undefined),
+      remove: (id) => authed<Deleted>('auth.identities.delete', { id }),
     },
     consent: {
       accept: async (input) => signedIn(await call<SignInResult>('auth.consent.accept', input)),

@@ -13,11 +13,15 @@ export {
   type EnrollTotpInput,
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
+  type LinkedIdentity,
   type ListRelationsInput,
   type MagicLinkOutcome,
   type MagicLinkStarted,
   type MagicLinkWaitOptions,
   type MfaFactor,
+  type OAuthCallbackOptions,
+  type OAuthProvider,
+  type OAuthRedirectOptions,
   type Passkey,
   type PasskeySignInOptions,
   type RegisterPasskeyInput,
@@ -80,6 +84,7 @@ export type HostGroup = Outputs['access']['hostGroups']['list'][number];
 export type Host = Outputs['access']['hosts']['list'][number];
 export type AccessRule = Outputs['access']['rules']['list'][number];
 export type AccessCheck = Outputs['access']['check'];
+export type OAuthProviderSetting = Outputs['providers']['list'][number];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { type DatabaseConfig, openPglite, type WebhookWorkerOptions } from '@gatehouse/api';
+import { type DatabaseConfig, type OAuthConfig, openPglite, type WebhookWorkerOptions } from '@gatehouse/api';
 import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehouse/sdk';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
@@ -153,6 +153,8 @@ export interface StartOptions {
   webhooks?: WebhookWorkerOptions;
   /** GATEHOUSE_CNAME_TARGET. */
   cnameTarget?: string;
+  /** Social sign-in: shared credentials, http issuers, stand-in endpoints of built-in providers (in-process only). */
+  oauth?: Partial<OAuthConfig>;
 }
 
 /** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
@@ -174,6 +176,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     redisUrl: options.redisUrl,
     allowInsecureSaml: options.allowInsecureSaml,
     cnameTarget: options.cnameTarget,
+    oauth: options.oauth,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   const address = server.app.server.address();

@@ -79,6 +79,8 @@ const settingsShape = {
       ended_sessions_days: z.number().int().min(1).max(365).default(30),
     })
     .default({ events_days: 30, messages_days: 30, ended_sessions_days: 30 }),
+  /** Social sign-in: keep each identity's provider tokens (encrypted) for calls to the provider's API. */
+  oauth: z.strictObject({ store_provider_tokens: z.boolean().default(false) }).default({ store_provider_tokens: false }),
 };
 
 export const ApplicationSettingsSchema = z.strictObject(settingsShape).meta({ id: 'ApplicationSettings' });
@@ -96,6 +98,7 @@ export const ApplicationSettingsPatchSchema = z.strictObject({
   passkeys: settingsShape.passkeys.unwrap().optional(),
   rate_limits: settingsShape.rate_limits.unwrap().optional(),
   retention: settingsShape.retention.unwrap().optional(),
+  oauth: settingsShape.oauth.unwrap().optional(),
 });
 export type ApplicationSettingsPatch = z.infer<typeof ApplicationSettingsPatchSchema>;
 

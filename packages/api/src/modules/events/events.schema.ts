@@ -7,6 +7,8 @@ export const EVENT_TYPES = [
   'user.updated',
   'user.deleted',
   'user.merged',
+  'user.identity_linked',
+  'user.identity_unlinked',
   'organization.created',
   'organization.updated',
   'organization.deleted',

@@ -1,0 +1,177 @@
+/**
+ * oauth: the social sign-in callback (`POST /v1/auth/oauth/oidc/callback`) under load on PostgreSQL, against a minimal
+ * callback that only redeems the code and verifies the ID token (bench/minimal/oauth.ts, openid-client), in the same
+ * run, both against one real OpenID Connect server (oidc-provider, in the benchmark process). Target: Gatehouse keeps at
+ * least 0.5× the minimal callback's throughput per CPU (its server CPU per request at most 2× the minimal's).
+ */
+import { CookieJar, startOidcProvider } from '../../apps/server/test/helpers/oauth-idp.ts';
+import { config, log } from '../harness/env.ts';
+import { api, startGatehouse } from '../harness/gatehouse.ts';
+import { load, type Scenario } from '../harness/load.ts';
+import { scratchDatabase } from '../harness/postgres.ts';
+import { freePort, startServer } from '../harness/processes.ts';
+import { cpuMs, num, ratioTarget, type SuiteResult } from '../harness/report.ts';
+
+const ORIGIN = 'https://app.bench.test';
+const MINIMAL_REDIRECT = 'http://minimal.bench.test/callback';
+/** Starts per application and client address are limited (100 per 5 minutes): the codes are spread over applications. */
+const STARTS_PER_APP = 90;
+
+interface Pair {
+  app?: string;
+  code: string;
+  state: string;
+}
+
+/** Authorizations in parallel, `parallel` at a time. */
+async function collect(count: number, parallel: number, make: (i: number) => Promise<Pair>): Promise<Pair[]> {
+  const pairs: Pair[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count) pairs.push(await make(next++));
+    }),
+  );
+  return pairs;
+}
+
+const callback = (path: string, pairs: Pair[]): Scenario => ({
+  method: 'POST',
+  path,
+  headers: {},
+  request: () => {
+    const pair = pairs.pop();
+    if (!pair) throw new Error('the prepared authorization codes ran out');
+    const headers: Record<string, string> = pair.app ? { 'x-application-id': pair.app } : {};
+    return {
+      headers,
+      body: JSON.stringify({ code: pair.code, state: pair.state }),
+    };
+  },
+});
+
+export async function oauthSuite(): Promise<SuiteResult> {
+  const db = await scratchDatabase();
+  const idpPort = await freePort();
+  const { server, app, env } = await startGatehouse('Gatehouse', db.url, {
+    fields: { allowed_origins: [ORIGIN] },
+    env: { GATEHOUSE_ALLOW_INSECURE_OIDC: '1' },
+  });
+  const gatehouseRedirect = `http://localhost:${new URL(server.url).port}/v1/auth/oauth/redirect`;
+  // ID tokens carry the email, so neither side calls UserInfo; codes live long enough to be prepared before the load.
+  const idp = await startOidcProvider({
+    port: idpPort,
+    redirectUris: [gatehouseRedirect, MINIMAL_REDIRECT],
+    claimsInIdToken: true,
+    codeTtlS: 3600,
+  });
+  idp.accounts.set('bench', { email: 'bench@example.com', email_verified: true, name: 'Bench' });
+  const minimal = await startServer(
+    'minimal',
+    {
+      MINIMAL_ISSUER: idp.issuer,
+      MINIMAL_CLIENT_ID: idp.clientId,
+      MINIMAL_CLIENT_SECRET: idp.clientSecret,
+      MINIMAL_REDIRECT_URI: MINIMAL_REDIRECT,
+    },
+    'bench/minimal/oauth.ts',
+  );
+
+  const count = config.oauthMaxRate * (config.durationSeconds + 2 * config.warmupSeconds + 10) + 20;
+  const apps = [{ id: app.id, sk: app.sk }];
+  const operator = { authorization: `Bearer ${env.GATEHOUSE_OPERATOR_TOKEN}` };
+  while (apps.length * STARTS_PER_APP < count) {
+    const created = await api(
+      server.url,
+      'POST',
+      '/v1/applications',
+      operator,
+      { name: 'Bench', allowed_origins: [ORIGIN] },
+      201,
+    );
+    const id = created.application.id as string;
+    apps.push({ id, sk: { authorization: `Bearer ${created.secret_key.secret}`, 'x-application-id': id } });
+  }
+  for (const a of apps) {
+    await api(server.url, 'PUT', `/v1/applications/${a.id}/providers/oauth/oidc`, a.sk, {
+      issuer: idp.issuer,
+      client_id: idp.clientId,
+      client_secret: idp.clientSecret,
+      enabled: true,
+    });
+  }
+  // One browser, signed in at the provider and consented once: later authorizations go straight back with a code.
+  const jar = new CookieJar();
+  const codeOf = async (authorizationUrl: string, app?: string): Promise<Pair> => {
+    const back = new URL(await idp.authorize(authorizationUrl, 'bench', { jar }));
+    const code = back.searchParams.get('code');
+    if (!code) throw new Error(`the provider answered no code: ${back}`);
+    return { app, code, state: back.searchParams.get('state')! };
+  };
+  await codeOf((await api(minimal.url, 'POST', '/start', {})).authorization_url);
+  log(`oauth: preparing ${count} authorizations for each server`);
+  const gatehousePairs = await collect(count, 8, async (i) => {
+    const target = apps[Math.floor(i / STARTS_PER_APP)]!;
+    const { authorization_url } = await api(
+      server.url,
+      'POST',
+      '/v1/auth/oauth/oidc/start',
+      { 'x-application-id': target.id },
+      {
+        redirect_uri: `${ORIGIN}/callback`,
+      },
+    );
+    return codeOf(authorization_url, target.id);
+  });
+  const minimalPairs = await collect(count, 8, async () =>
+    codeOf((await api(minimal.url, 'POST', '/start', {})).authorization_url),
+  );
+
+  const first = await api(
+    server.url,
+    'POST',
+    '/v1/auth/oauth/oidc/callback',
+    { 'x-application-id': gatehousePairs.at(-1)!.app! },
+    {
+      code: gatehousePairs.at(-1)!.code,
+      state: gatehousePairs.pop()!.state,
+    },
+  );
+  if (first.status !== 'complete') throw new Error(`the callback did not sign in: ${JSON.stringify(first)}`);
+  const g = await load(server, callback('/v1/auth/oauth/oidc/callback', gatehousePairs), db);
+  await server.stop();
+  const b = await load(minimal, callback('/callback', minimalPairs));
+  await minimal.stop();
+  await idp.close();
+  const [gCpu, bCpu] = [cpuMs(g), cpuMs(b)];
+  const ratio = bCpu / gCpu;
+  log(`oauth: callback ${num(gCpu, 2)} ms server CPU per request, minimal ${num(bCpu, 2)} ms (${num(ratio, 2)}×)`);
+  return {
+    title: 'OAuth: the sign-in callback against a minimal code exchange and ID-token check',
+    software: [db.version],
+    targets: [
+      ratioTarget(
+        '`POST /v1/auth/oauth/{provider}/callback` throughput per CPU second vs the minimal callback',
+        1000 / gCpu,
+        1000 / bCpu,
+        'req/CPU-s',
+        '≥',
+        0.5,
+      ),
+    ],
+    method: [
+      'One real OpenID Connect server (oidc-provider, in the benchmark process, client_secret_basic, PKCE required, the ' +
+        'email in the ID token so neither side calls UserInfo). For each server, authorization codes are prepared before ' +
+        `the load (${count}): its start, then the provider's authorization with one signed-in browser session. ` +
+        `Gatehouse's starts are spread over ${apps.length} applications (starts are rate limited per application and ` +
+        'client address); every callback signs in the same user (state consumed, code exchanged, ID token verified, ' +
+        'identity found, session opened, tokens signed) and must answer 200.',
+      'Minimal (bench/minimal/oauth.ts): fastify + openid-client, state in memory, the same exchange and ID-token ' +
+        'checks, no database. CPU per request is the server process’s in the load window; throughput per CPU ' +
+        'second is its inverse (the requests one fully busy core would answer).',
+    ],
+    measurements: [g, b],
+    details: [],
+    notes: [`Gatehouse ${num(gCpu, 2)} ms of server CPU per callback; the minimal ${num(bCpu, 2)} ms.`],
+  };
+}

@@ -1,0 +1,390 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { generateCodeVerifier } from 'arctic';
+import type { Context } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError, notFound, stepUpRequired } from '../../errors.ts';
+import { randomBase62, sha256 } from '../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Application } from '../applications/application.entity.ts';
+import { settingsOf } from '../applications/applications.service.ts';
+import { recordEvent } from '../events/events.service.ts';
+import { completeSignIn, type SignInSubject, secondFactorMethods } from '../sign-in/sign-in.service.ts';
+import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
+import { type User, UserEntity } from '../users/user.entity.ts';
+import { normalizeEmail, toUserRecord } from '../users/users.service.ts';
+import { OAuthStateEntity } from './oauth.entity.ts';
+import {
+  authorizationUrl,
+  type ExchangeResult,
+  exchangeCode,
+  type OAuthProviderName,
+  type ProviderClient,
+  ProviderFailure,
+  providerLabel,
+  usesNonce,
+} from './oauth.providers.ts';
+import type { IdentityRecord } from './oauth.schema.ts';
+import { providerClient } from './oauth.service.ts';
+
+const STATE_TTL_MS = 10 * 60_000;
+const LINKABLE_KINDS = ['oauth', 'saml'];
+const stateContext = (applicationId: string, stateHash: string) => `oauth_state:${applicationId}:${stateHash}`;
+const tokenContext = (applicationId: string, identityId: string) => `oauth_tokens:${applicationId}:${identityId}`;
+
+type Purpose = 'sign_in' | 'link';
+
+/** An OAuth identity's subject: per provider (and, for `oidc`, per issuer), the provider's own user id. */
+const subjectOf = (client: ProviderClient, sub: string) =>
+  client.provider === 'oidc' ? `oidc:${client.issuer}#${sub}` : `${client.provider}:${sub}`;
+const providerOfSubject = (subject: string) => subject.slice(0, subject.indexOf(':'));
+
+export function toIdentityRecord(identity: Identity): IdentityRecord {
+  return {
+    id: identity.id,
+    kind: identity.kind as IdentityRecord['kind'],
+    provider: identity.kind === 'oauth' ? providerOfSubject(identity.subject) : null,
+    name: identity.name,
+    created_at: identity.createdAt.toISOString(),
+    last_used_at: identity.lastUsedAt ? identity.lastUsedAt.toISOString() : null,
+  };
+}
+
+/**
+ * Starts an authorization (RFC 9700): a fresh `state`, a PKCE S256 verifier, and for OIDC a `nonce`, stored in the
+ * database (any process can finish) bound to the application, provider, purpose and, for linking, the user.
+ */
+async function start(
+  ctx: Context,
+  input: { provider: OAuthProviderName; redirect_uri: string },
+  purpose: Purpose,
+  user: User | null,
+): Promise<{ authorization_url: string }> {
+  const application = ctx.application!;
+  await ctx.services.rateLimits.consume(
+    [{ name: 'oauth_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
+    ctx.response.headers,
+  );
+  // SECURITY 10: the browser only ever returns to an allowed origin, compared exactly.
+  const target = new URL(input.redirect_uri);
+  if (!application.allowedOrigins.includes(target.origin)) {
+    throw new AppError('invalid_url', 'redirect_uri must be on one of the application\u2019s allowed origins', [
+      { path: 'redirect_uri', message: 'origin not allowed' },
+    ]);
+  }
+  const client = await providerClient(ctx, application, input.provider);
+  const secrets = {
+    state: randomBase62(43),
+    verifier: generateCodeVerifier(),
+    nonce: usesNonce(input.provider) ? randomBase62(32) : null,
+  };
+  let url: URL;
+  try {
+    url = await authorizationUrl(ctx.services.oauth, client, secrets);
+  } catch (error) {
+    throw providerError(ctx, error instanceof ProviderFailure ? error : new ProviderFailure(String(error), UNREACHABLE_START));
+  }
+  const stateHash = sha256(secrets.state);
+  ctx.em.create(OAuthStateEntity, {
+    id: newId(),
+    application: application.id,
+    provider: input.provider,
+    stateHash,
+    purpose,
+    user: user?.id ?? null,
+    secretsSealed: ctx.services.secretBox.encrypt(
+      JSON.stringify({ verifier: secrets.verifier, nonce: secrets.nonce }),
+      stateContext(application.id, stateHash),
+    ),
+    redirectUri: input.redirect_uri,
+    expiresAt: new Date(Date.now() + STATE_TTL_MS),
+    consumedAt: null,
+  });
+  await ctx.em.flush();
+  return { authorization_url: url.toString() };
+}
+
+const UNREACHABLE_START = 'The provider\u2019s configuration could not be loaded. Check the issuer URL, then try again.';
+
+function providerError(ctx: Context, failure: ProviderFailure): AppError {
+  ctx.log.warn({ reason: failure.message }, 'OAuth provider step refused');
+  return new AppError('invalid_verification', failure.hint);
+}
+
+const PROVIDER_ERRORS: Record<string, string> = {
+  access_denied: 'The person declined, or the provider did not allow this app (access_denied).',
+  consent_required: 'The provider needs the person\u2019s consent first (consent_required).',
+  login_required: 'The person is not signed in at the provider (login_required).',
+  interaction_required: 'The provider needs the person to interact (interaction_required).',
+  temporarily_unavailable: 'The provider is temporarily unavailable (temporarily_unavailable).',
+  server_error: 'The provider had an internal error (server_error).',
+};
+
+/**
+ * Spends a state once (a conditional update: of 20 concurrent callbacks with it, one wins), bound to this
+ * application, provider and purpose (and user, when linking). Then redeems the code outside any transaction.
+ */
+async function finish(
+  ctx: Context,
+  input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
+  purpose: Purpose,
+  user: User | null,
+): Promise<{ client: ProviderClient; result: ExchangeResult }> {
+  const application = ctx.application!;
+  const stateHash = sha256(input.state);
+  const rows = await ctx.em.execute<Array<{ secrets_sealed: string }>>(
+    `update oauth_states set consumed_at = now()
+      where state_hash = ? and application_id = ? and provider = ? and purpose = ? and user_id is not distinct from ?
+        and consumed_at is null and expires_at > now()
+      returning secrets_sealed`,
+    [stateHash, application.id, input.provider, purpose, user?.id ?? null],
+  );
+  if (!rows[0]) {
+    throw new AppError(
+      'invalid_verification',
+      'This sign-in attempt is unknown, expired (10 minutes) or already finished. Start again from the sign-in button.',
+    );
+  }
+  if (input.error !== undefined) {
+    throw new AppError(
+      'invalid_verification',
+      `${PROVIDER_ERRORS[input.error] ?? 'The provider did not sign the person in.'} Start again to retry.`,
+    );
+  }
+  const { verifier, nonce } = JSON.parse(
+    ctx.services.secretBox.decrypt(rows[0].secrets_sealed, stateContext(application.id, stateHash)),
+  );
+  const client = await providerClient(ctx, application, input.provider);
+  try {
+    return {
+      client,
+      result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
+    };
+  } catch (error) {
+    throw providerError(ctx, error as ProviderFailure);
+  }
+}
+
+function newIdentity(em: EntityManager, application: Application, user: User, client: ProviderClient, result: ExchangeResult) {
+  const label = providerLabel(client.provider);
+  const name = result.profile.email ? `${label} (${result.profile.email})` : label;
+  const identity = em.create(IdentityEntity, {
+    id: newId(),
+    application: application.id,
+    user: user.id,
+    kind: 'oauth',
+    subject: subjectOf(client, result.profile.subject),
+    name: name.slice(0, 200),
+    publicKey: null,
+    signCount: null,
+    userHandle: null,
+    transports: null,
+    aaguid: null,
+    backupEligible: null,
+    backedUp: null,
+    lastUsedAt: new Date(),
+  });
+  recordEvent(em, application.id, 'user.identity_linked', { user_id: user.id, identity: toIdentityRecord(identity) });
+  return identity;
+}
+
+/** The provider's tokens, only when the application asked for them (`settings.oauth.store_provider_tokens`), sealed. */
+async function keepTokens(ctx: Context, em: EntityManager, application: Application, identity: Identity, result: ExchangeResult) {
+  if (!settingsOf(application).oauth.store_provider_tokens) return;
+  const sealed = ctx.services.secretBox.encrypt(JSON.stringify(result.tokens), tokenContext(application.id, identity.id));
+  await em.flush();
+  await em.execute(
+    `insert into oauth_provider_tokens (id, identity_id, application_id, tokens_sealed, updated_at) values (?, ?, ?, ?, now())
+      on conflict (identity_id) do update set tokens_sealed = excluded.tokens_sealed, updated_at = now()`,
+    [newId(), identity.id, application.id, sealed],
+  );
+}
+
+/**
+ * Who an OAuth identity signs in: the user linked to (provider, subject); else the user with the provider's email
+ * when the provider says it is verified (then linked); else a new user. An unverified email that matches an account
+ * is refused: linking it would hand that account to whoever controls the provider account (account takeover).
+ */
+async function signInByOAuth(
+  ctx: Context,
+  em: EntityManager,
+  application: Application,
+  client: ProviderClient,
+  result: ExchangeResult,
+): Promise<SignInSubject> {
+  const label = providerLabel(client.provider);
+  let identity = await em.findOne(IdentityEntity, {
+    application: application.id,
+    kind: 'oauth',
+    subject: subjectOf(client, result.profile.subject),
+  });
+  let user: User;
+  if (identity) {
+    identity.lastUsedAt = new Date();
+    user = await em.findOneOrFail(UserEntity, { id: identity.user });
+  } else {
+    const { email, emailVerified } = result.profile;
+    const normalized = email ? normalizeEmail(email) : null;
+    const existing = normalized
+      ? await em.findOne(UserEntity, { application: application.id, emailNormalized: normalized })
+      : null;
+    if (existing && !emailVerified) {
+      throw new AppError(
+        'email_taken',
+        `An account with this email already exists, and ${label} does not say the address is verified. Sign in to that account another way first, then link ${label} from the account's settings.`,
+      );
+    }
+    if (existing) {
+      user = existing;
+      if (!user.emailVerified && user.status === 'active') {
+        user.emailVerified = true;
+        user.updatedAt = new Date();
+        recordEvent(em, application.id, 'user.updated', toUserRecord(user));
+      }
+    } else {
+      if (settingsOf(application).sign_up !== 'open')
+        throw new AppError('access_denied', 'Sign-up is closed for this application');
+      // An unverified address is not claimed: it would reserve someone else's email for this account (pre-hijacking).
+      const claimed = emailVerified ? email : null;
+      const profile: Record<string, unknown> = {};
+      if (result.profile.name) profile.name = result.profile.name.slice(0, 200);
+      if (result.profile.picture) profile.picture = result.profile.picture.slice(0, 2048);
+      user = em.create(UserEntity, {
+        id: newId(),
+        application: application.id,
+        primaryEmail: claimed,
+        emailNormalized: claimed ? normalizeEmail(claimed) : null,
+        emailVerified: !!claimed,
+        status: 'active',
+        profile,
+        mergedInto: null,
+      });
+      recordEvent(em, application.id, 'user.created', toUserRecord(user));
+    }
+    identity = newIdentity(em, application, user, client, result);
+  }
+  await keepTokens(ctx, em, application, identity, result);
+  return { user, aal: 1, firstFactor: 'oauth' };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sign-in (ES)
+
+export const startOAuth = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string }) =>
+  start(ctx, input, 'sign_in', null);
+
+export async function oauthCallback(
+  ctx: Context,
+  input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
+) {
+  const application = ctx.application!;
+  const { client, result } = await finish(ctx, input, 'sign_in', null);
+  const step = (em: EntityManager) => signInByOAuth(ctx, em, application, client, result);
+  try {
+    return await completeSignIn(ctx, application, step);
+  } catch (error) {
+    // Two first sign-ins of one person at once: the loser's new user or identity collides with the winner's. Those
+    // rows exist now, so one more pass signs in the user the winner created.
+    if (!(error instanceof UniqueConstraintViolationException)) throw error;
+    return completeSignIn(ctx, application, step);
+  }
+}
+
+/**
+ * `GET|POST /v1/auth/oauth/redirect` (the redirect URI registered at every provider; Apple posts a form): sends the
+ * browser on to the `redirect_uri` its state was started with, carrying `code` (or `error`), `state` and `provider`. Nothing is
+ * spent here: the app's callback does that. An unknown or spent state goes nowhere (no open redirect).
+ */
+export async function relayRedirect(ctx: Context, params: Record<string, unknown>): Promise<{ location: string }> {
+  const state = typeof params.state === 'string' ? params.state : '';
+  const row = state
+    ? await ctx.em.findOne(OAuthStateEntity, { stateHash: sha256(state), consumedAt: null, expiresAt: { $gt: new Date() } })
+    : null;
+  if (!row) {
+    throw new AppError('invalid_verification', 'This sign-in attempt is unknown, expired or already finished. Start again.');
+  }
+  const url = new URL(row.redirectUri);
+  url.searchParams.set('state', state);
+  // Which callback to post to (the SDK's `handleCallback` reads it); the state is bound to it anyway.
+  url.searchParams.set('provider', row.provider);
+  for (const name of ['code', 'error'] as const) {
+    const value = params[name];
+    if (typeof value === 'string' && value.length <= 2048) url.searchParams.set(name, value);
+  }
+  return { location: url.toString() };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Linking (ES★)
+
+function signedIn(ctx: Context) {
+  return { application: ctx.application!, session: ctx.session!, user: ctx.user! };
+}
+
+export const startLink = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string }) =>
+  start(ctx, input, 'link', signedIn(ctx).user);
+
+/** Adds the provider account to the signed-in user; one already linked to someone else is 409. */
+export async function linkCallback(
+  ctx: Context,
+  input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
+): Promise<IdentityRecord> {
+  const { application, user } = signedIn(ctx);
+  const { client, result } = await finish(ctx, input, 'link', user);
+  return ctx.em.transactional(async (em) => {
+    const subject = subjectOf(client, result.profile.subject);
+    let identity = await em.findOne(IdentityEntity, { application: application.id, kind: 'oauth', subject });
+    if (identity && identity.user !== user.id) {
+      throw new AppError('conflict', `This ${providerLabel(client.provider)} account is already linked to another user`);
+    }
+    identity ??= newIdentity(em, application, user, client, result);
+    await keepTokens(ctx, em, application, identity, result);
+    await em.flush();
+    return toIdentityRecord(identity);
+  });
+}
+
+export async function listIdentities(ctx: Context): Promise<IdentityRecord[]> {
+  const { application, user } = signedIn(ctx);
+  const rows = await ctx.em.find(
+    IdentityEntity,
+    { application: application.id, user: user.id, kind: { $in: LINKABLE_KINDS } },
+    { orderBy: { createdAt: 'desc', id: 'desc' } },
+  );
+  return rows.map(toIdentityRecord);
+}
+
+/**
+ * Unlinks an OAuth or SAML identity: needs aal 2 when the user has a second factor, and is refused (409) when it is
+ * the last way left to sign in (no email, no passkey, no other link). The user row is locked so two concurrent
+ * unlinks cannot both pass that check.
+ */
+export async function unlinkIdentity(ctx: Context, id: string) {
+  const { application, session, user } = signedIn(ctx);
+  const record = await ctx.em.transactional(async (em) => {
+    await em.execute('select id from users where id = ? for update', [user.id]);
+    const identity = await em.findOne(IdentityEntity, {
+      id,
+      application: application.id,
+      user: user.id,
+      kind: { $in: LINKABLE_KINDS },
+    });
+    if (!identity) throw notFound('Identity');
+    if (session.aal < 2 && (await secondFactorMethods(em, user)).length) throw stepUpRequired();
+    const others = await em.count(IdentityEntity, { user: user.id, id: { $ne: identity.id } });
+    if (!user.primaryEmail && others === 0) {
+      throw new AppError(
+        'conflict',
+        'This is the only way left to sign in to this account. Add an email, a passkey or another provider first.',
+      );
+    }
+    await em.nativeDelete(IdentityEntity, { id: identity.id });
+    const unlinked = toIdentityRecord(identity);
+    recordEvent(em, application.id, 'user.identity_unlinked', { user_id: user.id, identity: unlinked });
+    await em.flush();
+    return unlinked;
+  });
+  return { id: record.id, deleted: true as const };
+}
+
+registerPurgeStep('oauth_states', (em) => deleteInBatches(em, 'oauth_states', SPENT_ONE_TIME_ROWS));

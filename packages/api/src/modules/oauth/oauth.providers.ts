@@ -1,0 +1,485 @@
+import { Apple, CodeChallengeMethod, LinkedIn, OAuth2Client, OAuth2RequestError, type OAuth2Tokens } from 'arctic';
+import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import * as oidc from 'openid-client';
+import type { OAuthConfig } from '../../context.ts';
+import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
+
+/** CONTRACT §3's providers, plus the generic OpenID Connect provider `oidc` (any issuer, found by discovery). */
+export const BUILT_IN_PROVIDERS = ['google', 'github', 'microsoft', 'apple', 'gitlab', 'discord', 'slack', 'linkedin'] as const;
+export const OAUTH_PROVIDERS = [...BUILT_IN_PROVIDERS, 'oidc'] as const;
+export type OAuthProviderName = (typeof OAUTH_PROVIDERS)[number];
+
+/** What a provider says about the person, read from a verified ID token or the provider's user endpoint. */
+export interface ProviderProfile {
+  subject: string;
+  email: string | null;
+  /** Only when the provider itself vouches for the address (it may then link an existing account). */
+  emailVerified: boolean;
+  name: string | null;
+  picture: string | null;
+}
+
+export interface ProviderTokens {
+  access_token: string;
+  refresh_token: string | null;
+  expires_at: string | null;
+  id_token: string | null;
+}
+
+/** A client as one application configured it (its own credentials or the operator's shared ones). */
+export interface ProviderClient {
+  provider: OAuthProviderName;
+  clientId: string;
+  clientSecret: string;
+  scopes: string[];
+  /** `oidc` only. */
+  issuer: string | null;
+  /** The redirect URI registered at the provider: the service's own `/v1/auth/oauth/redirect`. */
+  redirectUri: string;
+}
+
+/** Why a provider step failed, in words for the log and for the person (never the provider's raw answer). */
+export class ProviderFailure extends Error {
+  readonly hint: string;
+  constructor(reason: string, hint: string) {
+    super(reason);
+    this.hint = hint;
+  }
+}
+
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+
+interface Endpoints {
+  authorization: string;
+  token: string;
+  /** OIDC providers: their key set and issuer (`{tid}` stands for the tenant of a Microsoft token). */
+  jwks?: string;
+  issuer?: string;
+  /** Plain OAuth 2.0 providers: the base of their user API. */
+  api?: string;
+}
+
+/** Each provider's documented endpoints and defaults. `pkce`: the provider accepts S256 (RFC 7636). */
+const CATALOG: Record<
+  (typeof BUILT_IN_PROVIDERS)[number],
+  { label: string; endpoints: Endpoints; scopes: string[]; pkce: boolean; idToken: boolean }
+> = {
+  google: {
+    label: 'Google',
+    endpoints: {
+      authorization: 'https://accounts.google.com/o/oauth2/v2/auth',
+      token: 'https://oauth2.googleapis.com/token',
+      jwks: 'https://www.googleapis.com/oauth2/v3/certs',
+      issuer: 'https://accounts.google.com',
+    },
+    scopes: ['openid', 'email', 'profile'],
+    pkce: true,
+    idToken: true,
+  },
+  github: {
+    label: 'GitHub',
+    endpoints: {
+      authorization: 'https://github.com/login/oauth/authorize',
+      token: 'https://github.com/login/oauth/access_token',
+      api: 'https://api.github.com',
+    },
+    scopes: ['read:user', 'user:email'],
+    pkce: true,
+    idToken: false,
+  },
+  microsoft: {
+    label: 'Microsoft',
+    endpoints: {
+      authorization: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
+      token: 'https://login.microsoftonline.com/common/oauth2/v2.0/token',
+      jwks: 'https://login.microsoftonline.com/common/discovery/v2.0/keys',
+      issuer: 'https://login.microsoftonline.com/{tid}/v2.0',
+    },
+    scopes: ['openid', 'email', 'profile'],
+    pkce: true,
+    idToken: true,
+  },
+  apple: {
+    label: 'Apple',
+    endpoints: {
+      authorization: 'https://appleid.apple.com/auth/authorize',
+      token: 'https://appleid.apple.com/auth/token',
+      jwks: 'https://appleid.apple.com/auth/keys',
+      issuer: 'https://appleid.apple.com',
+    },
+    scopes: ['name', 'email'],
+    pkce: false,
+    idToken: true,
+  },
+  gitlab: {
+    label: 'GitLab',
+    endpoints: {
+      authorization: 'https://gitlab.com/oauth/authorize',
+      token: 'https://gitlab.com/oauth/token',
+      jwks: 'https://gitlab.com/oauth/discovery/keys',
+      issuer: 'https://gitlab.com',
+    },
+    scopes: ['openid', 'email', 'profile'],
+    pkce: true,
+    idToken: true,
+  },
+  discord: {
+    label: 'Discord',
+    endpoints: {
+      authorization: 'https://discord.com/oauth2/authorize',
+      token: 'https://discord.com/api/oauth2/token',
+      api: 'https://discord.com/api',
+    },
+    scopes: ['identify', 'email'],
+    pkce: true,
+    idToken: false,
+  },
+  slack: {
+    label: 'Slack',
+    endpoints: {
+      authorization: 'https://slack.com/openid/connect/authorize',
+      token: 'https://slack.com/api/openid.connect.token',
+      jwks: 'https://slack.com/openid/connect/keys',
+      issuer: 'https://slack.com',
+    },
+    scopes: ['openid', 'email', 'profile'],
+    pkce: false,
+    idToken: true,
+  },
+  linkedin: {
+    label: 'LinkedIn',
+    endpoints: {
+      authorization: 'https://www.linkedin.com/oauth/v2/authorization',
+      token: 'https://www.linkedin.com/oauth/v2/accessToken',
+      jwks: 'https://www.linkedin.com/oauth/openid/jwks',
+      issuer: 'https://www.linkedin.com/oauth',
+    },
+    scopes: ['openid', 'profile', 'email'],
+    pkce: false,
+    idToken: true,
+  },
+};
+
+export const providerLabel = (provider: OAuthProviderName): string =>
+  provider === 'oidc' ? 'OpenID Connect' : CATALOG[provider].label;
+export const defaultScopes = (provider: OAuthProviderName): string[] =>
+  provider === 'oidc' ? ['openid', 'email', 'profile'] : CATALOG[provider].scopes;
+/** Providers whose sign-in carries an ID token, so the authorization request carries a `nonce`. */
+export const usesNonce = (provider: OAuthProviderName): boolean => provider === 'oidc' || CATALOG[provider].idToken;
+
+/** The endpoints of a built-in provider: the documented ones, or a test's stand-in (`OAuthConfig.endpoints`). */
+const endpointsOf = (config: OAuthConfig, provider: (typeof BUILT_IN_PROVIDERS)[number]): Endpoints => ({
+  ...CATALOG[provider].endpoints,
+  ...(config.endpoints[provider] ?? {}),
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Generic OpenID Connect: discovery through the SSRF guard (the issuer is the developer's say-so, SECURITY 8)
+
+const DISCOVERY_TTL_MS = 10 * 60_000;
+const discovered = new Map<string, { at: number; config: Promise<oidc.Configuration> }>();
+
+/** openid-client's fetch, through the SSRF guard (resolve, refuse private addresses, pin, follow no redirects). */
+const guardedFetch =
+  (allowInsecure: boolean): oidc.CustomFetch =>
+  async (url, options) => {
+    const response = await guardedRequest(url, {
+      method: options.method,
+      headers: options.headers,
+      body: options.body === undefined || options.body === null ? undefined : String(options.body),
+      timeoutMs: 10_000,
+      keepBytes: 256 * 1024,
+      allowInsecure,
+    });
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(response.headers)) {
+      if (typeof value === 'string') headers.set(name, value);
+      else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    }
+    return new Response(response.status === 204 ? null : new Uint8Array(response.body), { status: response.status, headers });
+  };
+
+function discover(config: OAuthConfig, client: ProviderClient): Promise<oidc.Configuration> {
+  const key = JSON.stringify([client.issuer, client.clientId, client.clientSecret]);
+  const cached = discovered.get(key);
+  if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
+  const fetcher = guardedFetch(config.allowInsecureIssuers);
+  const pending = oidc
+    .discovery(new URL(client.issuer!), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      [oidc.customFetch]: fetcher,
+      execute: config.allowInsecureIssuers ? [oidc.allowInsecureRequests] : [],
+      timeout: 10,
+    })
+    .then((configuration) => {
+      configuration[oidc.customFetch] = fetcher;
+      return configuration;
+    });
+  discovered.set(key, { at: Date.now(), config: pending });
+  pending.catch(() => discovered.delete(key));
+  return pending;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The authorization request
+
+export interface AuthorizationSecrets {
+  state: string;
+  verifier: string;
+  nonce: string | null;
+}
+
+export async function authorizationUrl(config: OAuthConfig, client: ProviderClient, secrets: AuthorizationSecrets): Promise<URL> {
+  if (client.provider === 'oidc') {
+    const configuration = await discover(config, client);
+    return oidc.buildAuthorizationUrl(configuration, {
+      redirect_uri: client.redirectUri,
+      scope: client.scopes.join(' '),
+      state: secrets.state,
+      nonce: secrets.nonce!,
+      code_challenge: await oidc.calculatePKCECodeChallenge(secrets.verifier),
+      code_challenge_method: 'S256',
+    });
+  }
+  const entry = CATALOG[client.provider];
+  let url: URL;
+  if (client.provider === 'linkedin') {
+    url = new LinkedIn(client.clientId, client.clientSecret, client.redirectUri).createAuthorizationURL(
+      secrets.state,
+      client.scopes,
+    );
+  } else if (client.provider === 'apple') {
+    url = appleClient(client).createAuthorizationURL(secrets.state, client.scopes);
+    // Apple posts the answer back when name or email is asked for (its documented requirement).
+    url.searchParams.set('response_mode', 'form_post');
+  } else {
+    const arctic = new OAuth2Client(client.clientId, client.clientSecret, client.redirectUri);
+    const endpoint = endpointsOf(config, client.provider).authorization;
+    url = entry.pkce
+      ? arctic.createAuthorizationURLWithPKCE(endpoint, secrets.state, CodeChallengeMethod.S256, secrets.verifier, client.scopes)
+      : arctic.createAuthorizationURL(endpoint, secrets.state, client.scopes);
+  }
+  if (secrets.nonce) url.searchParams.set('nonce', secrets.nonce);
+  if (client.provider === 'google') url.searchParams.set('prompt', 'select_account');
+  return url;
+}
+
+/**
+ * Apple's client secret is a short-lived JWT signed with the developer's key: the setting's `client_secret` holds
+ * `TEAM_ID:KEY_ID:<the .p8 private key, PEM>` and arctic signs a fresh one per exchange.
+ */
+function appleClient(client: ProviderClient): Apple {
+  const [teamId, keyId, ...rest] = client.clientSecret.split(':');
+  const pem = rest.join(':');
+  const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  return new Apple(client.clientId, teamId ?? '', keyId ?? '', new Uint8Array(der), client.redirectUri);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The callback: code → tokens → a verified profile
+
+export interface ExchangeResult {
+  profile: ProviderProfile;
+  tokens: ProviderTokens;
+}
+
+const CODE_REFUSED =
+  'The provider refused the authorization code (it expired, was already used, or was issued for another client). Start the sign-in again.';
+const UNREACHABLE = 'The provider could not be reached or answered unexpectedly. Try again in a moment.';
+const TOKEN_REFUSED =
+  'The provider\u2019s ID token did not verify (signature, issuer, audience or nonce). Start the sign-in again.';
+const TOKEN_TIME =
+  'The provider\u2019s ID token is expired or not yet valid. Check that this server\u2019s clock is correct, then start again.';
+
+/** Any failure below, as a `ProviderFailure` whose hint is safe to show. */
+function classify(error: unknown): ProviderFailure {
+  if (error instanceof ProviderFailure) return error;
+  const code = (error as { code?: unknown })?.code;
+  if (error instanceof OAuth2RequestError) return new ProviderFailure(`token endpoint: ${error.code}`, CODE_REFUSED);
+  if (
+    code === 'ERR_JWT_EXPIRED' ||
+    (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && /"(nbf|iat)"/.test(String((error as Error).message)))
+  )
+    return new ProviderFailure(`id token time: ${(error as Error).message}`, TOKEN_TIME);
+  if (typeof code === 'string' && code.startsWith('ERR_J')) return new ProviderFailure(`id token: ${code}`, TOKEN_REFUSED);
+  if (error instanceof oidc.ResponseBodyError) return new ProviderFailure(`token endpoint: ${error.error}`, CODE_REFUSED);
+  if (error instanceof oidc.ClientError) {
+    const message = String(error.message);
+    if (/exp|iat|nbf|clock/i.test(message) && /timestamp|expired|future|clock/i.test(message))
+      return new ProviderFailure(`oidc: ${message}`, TOKEN_TIME);
+    if (/ID Token|JWT|nonce|"iss"|"aud"|signature|alg/i.test(message))
+      return new ProviderFailure(`oidc: ${message}`, TOKEN_REFUSED);
+    return new ProviderFailure(`oidc: ${message}`, UNREACHABLE);
+  }
+  if (error instanceof OutboundBlockedError) return new ProviderFailure(`blocked: ${error.code}`, UNREACHABLE);
+  return new ProviderFailure(`provider: ${(error as Error)?.name ?? 'error'} ${(error as Error)?.message ?? ''}`, UNREACHABLE);
+}
+
+const jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+const remoteKeys = (url: string) => {
+  let keys = jwksCache.get(url);
+  if (!keys) {
+    keys = createRemoteJWKSet(new URL(url), { timeoutDuration: 10_000 });
+    jwksCache.set(url, keys);
+  }
+  return keys;
+};
+
+/** RFC 8725: the key only from the provider's JWKS, an allowlist of asymmetric algorithms (`none` never), every claim. */
+async function verifyIdToken(
+  endpoints: Endpoints,
+  client: ProviderClient,
+  idToken: string,
+  nonce: string | null,
+): Promise<JWTPayload> {
+  const header = decodeProtectedHeader(idToken);
+  if (!header.alg || !ALGORITHMS.includes(header.alg)) throw new ProviderFailure(`id token alg ${header.alg}`, TOKEN_REFUSED);
+  const { payload } = await jwtVerify(idToken, remoteKeys(endpoints.jwks!), {
+    algorithms: ALGORITHMS,
+    audience: client.clientId,
+    requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat'],
+    clockTolerance: 60,
+  });
+  const issuer = endpoints.issuer!.includes('{tid}')
+    ? endpoints.issuer!.replace('{tid}', typeof payload.tid === 'string' ? payload.tid : '\u0000')
+    : endpoints.issuer!;
+  // Google documents both spellings of its issuer.
+  const issuers = client.provider === 'google' ? [issuer, issuer.replace(/^https:\/\//, '')] : [issuer];
+  if (!issuers.includes(String(payload.iss))) throw new ProviderFailure('id token iss', TOKEN_REFUSED);
+  if (nonce !== null && payload.nonce !== nonce) throw new ProviderFailure('id token nonce', TOKEN_REFUSED);
+  return payload;
+}
+
+const str = (value: unknown): string | null => (typeof value === 'string' && value ? value : null);
+const verifiedClaim = (value: unknown) => value === true || value === 'true';
+
+function profileFromClaims(provider: OAuthProviderName, claims: JWTPayload): ProviderProfile {
+  const email = str(claims.email);
+  // Microsoft's `email` claim is not verified by Microsoft unless `xms_edov` says the domain owner vouches for it.
+  const verified = provider === 'microsoft' ? verifiedClaim(claims.xms_edov) : verifiedClaim(claims.email_verified);
+  return {
+    subject: String(claims.sub),
+    email,
+    emailVerified: !!email && verified,
+    name: str(claims.name) ?? (str(claims.given_name) ? [claims.given_name, claims.family_name].filter(Boolean).join(' ') : null),
+    picture: str(claims.picture),
+  };
+}
+
+async function getJson(url: string, accessToken: string): Promise<any> {
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json', 'user-agent': 'Gatehouse' },
+    redirect: 'manual',
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (!response.ok) throw new ProviderFailure(`user endpoint HTTP ${response.status}`, UNREACHABLE);
+  return response.json();
+}
+
+async function githubProfile(api: string, accessToken: string): Promise<ProviderProfile> {
+  const [user, emails] = await Promise.all([getJson(`${api}/user`, accessToken), getJson(`${api}/user/emails`, accessToken)]);
+  if (typeof user?.id !== 'number' && typeof user?.id !== 'string')
+    throw new ProviderFailure('github user without id', UNREACHABLE);
+  const list: Array<{ email?: unknown; primary?: unknown; verified?: unknown }> = Array.isArray(emails) ? emails : [];
+  // The primary address when GitHub has verified it; else any verified one; an unverified address never links.
+  const primary = list.find((e) => e.primary === true && e.verified === true) ?? list.find((e) => e.verified === true);
+  const fallback = list.find((e) => e.primary === true) ?? null;
+  return {
+    subject: String(user.id),
+    email: str(primary?.email) ?? str(fallback?.email),
+    emailVerified: !!str(primary?.email),
+    name: str(user.name) ?? str(user.login),
+    picture: str(user.avatar_url),
+  };
+}
+
+async function discordProfile(api: string, accessToken: string): Promise<ProviderProfile> {
+  const user = await getJson(`${api}/users/@me`, accessToken);
+  if (!str(user?.id)) throw new ProviderFailure('discord user without id', UNREACHABLE);
+  const email = str(user.email);
+  return {
+    subject: user.id,
+    email,
+    emailVerified: !!email && user.verified === true,
+    name: str(user.global_name) ?? str(user.username),
+    picture: user.avatar ? `https://cdn.discordapp.com/avatars/${user.id}/${user.avatar}.png` : null,
+  };
+}
+
+const tokensOf = (tokens: OAuth2Tokens): ProviderTokens => {
+  const data = tokens.data as Record<string, unknown>;
+  // GitHub answers a refused code with 200 and an `error` field.
+  if (typeof data.error === 'string') throw new ProviderFailure(`token endpoint: ${data.error}`, CODE_REFUSED);
+  return {
+    access_token: tokens.accessToken(),
+    refresh_token: typeof data.refresh_token === 'string' ? data.refresh_token : null,
+    expires_at: typeof data.expires_in === 'number' ? tokens.accessTokenExpiresAt().toISOString() : null,
+    id_token: typeof data.id_token === 'string' ? data.id_token : null,
+  };
+};
+
+/** Redeems the code (with the PKCE verifier) and reads who signed in. Every failure is a `ProviderFailure`. */
+export async function exchangeCode(
+  config: OAuthConfig,
+  client: ProviderClient,
+  input: { code: string; state: string; verifier: string; nonce: string | null },
+): Promise<ExchangeResult> {
+  try {
+    if (client.provider === 'oidc') {
+      const configuration = await discover(config, client);
+      const current = new URL(client.redirectUri);
+      current.searchParams.set('code', input.code);
+      current.searchParams.set('state', input.state);
+      // RFC 9207's `iss` is not relayed by the app; mix-up is already impossible here: the state is bound to this one
+      // provider setting in our database, and the code goes only to its token endpoint.
+      const issuer = configuration.serverMetadata().issuer;
+      if (configuration.serverMetadata().authorization_response_iss_parameter_supported) current.searchParams.set('iss', issuer);
+      const response = await oidc.authorizationCodeGrant(configuration, current, {
+        pkceCodeVerifier: input.verifier,
+        expectedState: input.state,
+        expectedNonce: input.nonce ?? undefined,
+        idTokenExpected: true,
+      });
+      const claims = response.claims();
+      if (!claims) throw new ProviderFailure('no id token', TOKEN_REFUSED);
+      // A conforming issuer puts scope claims (email, name) in the UserInfo answer, not the ID token (OIDC Core 5.4).
+      const userInfo = claims.email ? {} : await oidc.fetchUserInfo(configuration, response.access_token, claims.sub);
+      return {
+        profile: profileFromClaims('oidc', { ...userInfo, ...claims } as JWTPayload),
+        tokens: {
+          access_token: response.access_token,
+          refresh_token: response.refresh_token ?? null,
+          expires_at:
+            typeof response.expires_in === 'number' ? new Date(Date.now() + response.expires_in * 1000).toISOString() : null,
+          id_token: response.id_token ?? null,
+        },
+      };
+    }
+    const entry = CATALOG[client.provider];
+    const endpoints = endpointsOf(config, client.provider);
+    let tokens: OAuth2Tokens;
+    if (client.provider === 'linkedin') {
+      tokens = await new LinkedIn(client.clientId, client.clientSecret, client.redirectUri).validateAuthorizationCode(input.code);
+    } else if (client.provider === 'apple') {
+      tokens = await appleClient(client).validateAuthorizationCode(input.code);
+    } else {
+      tokens = await new OAuth2Client(client.clientId, client.clientSecret, client.redirectUri).validateAuthorizationCode(
+        endpoints.token,
+        input.code,
+        entry.pkce ? input.verifier : null,
+      );
+    }
+    const stored = tokensOf(tokens);
+    let profile: ProviderProfile;
+    if (entry.idToken) {
+      if (!stored.id_token) throw new ProviderFailure('no id token', TOKEN_REFUSED);
+      profile = profileFromClaims(client.provider, await verifyIdToken(endpoints, client, stored.id_token, input.nonce));
+    } else if (client.provider === 'github') {
+      profile = await githubProfile(endpoints.api!, stored.access_token);
+    } else {
+      profile = await discordProfile(endpoints.api!, stored.access_token);
+    }
+    return { profile, tokens: stored };
+  } catch (error) {
+    throw classify(error);
+  }
+}
