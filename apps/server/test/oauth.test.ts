@@ -1,4 +1,5 @@
 import { createGatehouseClient } from '@gatehouse/sdk';
+import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEnv, StartupError, sharedOAuthCredentials } from '../src/env.ts';
 import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
@@ -204,6 +205,28 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect(events.events).toHaveLength(1);
     // Provider tokens are not kept unless the application asks.
     expect(await sql(server, 'select id from oauth_provider_tokens where application_id = ?', [app.id])).toEqual([]);
+  });
+
+  it('the start may name a host: host access rules decide at the callback (403, nothing created), the token carries it', async () => {
+    const app = await oauthApp(server);
+    await useIdp(app);
+    const email = `grace.${Date.now()}@example.com`;
+    idp.accounts.set('grace', { email, email_verified: true });
+    const host = await ok(app.rest('POST', '/v1/os/hosts', { name: `ci-${Date.now()}` }), 201);
+    const signInTo = async () => {
+      const { authorization_url } = await ok(startOAuth(app, 'oidc', APP_CALLBACK, { host_id: host.id }));
+      const { code, state } = await throughRelay(server, await idp.authorize(authorization_url, 'grace'));
+      return callback(app, 'oidc', { code, state });
+    };
+    expectError(await signInTo(), 403, 'access_denied');
+    expect(await sql(server, 'select id from users where application_id = ?', [app.id])).toEqual([]);
+
+    const user = await ok(app.rest('POST', '/v1/users', { primary_email: email }), 201);
+    const allow = { effect: 'allow', subject_kind: 'user', subject_id: user.id, target_kind: 'host', target_id: host.id };
+    await ok(app.rest('POST', '/v1/os/access-rules', allow), 201);
+    const result = await ok(signInTo());
+    if (result.status !== 'complete') throw new Error(`expected a complete sign-in, got ${result.status}`);
+    expect(decodeJwt(result.tokens.access_token)).toMatchObject({ sub: user.id, host: host.id });
   });
 
   it('keeps the provider tokens, sealed, when settings.oauth.store_provider_tokens is on', async () => {

@@ -25,8 +25,8 @@ const registerStart = (app: TestApp, token: string) =>
   endUser<Ceremony<PublicKeyCredentialCreationOptionsJSON>>(app, 'POST', '/v1/auth/passkeys/register/start', undefined, token);
 const registerFinish = (app: TestApp, token: string, body: unknown) =>
   endUser(app, 'POST', '/v1/auth/passkeys/register/finish', body, token);
-const signInStart = (app: TestApp) =>
-  endUser<Ceremony<PublicKeyCredentialRequestOptionsJSON>>(app, 'POST', '/v1/auth/passkeys/sign-in/start');
+const signInStart = (app: TestApp, body?: unknown) =>
+  endUser<Ceremony<PublicKeyCredentialRequestOptionsJSON>>(app, 'POST', '/v1/auth/passkeys/sign-in/start', body);
 const signInFinish = (app: TestApp, body: unknown) =>
   endUser<SignInResult>(app, 'POST', '/v1/auth/passkeys/sign-in/finish', body);
 const mfaStart = (app: TestApp, pendingToken: string) =>
@@ -286,6 +286,40 @@ describe('passkey sign-in (first factor)', () => {
     expectAal2(await passkeySignIn(app, authenticator));
     const [after] = await sql(suite.server, 'select sign_count from identities where id = ?', [passkey.id]);
     expect(Number(after!.sign_count)).toBe(2);
+  });
+
+  it('the start may name a host: host access rules decide at finish (403, no session), and the token carries `host`', async () => {
+    const app = await passkeyApp();
+    const { user, authenticator } = await withPasskey(app, uniqueEmail('pk-host'));
+    const host = await ok(app.rest('POST', '/v1/os/hosts', { name: `db-${Date.now()}` }), 201);
+    const signInTo = async (body: unknown) => {
+      const { options, state } = await ok(signInStart(app, body));
+      return signInFinish(app, { credential: await authenticator.get(options, ORIGIN), state });
+    };
+    const [before] = await sql<{ n: number }>(suite.server, 'select count(*)::int as n from sessions where user_id = ?', [
+      user.id,
+    ]);
+    expectError(await signInTo({ host_id: host.id }), 403, 'access_denied');
+    const [after] = await sql<{ n: number }>(suite.server, 'select count(*)::int as n from sessions where user_id = ?', [
+      user.id,
+    ]);
+    expect(after!.n).toBe(before!.n);
+    expectError(await signInStart(app, { host_id: 'not-a-uuid' }), 422, 'validation_failed');
+
+    await ok(
+      app.rest('POST', '/v1/os/access-rules', {
+        effect: 'allow',
+        subject_kind: 'user',
+        subject_id: user.id,
+        target_kind: 'host',
+        target_id: host.id,
+      }),
+      201,
+    );
+    const done = expectAal2(await signInTo({ host_id: host.id }));
+    expect(decodeJwt(done.tokens.access_token)).toMatchObject({ sub: user.id, host: host.id });
+    // No body at all still starts a sign-in without a host.
+    expect(decodeJwt(expectAal2(await signInTo(undefined)).tokens.access_token)).not.toHaveProperty('host');
   });
 
   it('a passkey sign-in still asks for consent first', async () => {

@@ -1,3 +1,4 @@
+import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { CALLBACK, complete, counts, createTestIdp, postToAcs, samlApp, start } from './helpers/saml.ts';
 import { acrossServers, expectError, ok, sql } from './helpers/server.ts';
@@ -37,6 +38,37 @@ describe('SAML sign-in with a real IdP', () => {
     expect((await counts(suite.server, app)).users).toBe(1);
     const events = await ok(app.rest('GET', '/v1/events?type=saml_connection.created'));
     expect(events.events).toHaveLength(1);
+  });
+
+  it('sso/start may name a host: host access rules decide at complete, and the token carries it as `host`', async () => {
+    const idp = await createTestIdp();
+    const { app, connection, spMetadata } = await samlApp(suite.server, idp, { email_domain: 'acme.test' });
+    const email = `host.${Date.now()}@acme.test`;
+    const host = await ok(app.rest('POST', '/v1/os/hosts', { name: `build-${Date.now()}` }), 201);
+    const signInTo = async (hostId: string) => {
+      const { redirect_url } = await ok(start(app, { email, redirect_uri: CALLBACK, host_id: hostId }));
+      const acs = await postToAcs(suite.server.url, connection.id, await idp.respond(spMetadata, redirect_url, { email }));
+      expect(acs.status, JSON.stringify(acs.body)).toBe(303);
+      return complete(app, acs.code!);
+    };
+    // No rule allows anyone on the host: refused, and the first sign-in creates no user.
+    expectError(await signInTo(host.id), 403, 'access_denied');
+    expect((await counts(suite.server, app)).users).toBe(0);
+
+    const user = await ok(app.rest('POST', '/v1/users', { primary_email: email }), 201);
+    await ok(
+      app.rest('POST', '/v1/os/access-rules', {
+        effect: 'allow',
+        subject_kind: 'user',
+        subject_id: user.id,
+        target_kind: 'host',
+        target_id: host.id,
+      }),
+      201,
+    );
+    const result = await ok(signInTo(host.id));
+    if (result.status !== 'complete') throw new Error(`expected a complete sign-in, got ${result.status}`);
+    expect(decodeJwt(result.tokens.access_token)).toMatchObject({ sub: user.id, host: host.id });
   });
 
   it('finds the connection by id as well, and refuses a redirect_uri off the allowed origins (422 invalid_url)', async () => {

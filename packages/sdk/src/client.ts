@@ -59,6 +59,8 @@ export interface OAuthRedirectOptions {
   redirectUri: string;
   /** Sends the browser to the provider (default `window.location.assign`). */
   navigate?: (url: string) => void;
+  /** `oauth.signIn` only: the host the person signs in to (host access rules decide; the token carries it as `host`). */
+  hostId?: string;
 }
 
 export interface OAuthCallbackOptions {
@@ -87,6 +89,8 @@ export interface WebAuthnCeremonies {
 }
 
 export interface PasskeySignInOptions {
+  /** The host the person signs in to: host access rules decide, and the access token carries it as `host`. */
+  hostId?: string;
   /**
    * Passkey autofill (WebAuthn conditional mediation): no dialog; the browser offers the person's passkeys in the
    * autofill of an `<input autocomplete="username webauthn">` on the page, and the promise settles when one is picked.
@@ -541,6 +545,7 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         const { authorization_url } = await call<{ authorization_url: string }>('auth.oauth.start', {
           provider,
           redirect_uri: redirect.redirectUri,
+          ...(redirect.hostId ? { host_id: redirect.hostId } : {}),
         });
         navigateTo(redirect)(authorization_url);
       },
@@ -601,7 +606,13 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         const credential = await webauthn.startRegistration({ optionsJSON });
         return authed<Passkey>('auth.passkeys.register.finish', { credential, state, name: input?.name });
       },
-      signIn: (options) => assertion('auth.passkeys.signIn.start', 'auth.passkeys.signIn.finish', undefined, options?.autofill),
+      signIn: (options) =>
+        assertion(
+          'auth.passkeys.signIn.start',
+          'auth.passkeys.signIn.finish',
+          options?.hostId ? { host_id: options.hostId } : undefined,
+          options?.autofill,
+        ),
       list: () => authed<Passkey[]>('auth.passkeys.list', undefined),
       remove: (id) => authed<Deleted>('auth.passkeys.delete', { id }),
     },

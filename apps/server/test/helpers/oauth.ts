@@ -29,8 +29,8 @@ export async function throughRelay(server: TestServer, providerRedirect: string)
 export const putProvider = (app: TestApp, provider: string, body: Record<string, unknown>) =>
   app.rest('PUT', `/v1/applications/${app.id}/providers/oauth/${provider}`, body);
 
-export const startOAuth = (app: TestApp, provider: string, redirectUri = APP_CALLBACK) =>
-  app.rest('POST', `/v1/auth/oauth/${provider}/start`, { redirect_uri: redirectUri }, { authorization: undefined });
+export const startOAuth = (app: TestApp, provider: string, redirectUri = APP_CALLBACK, extra: Record<string, unknown> = {}) =>
+  app.rest('POST', `/v1/auth/oauth/${provider}/start`, { redirect_uri: redirectUri, ...extra }, { authorization: undefined });
 
 export const callback = (app: TestApp, provider: string, body: Record<string, unknown>) =>
   app.rest('POST', `/v1/auth/oauth/${provider}/callback`, body, { authorization: undefined });

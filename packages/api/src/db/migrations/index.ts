@@ -13,6 +13,7 @@ import { Migration20261125045309_authz } from './Migration20261125045309_authz.t
 import { Migration20261125045337_custom_domains } from './Migration20261125045337_custom_domains.ts';
 import { Migration20261125045406_oauth } from './Migration20261125045406_oauth.ts';
 import { Migration20261125045533_billing_access_rules } from './Migration20261125045533_billing_access_rules.ts';
+import { Migration20261125060000_sign_in_hosts } from './Migration20261125060000_sign_in_hosts.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
@@ -31,4 +32,5 @@ export const migrationsList = [
   { name: 'Migration20261125045337_custom_domains', class: Migration20261125045337_custom_domains },
   { name: 'Migration20261125045406_oauth', class: Migration20261125045406_oauth },
   { name: 'Migration20261125045533_billing_access_rules', class: Migration20261125045533_billing_access_rules },
+  { name: 'Migration20261125060000_sign_in_hosts', class: Migration20261125060000_sign_in_hosts },
 ];

@@ -56,7 +56,7 @@ export function toIdentityRecord(identity: Identity): IdentityRecord {
  */
 async function start(
   ctx: Context,
-  input: { provider: OAuthProviderName; redirect_uri: string },
+  input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string },
   purpose: Purpose,
   user: User | null,
 ): Promise<{ authorization_url: string }> {
@@ -97,6 +97,7 @@ async function start(
       stateContext(application.id, stateHash),
     ),
     redirectUri: input.redirect_uri,
+    hostId: input.host_id ?? null,
     expiresAt: new Date(Date.now() + STATE_TTL_MS),
     consumedAt: null,
   });
@@ -129,14 +130,14 @@ async function finish(
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
   purpose: Purpose,
   user: User | null,
-): Promise<{ client: ProviderClient; result: ExchangeResult }> {
+): Promise<{ client: ProviderClient; result: ExchangeResult; hostId: string | null }> {
   const application = ctx.application!;
   const stateHash = sha256(input.state);
-  const rows = await ctx.em.execute<Array<{ secrets_sealed: string }>>(
+  const rows = await ctx.em.execute<Array<{ secrets_sealed: string; host_id: string | null }>>(
     `update oauth_states set consumed_at = now()
       where state_hash = ? and application_id = ? and provider = ? and purpose = ? and user_id is not distinct from ?
         and consumed_at is null and expires_at > now()
-      returning secrets_sealed`,
+      returning secrets_sealed, host_id`,
     [stateHash, application.id, input.provider, purpose, user?.id ?? null],
   );
   if (!rows[0]) {
@@ -159,6 +160,7 @@ async function finish(
     return {
       client,
       result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
+      hostId: rows[0].host_id,
     };
   } catch (error) {
     throw providerError(ctx, error as ProviderFailure);
@@ -270,7 +272,7 @@ async function signInByOAuth(
 // ---------------------------------------------------------------------------------------------------------------
 // Sign-in (ES)
 
-export const startOAuth = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string }) =>
+export const startOAuth = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string }) =>
   start(ctx, input, 'sign_in', null);
 
 export async function oauthCallback(
@@ -278,8 +280,8 @@ export async function oauthCallback(
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
 ) {
   const application = ctx.application!;
-  const { client, result } = await finish(ctx, input, 'sign_in', null);
-  const step = (em: EntityManager) => signInByOAuth(ctx, em, application, client, result);
+  const { client, result, hostId } = await finish(ctx, input, 'sign_in', null);
+  const step = async (em: EntityManager) => ({ ...(await signInByOAuth(ctx, em, application, client, result)), hostId });
   try {
     return await completeSignIn(ctx, application, step);
   } catch (error) {

@@ -47,6 +47,8 @@ export const OAuthStateEntity = defineEntity({
     /** `{verifier, nonce}` sealed: with a stolen code they would finish someone else's sign-in. */
     secretsSealed: p.text(),
     redirectUri: p.string().length(2048),
+    /** Sign-in: the host named at the start (host access rules), carried to the session. */
+    hostId: p.uuid().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

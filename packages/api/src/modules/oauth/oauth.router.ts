@@ -10,6 +10,7 @@ import {
   PutOAuthProviderInputSchema,
   StartOAuthInputSchema,
   StartOAuthOutputSchema,
+  StartOAuthSignInInputSchema,
 } from './oauth.schema.ts';
 import { listOAuthProviders, putOAuthProvider, resetOAuthProvider } from './oauth.service.ts';
 import { linkCallback, listIdentities, oauthCallback, startLink, startOAuth, unlinkIdentity } from './oauth-flow.service.ts';
@@ -65,7 +66,7 @@ export const oauthRouter = router({
           'post both to `/v1/auth/oauth/{provider}/callback` within 10 minutes.',
       },
     })
-    .input(StartOAuthInputSchema)
+    .input(StartOAuthSignInInputSchema)
     .output(StartOAuthOutputSchema)
     .mutation(({ ctx, input }) => startOAuth(ctx, input)),
   callback: endUserProcedure

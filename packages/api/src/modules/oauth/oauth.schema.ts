@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RedirectUrlSchema } from '../../lib/schemas.ts';
+import { HostIdSchema } from '../sign-in/sign-in.schema.ts';
 import { OAUTH_PROVIDERS } from './oauth.providers.ts';
 
 export const OAuthProviderNameSchema = z.enum(OAUTH_PROVIDERS).meta({
@@ -47,6 +48,7 @@ export const StartOAuthInputSchema = z.strictObject({
       'Where the browser comes back with `?code=…&state=…` (or `?error=…`); its origin must be one of the allowed origins',
   }),
 });
+export const StartOAuthSignInInputSchema = StartOAuthInputSchema.extend({ host_id: HostIdSchema.optional() });
 export const StartOAuthOutputSchema = z
   .object({ authorization_url: z.string().meta({ description: "The provider's consent page: send the browser there" }) })
   .meta({ id: 'OAuthStarted' });

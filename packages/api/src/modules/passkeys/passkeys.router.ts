@@ -9,6 +9,7 @@ import {
   PasskeySchema,
   RegistrationCeremonySchema,
   StartPasskeyMfaInputSchema,
+  StartPasskeySignInInputSchema,
 } from './passkeys.schema.ts';
 import {
   deletePasskey,
@@ -49,9 +50,9 @@ export const passkeysRouter = router({
         rateLimited: true,
         openapi: { method: 'POST', path: '/v1/auth/passkeys/sign-in/start', tags, summary: 'Options to sign in with a passkey' },
       })
-      .input(none)
+      .input(StartPasskeySignInInputSchema)
       .output(AuthenticationCeremonySchema)
-      .mutation(({ ctx }) => startSignIn(ctx)),
+      .mutation(({ ctx, input }) => startSignIn(ctx, input)),
     finish: endUserProcedure
       .meta({
         openapi: { method: 'POST', path: '/v1/auth/passkeys/sign-in/finish', tags, summary: 'Sign in with a passkey (aal 2)' },

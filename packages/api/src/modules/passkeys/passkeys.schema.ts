@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FreeFormJsonSchema } from '../../lib/schemas.ts';
-import { PendingTokenInputSchema } from '../sign-in/sign-in.schema.ts';
+import { HostIdSchema, PendingTokenInputSchema } from '../sign-in/sign-in.schema.ts';
 
 /** CONTRACT §5: a passkey as its owner sees it (never its key material). */
 export const PasskeySchema = z
@@ -113,3 +113,6 @@ export const StartPasskeyMfaInputSchema = z.strictObject({ pending_token: Pendin
 
 export type RegistrationCredential = z.infer<typeof RegistrationCredentialSchema>;
 export type AssertionCredential = z.infer<typeof AssertionCredentialSchema>;
+
+/** A passkey sign-in's start: optionally the host the person signs in to (no body at all is fine). */
+export const StartPasskeySignInInputSchema = z.strictObject({ host_id: HostIdSchema.optional() }).optional();

@@ -84,6 +84,8 @@ interface CeremonyBinding {
   user?: string;
   session?: string;
   pendingToken?: string;
+  /** Sign-in: the host the start named (host access rules). */
+  hostId?: string;
 }
 
 async function openCeremony(
@@ -104,6 +106,7 @@ async function openCeremony(
     user: binding.user ?? null,
     session: binding.session ?? null,
     pendingToken: binding.pendingToken ?? null,
+    hostId: binding.hostId ?? null,
     expiresAt: new Date(Date.now() + CHALLENGE_TTL_MS),
     consumedAt: null,
   });
@@ -116,6 +119,7 @@ interface CeremonyRow {
   user_id: string | null;
   session_id: string | null;
   pending_token_id: string | null;
+  host_id: string | null;
 }
 
 /**
@@ -126,7 +130,7 @@ async function consumeCeremony(ctx: Context, application: Application, state: st
   const rows = await ctx.em.execute<CeremonyRow[]>(
     `update webauthn_challenges set consumed_at = now()
       where state_hash = ? and application_id = ? and ceremony = ? and consumed_at is null and expires_at > now()
-      returning challenge, user_id, session_id, pending_token_id`,
+      returning challenge, user_id, session_id, pending_token_id, host_id`,
     [sha256(state), application.id, ceremony],
   );
   if (!rows[0]) throw invalidPendingToken();
@@ -304,7 +308,7 @@ async function limitStarts(ctx: Context, application: Application) {
 }
 
 /** First factor: any discoverable passkey of this relying party; the browser lets the person choose. */
-export async function startSignIn(ctx: Context) {
+export async function startSignIn(ctx: Context, input: { host_id?: string } = {}) {
   const application = ctx.application!;
   const rp = relyingParty(application);
   await limitStarts(ctx, application);
@@ -313,7 +317,8 @@ export async function startSignIn(ctx: Context) {
     userVerification: 'required',
     timeout: CHALLENGE_TTL_MS,
   });
-  return { options, state: await openCeremony(ctx, application, 'sign_in', options.challenge, {}) };
+  const binding = input.host_id ? { hostId: input.host_id } : {};
+  return { options, state: await openCeremony(ctx, application, 'sign_in', options.challenge, binding) };
 }
 
 /** A verified passkey with user verification is two factors in one: the sign-in continues at aal 2. */
@@ -340,6 +345,7 @@ export async function finishSignIn(ctx: Context, input: { credential: AssertionC
     user: await em.findOneOrFail(UserEntity, { id: passkey!.user }),
     aal: 2,
     firstFactor: 'passkey',
+    hostId: ceremony.host_id,
   }));
 }
 

@@ -26,6 +26,8 @@ export const WebauthnChallengeEntity = defineEntity({
     session: () => p.manyToOne(SessionEntity).mapToPk().nullable().deleteRule('cascade'),
     /** MFA: the pending sign-in this second factor continues. */
     pendingToken: () => p.manyToOne(PendingTokenEntity).mapToPk().nullable().deleteRule('cascade'),
+    /** Sign-in: the host named at the start (host access rules), carried to the session. */
+    hostId: p.uuid().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

@@ -43,6 +43,8 @@ export const SamlRequestEntity = defineEntity({
     application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     connection: () => p.manyToOne(SamlConnectionEntity).mapToPk().deleteRule('cascade'),
     redirectUri: p.string().length(2048),
+    /** Sign-in: the host named at the start (host access rules), carried to the session. */
+    hostId: p.uuid().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
@@ -80,6 +82,8 @@ export const SamlCodeEntity = defineEntity({
     nameId: p.string().length(1024),
     email: p.string().length(320).nullable(),
     displayName: p.string().length(200).nullable(),
+    /** Sign-in: the host named at the start (host access rules), carried to the session. */
+    hostId: p.uuid().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

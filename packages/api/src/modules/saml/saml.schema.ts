@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RedirectUrlSchema } from '../../lib/schemas.ts';
+import { HostIdSchema } from '../sign-in/sign-in.schema.ts';
 import { EmailSchema } from '../users/users.schema.ts';
 import { parseCertificate } from './saml.protocol.ts';
 
@@ -128,6 +129,7 @@ export const StartSsoInputSchema = z
     redirect_uri: RedirectUrlSchema.meta({
       description: 'Where the ACS sends the browser back (`?code=` or `?error=`); its origin must be allowed',
     }),
+    host_id: HostIdSchema.optional(),
   })
   .superRefine((value, ctx) => {
     if ((value.email === undefined) === (value.connection_id === undefined)) {

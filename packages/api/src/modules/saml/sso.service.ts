@@ -35,7 +35,10 @@ const usable = (c: SamlConnection | null): c is SamlConnection => !!c && c.enabl
  * `sso/start`: finds the connection (by id, or among enabled connections by the email's domain), stores the
  * AuthnRequest's ID with where to return, and answers the IdP URL carrying the request (HTTP-Redirect).
  */
-export async function startSso(ctx: Context, input: { email?: string; connection_id?: string; redirect_uri: string }) {
+export async function startSso(
+  ctx: Context,
+  input: { email?: string; connection_id?: string; redirect_uri: string; host_id?: string },
+) {
   const application = ctx.application!;
   await ctx.services.rateLimits.consume(
     [{ name: 'sso_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
@@ -59,6 +62,7 @@ export async function startSso(ctx: Context, input: { email?: string; connection
     application: application.id,
     connection: connection.id,
     redirectUri: input.redirect_uri,
+    hostId: input.host_id ?? null,
     expiresAt: new Date(Date.now() + REQUEST_TTL_MS),
     consumedAt: null,
   });
@@ -166,15 +170,17 @@ export async function acceptSamlResponse(
     const code = randomSecret('sso_');
     const target = await ctx.em.transactional(async (em) => {
       let redirectUri: string | null;
+      let hostId: string | null = null;
       if (assertion.inResponseTo) {
-        const rows = await em.execute<Array<{ redirect_uri: string }>>(
+        const rows = await em.execute<Array<{ redirect_uri: string; host_id: string | null }>>(
           `update saml_requests set consumed_at = now()
             where id = ? and connection_id = ? and application_id = ? and consumed_at is null and expires_at > now()
-            returning redirect_uri`,
+            returning redirect_uri, host_id`,
           [assertion.inResponseTo, connection.id, application.id],
         );
         if (!rows[0]) throw new SamlRejection('InResponseTo names no live request of this connection');
         redirectUri = rows[0].redirect_uri;
+        hostId = rows[0].host_id;
       } else {
         redirectUri = idpInitiatedTarget(application, relayState);
         if (!redirectUri) throw new SamlRejection('no allowed origin to land an IdP-initiated sign-in on');
@@ -186,8 +192,8 @@ export async function acceptSamlResponse(
       );
       if (!fresh[0]) throw new SamlRejection('assertion replayed');
       await em.execute(
-        `insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, expires_at, created_at)
-          values (?, ?, ?, ?, ?, ?, ?, ?, now())`,
+        `insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, host_id, expires_at, created_at)
+          values (?, ?, ?, ?, ?, ?, ?, ?, ?, now())`,
         [
           newId(),
           application.id,
@@ -196,6 +202,7 @@ export async function acceptSamlResponse(
           assertion.nameId,
           email,
           displayNameOf(assertion, connection.nameAttribute ?? null),
+          hostId,
           new Date(Date.now() + CODE_TTL_MS),
         ],
       );
@@ -214,6 +221,7 @@ interface CodeRow {
   name_id: string;
   email: string | null;
   display_name: string | null;
+  host_id: string | null;
 }
 
 /** `sso/complete`: spends the ACS's code (once, within a minute, by the database clock) and signs the person in. */
@@ -223,14 +231,14 @@ export async function completeSso(ctx: Context, input: { code: string }) {
     const rows = await em.execute<CodeRow[]>(
       `update saml_codes set consumed_at = now()
         where code_hash = ? and application_id = ? and consumed_at is null and expires_at > now()
-        returning connection_id, name_id, email, display_name`,
+        returning connection_id, name_id, email, display_name, host_id`,
       [sha256(input.code), application.id],
     );
     const row = rows[0];
     if (!row) throw new AppError('invalid_verification', 'The sign-in code is invalid, expired or already used');
     const connection = await em.findOne(SamlConnectionEntity, { id: row.connection_id, application: application.id });
     if (!usable(connection)) throw new AppError('access_denied', 'This SSO connection is disabled');
-    return signInBySaml(em, application, connection, row);
+    return { ...(await signInBySaml(em, application, connection, row)), hostId: row.host_id };
   });
 }
 

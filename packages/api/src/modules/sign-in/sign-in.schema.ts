@@ -9,6 +9,11 @@ export const ConsentDocumentSchema = z
   .object({ doc_type: z.string(), url: z.string(), version: z.string() })
   .meta({ id: 'ConsentDocument' });
 
+/** The host a first-factor start names: host access rules decide at the end of the sign-in, and the token carries it. */
+export const HostIdSchema = z.uuid().meta({
+  description: 'The host the person signs in to: host access rules decide, and the access token carries it as `host`',
+});
+
 /** CONTRACT §4: a discriminated union whose variants carry only their own fields. */
 export const SignInResultSchema = z
   .discriminatedUnion('status', [

@@ -1,16 +1,14 @@
 import { z } from 'zod';
 import { RedirectUrlSchema } from '../../../lib/schemas.ts';
 import { EmailSchema } from '../../users/users.schema.ts';
-import { SignInResultSchema } from '../sign-in.schema.ts';
+import { HostIdSchema, SignInResultSchema } from '../sign-in.schema.ts';
 
 export const StartMagicLinkInputSchema = z.strictObject({
   email: EmailSchema,
   redirect_url: RedirectUrlSchema.optional().meta({
     description: 'Where the link leads (`?token=` is appended); its origin must be an allowed origin',
   }),
-  host_id: z.uuid().optional().meta({
-    description: 'The host the person signs in to: host access rules decide, and the access token carries it as `host`',
-  }),
+  host_id: HostIdSchema.optional(),
 });
 export const StartMagicLinkOutputSchema = z
   .object({
