@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { newId } from '../../lib/ids.ts';
+import { PollingWorker } from '../../lib/polling-worker.ts';
 import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
 import { disableEndpoint, sealContext, webhookSettings } from './webhooks.service.ts';
 
@@ -88,10 +89,7 @@ const errorCode = (error: unknown): string => {
 };
 
 export class WebhookWorker {
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
-  #again = false;
+  readonly #poller: PollingWorker;
 
   readonly services: Services;
   readonly allowInsecure: boolean;
@@ -106,54 +104,33 @@ export class WebhookWorker {
     this.retryScheduleS = options.retryScheduleS ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_S;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
     this.leaseS = Math.ceil(this.timeoutMs / 1000) + 10;
+    this.#poller = new PollingWorker({
+      pollMs: POLL_MS,
+      nudgeMs: NUDGE_MS,
+      runBatch: () => this.#runBatch(),
+      onError: (error) => this.services.log.warn({ err: { type: (error as Error)?.name } }, 'webhook delivery poll failed'),
+    });
   }
 
   start(): void {
     webhookSettings.set(this.services, { allowInsecure: this.allowInsecure, nudge: () => this.nudge() });
-    this.#schedule(0);
+    this.#poller.start();
   }
 
   nudge(): void {
-    if (!this.#stopped) this.#schedule(NUDGE_MS);
+    this.#poller.nudge();
   }
 
   /** Waits for the batch in hand; what is not finished stays claimable by another process after the lease. */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#poller.stop();
   }
 
-  #schedule(delayMs: number) {
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#tick(), delayMs);
-    this.#timer.unref();
-  }
-
-  #tick() {
-    this.#running = this.#drain()
-      .catch((error: unknown) =>
-        this.services.log.warn({ err: { type: (error as Error)?.name } }, 'webhook delivery poll failed'),
-      )
-      .finally(() => {
-        this.#running = undefined;
-        if (this.#stopped) return;
-        const again = this.#again;
-        this.#again = false;
-        this.#schedule(again ? 0 : POLL_MS);
-      });
-  }
-
-  async #drain() {
-    for (;;) {
-      const claimed = await this.#claim();
-      await Promise.all(claimed.map((row) => this.#deliver(row)));
-      if (claimed.length < BATCH || this.#stopped) return;
-    }
+  /** Claims one batch and sends it concurrently; answers whether it was full. */
+  async #runBatch(): Promise<boolean> {
+    const claimed = await this.#claim();
+    await Promise.all(claimed.map((row) => this.#deliver(row)));
+    return claimed.length === BATCH;
   }
 
   /** Claims due deliveries of active endpoints and reads what sending them needs, in one statement. */
