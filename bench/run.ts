@@ -12,6 +12,7 @@ import { organizationsSuite } from './suites/organizations.ts';
 import { samlSuite } from './suites/saml.ts';
 import { sdkSuite } from './suites/sdk.ts';
 import { signInSuite } from './suites/sign-in.ts';
+import { webhooksSuite } from './suites/webhooks.ts';
 
 const SUITES: Record<string, () => Promise<SuiteResult>> = {
   organizations: organizationsSuite,
@@ -19,6 +20,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   mfa: mfaSuite,
   sdk: sdkSuite,
   saml: samlSuite,
+  webhooks: webhooksSuite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

@@ -34,6 +34,7 @@ export const config = {
   profileDir: textEnv('BENCH_PROFILE_DIR'),
   mfaMaxRate: intEnv('BENCH_MFA_MAX_RATE', 600, 10, 20_000),
   samlMaxRate: intEnv('BENCH_SAML_MAX_RATE', 300, 10, 20_000),
+  webhookEvents: intEnv('BENCH_WEBHOOK_EVENTS', 6000, 100, 1_000_000),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');
 
