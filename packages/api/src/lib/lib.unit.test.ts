@@ -115,4 +115,29 @@ describe('PollingWorker', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(runs).toHaveLength(1);
   });
+
+  it('a stream of nudges never postpones a run already due', async () => {
+    let runs = 0;
+    let ran: (() => void) | undefined;
+    const worker = new PollingWorker({
+      pollMs: 60_000,
+      nudgeMs: 30,
+      runBatch: async () => {
+        runs++;
+        ran?.();
+        return false;
+      },
+      onError: () => undefined,
+    });
+    const first = new Promise<void>((resolve) => (ran = resolve));
+    worker.start();
+    await first;
+    // Nudged again and again faster than nudgeMs: the run still comes (a postponing timer would never fire).
+    const second = new Promise<void>((resolve) => (ran = resolve));
+    const nudging = setInterval(() => worker.nudge(), 5);
+    await second;
+    clearInterval(nudging);
+    await worker.stop();
+    expect(runs).toBeGreaterThanOrEqual(2);
+  });
 });

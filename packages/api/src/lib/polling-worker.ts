@@ -1,7 +1,8 @@
 /**
  * The loop under every outbox worker (mail, webhook deliveries): run a batch now, then every `pollMs`; a `nudge()`
  * runs one within `nudgeMs`; a nudge that arrives while a batch is running runs another as soon as it ends (so a row
- * queued mid-batch is not left for the next poll); batches follow one another while each comes back full. Timers are
+ * queued mid-batch is not left for the next poll); batches follow one another while each comes back full. A nudge never
+ * postpones a run already due sooner (a steady stream of nudges cannot starve the worker). Timers are
  * unref'd (the worker never keeps a process alive); `stop()` cancels the next run and waits for the one in hand.
  */
 export interface PollingWorkerOptions {
@@ -20,6 +21,8 @@ export interface PollingWorkerOptions {
 
 export class PollingWorker {
   #timer: NodeJS.Timeout | undefined;
+  /** When the scheduled run is due (`performance.now()`): a later request never postpones it. */
+  #dueAt = Number.POSITIVE_INFINITY;
   #running: Promise<void> | undefined;
   #stopped = false;
   #again = false;
@@ -49,12 +52,17 @@ export class PollingWorker {
       this.#again = true;
       return;
     }
+    const dueAt = performance.now() + delayMs;
+    if (this.#timer && dueAt >= this.#dueAt) return;
     clearTimeout(this.#timer);
+    this.#dueAt = dueAt;
     this.#timer = setTimeout(() => this.#tick(), delayMs);
     this.#timer.unref();
   }
 
   #tick() {
+    this.#timer = undefined;
+    this.#dueAt = Number.POSITIVE_INFINITY;
     this.#running = this.#drain()
       .catch((error: unknown) => this.#options.onError(error))
       .finally(() => {

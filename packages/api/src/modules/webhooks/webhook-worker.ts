@@ -4,6 +4,7 @@ import type { EntityManager } from '../../db/orm.ts';
 import { newId } from '../../lib/ids.ts';
 import { PollingWorker } from '../../lib/polling-worker.ts';
 import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
+import { EventEntity } from '../events/event.entity.ts';
 import { disableEndpoint, sealContext, webhookSettings } from './webhooks.service.ts';
 
 /**
@@ -121,6 +122,12 @@ export class WebhookWorker {
 
   start(): void {
     webhookSettings.set(this.services, { allowInsecure: this.allowInsecure, nudge: () => this.nudge() });
+    // An event written by this process is delivered at once, not at the next poll: the fan-out trigger queued its
+    // deliveries in the same flush (if its transaction has not committed when the worker looks, the poll finds them).
+    this.services.orm.em.getEventManager().registerSubscriber({
+      getSubscribedEntities: () => [EventEntity],
+      afterCreate: () => this.nudge(),
+    });
     this.#poller.start();
   }
 
