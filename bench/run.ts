@@ -14,6 +14,7 @@ import { organizationsSuite } from './suites/organizations.ts';
 import { samlSuite } from './suites/saml.ts';
 import { sdkSuite } from './suites/sdk.ts';
 import { signInSuite } from './suites/sign-in.ts';
+import { webhooksSuite } from './suites/webhooks.ts';
 
 const SUITES: Record<string, () => Promise<SuiteResult>> = {
   organizations: organizationsSuite,
@@ -23,6 +24,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   saml: samlSuite,
   authz: authzSuite,
   oauth: oauthSuite,
+  webhooks: webhooksSuite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

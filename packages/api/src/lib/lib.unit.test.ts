@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { randomBase62, randomSecret, SecretBox, sha256 } from './crypto.ts';
 import { newId } from './ids.ts';
 import { escapeLike } from './pagination.ts';
+import { PollingWorker } from './polling-worker.ts';
 
 describe('SecretBox (AES-256-GCM with the master key)', () => {
   const box = new SecretBox(randomBytes(32));
@@ -50,5 +51,93 @@ describe('escapeLike', () => {
   it('makes %, _ and \\ literal', () => {
     expect(escapeLike('50%_off\\')).toBe('50\\%\\_off\\\\');
     expect(escapeLike('plain')).toBe('plain');
+  });
+});
+
+describe('PollingWorker', () => {
+  /** A worker whose batches are answered by the test, one at a time. */
+  const harness = () => {
+    const runs: { finish: (full: boolean) => void; fail: (error: Error) => void }[] = [];
+    const errors: unknown[] = [];
+    let waiting: (() => void) | undefined;
+    const worker = new PollingWorker({
+      pollMs: 60_000,
+      nudgeMs: 0,
+      runBatch: () =>
+        new Promise<boolean>((resolve, reject) => {
+          runs.push({ finish: resolve, fail: reject });
+          waiting?.();
+        }),
+      onError: (error) => errors.push(error),
+    });
+    const nextRun = async (count: number) => {
+      while (runs.length < count) await new Promise<void>((resolve) => (waiting = resolve));
+      return runs[count - 1]!;
+    };
+    return { worker, runs, errors, nextRun };
+  };
+
+  it('runs at start, chains full batches and stops at a short one', async () => {
+    const { worker, runs, nextRun } = harness();
+    worker.start();
+    (await nextRun(1)).finish(true);
+    (await nextRun(2)).finish(true);
+    (await nextRun(3)).finish(false);
+    await worker.stop();
+    expect(runs).toHaveLength(3);
+  });
+
+  it('runs again after a batch when nudged during it, and reports a failed run without stopping', async () => {
+    const { worker, errors, nextRun } = harness();
+    worker.start();
+    const first = await nextRun(1);
+    worker.nudge();
+    first.fail(new Error('database down'));
+    (await nextRun(2)).finish(false);
+    expect(errors).toEqual([new Error('database down')]);
+    worker.nudge();
+    (await nextRun(3)).finish(false);
+    await worker.stop();
+  });
+
+  it('stop() waits for the batch in hand and starts no other, even when it was full or nudged', async () => {
+    const { worker, runs, nextRun } = harness();
+    worker.start();
+    const first = await nextRun(1);
+    worker.nudge();
+    let stopped = false;
+    const stopping = worker.stop().then(() => (stopped = true));
+    await Promise.resolve();
+    expect(stopped).toBe(false);
+    first.finish(true);
+    await stopping;
+    worker.nudge();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runs).toHaveLength(1);
+  });
+
+  it('a stream of nudges never postpones a run already due', async () => {
+    let runs = 0;
+    let ran: (() => void) | undefined;
+    const worker = new PollingWorker({
+      pollMs: 60_000,
+      nudgeMs: 30,
+      runBatch: async () => {
+        runs++;
+        ran?.();
+        return false;
+      },
+      onError: () => undefined,
+    });
+    const first = new Promise<void>((resolve) => (ran = resolve));
+    worker.start();
+    await first;
+    // Nudged again and again faster than nudgeMs: the run still comes (a postponing timer would never fire).
+    const second = new Promise<void>((resolve) => (ran = resolve));
+    const nudging = setInterval(() => worker.nudge(), 5);
+    await second;
+    clearInterval(nudging);
+    await worker.stop();
+    expect(runs).toBeGreaterThanOrEqual(2);
   });
 });

@@ -3,6 +3,7 @@ import type { EntityManager } from '../../db/orm.ts';
 import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { OutgoingMail } from '../../lib/mailer.ts';
+import { PollingWorker } from '../../lib/polling-worker.ts';
 import { MessageEntity } from './message.entity.ts';
 
 /**
@@ -71,10 +72,7 @@ interface ClaimedRow {
 
 /** The outbox worker of one process. `stop()` waits for the batch in hand. */
 export class MailWorker {
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
-  #again = false;
+  readonly #poller: PollingWorker;
 
   readonly services: Services;
   readonly retryScheduleS: readonly number[];
@@ -82,53 +80,33 @@ export class MailWorker {
   constructor(services: Services, retryScheduleS: readonly number[] = DEFAULT_MAIL_RETRY_SCHEDULE_S) {
     this.services = services;
     this.retryScheduleS = retryScheduleS;
+    this.#poller = new PollingWorker({
+      pollMs: POLL_MS,
+      nudgeMs: NUDGE_MS,
+      runBatch: () => this.#runBatch(),
+      onError: (error) => this.services.log.warn({ err: { type: (error as Error)?.name } }, 'mail outbox poll failed'),
+    });
   }
 
   start(): void {
     mailWorkers.set(this.services, this);
-    this.#schedule(0);
+    this.#poller.start();
   }
 
   nudge(): void {
-    if (!this.#stopped) this.#schedule(NUDGE_MS);
+    this.#poller.nudge();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
+  stop(): Promise<void> {
     mailWorkers.delete(this.services);
-    await this.#running;
+    return this.#poller.stop();
   }
 
-  #schedule(delayMs: number) {
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#tick(), delayMs);
-    this.#timer.unref();
-  }
-
-  #tick() {
-    this.#running = this.#drain()
-      .catch((error: unknown) => this.services.log.warn({ err: { type: (error as Error)?.name } }, 'mail outbox poll failed'))
-      .finally(() => {
-        this.#running = undefined;
-        if (this.#stopped) return;
-        const again = this.#again;
-        this.#again = false;
-        this.#schedule(again ? 0 : POLL_MS);
-      });
-  }
-
-  /** Sends until nothing is due. */
-  async #drain() {
-    for (;;) {
-      const claimed = await this.#claim();
-      for (const row of claimed) await this.#send(row);
-      if (claimed.length < BATCH || this.#stopped) return;
-    }
+  /** Sends one batch, one message after another; answers whether it was full. */
+  async #runBatch(): Promise<boolean> {
+    const claimed = await this.#claim();
+    for (const row of claimed) await this.#send(row);
+    return claimed.length === BATCH;
   }
 
   #claim(): Promise<ClaimedRow[]> {

@@ -208,13 +208,25 @@ export interface AcceptedAssertion {
   attributes: Record<string, string[]>;
 }
 
-/** The unsigned claims of a response that we may read before validating it: which request it says it answers. */
-export function peekInResponseTo(xml: string): string | null {
+/**
+ * A posted response parsed once (DOCTYPE already refused by `decodeResponse`): read for `peekInResponseTo`, then
+ * checked by `validateResponse`. `error` when it is not well-formed XML.
+ */
+export type ParsedResponse =
+  | { xml: string; doc: ReturnType<typeof parseXml>; error?: undefined }
+  | { xml: string; doc?: undefined; error: string };
+
+export function parseResponse(xml: string): ParsedResponse {
   try {
-    return parseXml(xml).documentElement!.getAttribute('InResponseTo') || null;
-  } catch {
-    return null;
+    return { xml, doc: parseXml(xml) };
+  } catch (error) {
+    return { xml, error: (error as Error).message };
   }
+}
+
+/** The unsigned claims of a response that we may read before validating it: which request it says it answers. */
+export function peekInResponseTo(response: ParsedResponse): string | null {
+  return response.doc?.documentElement?.getAttribute('InResponseTo') || null;
 }
 
 /** Decodes the posted SAMLResponse; refuses oversized ones (413) and DOCTYPE before any parsing. */
@@ -238,13 +250,9 @@ const textOf = (node: unknown): string | undefined => {
  * signature covered (node-saml hands back only the signed bytes); the rest (Destination, algorithms) is checked on
  * the document as posted, which is at least as strict.
  */
-export async function validateResponse(sp: SpConfig, xml: string): Promise<AcceptedAssertion> {
-  let doc: ReturnType<typeof parseXml>;
-  try {
-    doc = parseXml(xml);
-  } catch (error) {
-    throw new SamlRejection(`malformed XML: ${(error as Error).message}`);
-  }
+export async function validateResponse(sp: SpConfig, response: ParsedResponse): Promise<AcceptedAssertion> {
+  const { xml, doc } = response;
+  if (!doc) throw new SamlRejection(`malformed XML: ${response.error}`);
   const root = doc.documentElement!;
   if (root.localName !== 'Response' || root.namespaceURI !== 'urn:oasis:names:tc:SAML:2.0:protocol') {
     throw new SamlRejection('not a SAML Response');

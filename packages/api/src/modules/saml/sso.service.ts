@@ -19,6 +19,8 @@ import {
   decodeResponse,
   displayNameOf,
   emailOf,
+  type ParsedResponse,
+  parseResponse,
   peekInResponseTo,
   SamlRejection,
   validateResponse,
@@ -107,7 +109,7 @@ function idpInitiatedTarget(application: Application, relayState: string | undef
 
 /**
  * `POST /v1/saml/acs/{connection_id}` (the IdP's form post). Validates the response (saml.protocol.ts), then, in one
- * transaction: consumes the AuthnRequest it answers (SP-initiated), records the assertion ID (replay cache shared by
+ * transaction (one statement for an IdP-initiated response): consumes the AuthnRequest it answers (SP-initiated), records the assertion ID (replay cache shared by
  * every process: a unique insert, so of 20 concurrent posts one wins) and stores a one-minute code for `sso/complete`.
  * Nobody is signed in here: the browser's app collects the sign-in with the code, through `completeSignIn`.
  */
@@ -126,9 +128,9 @@ export async function acceptSamlResponse(
   if (typeof form.SAMLResponse !== 'string' || !form.SAMLResponse) throw refused();
   const relayState = typeof form.RelayState === 'string' ? form.RelayState : undefined;
 
-  let xml: string;
+  let response: ParsedResponse;
   try {
-    xml = decodeResponse(form.SAMLResponse);
+    response = parseResponse(decodeResponse(form.SAMLResponse));
   } catch (error) {
     const rejection = error as SamlRejection;
     ctx.log.warn({ connection: connection.id, reason: rejection.reason }, 'SAML response refused');
@@ -137,7 +139,7 @@ export async function acceptSamlResponse(
   }
   // Where a failure is reported: the app that started the request the response names (a stored, allowed URL), or
   // for an unsolicited response, where an IdP-initiated sign-in would land. Nothing unsigned decides more than that.
-  const claimed = peekInResponseTo(xml);
+  const claimed = peekInResponseTo(response);
   const pending = claimed
     ? await ctx.em.findOne(SamlRequestEntity, { id: claimed, connection: connection.id, consumedAt: null })
     : null;
@@ -156,7 +158,7 @@ export async function acceptSamlResponse(
     if (!connection.enabled) return fail('the connection is disabled', 'access_denied');
     let assertion: AcceptedAssertion;
     try {
-      assertion = await validateResponse(sp, xml);
+      assertion = await validateResponse(sp, response);
     } catch (error) {
       return fail(error instanceof SamlRejection ? error.reason : 'validation error');
     }
@@ -168,33 +170,20 @@ export async function acceptSamlResponse(
       return fail('the email is outside the connection’s email_domain', 'access_denied');
     }
     const code = randomSecret('sso_');
-    const target = await ctx.em.transactional(async (em) => {
-      let redirectUri: string | null;
-      let hostId: string | null = null;
-      if (assertion.inResponseTo) {
-        const rows = await em.execute<Array<{ redirect_uri: string; host_id: string | null }>>(
-          `update saml_requests set consumed_at = now()
-            where id = ? and connection_id = ? and application_id = ? and consumed_at is null and expires_at > now()
-            returning redirect_uri, host_id`,
-          [assertion.inResponseTo, connection.id, application.id],
-        );
-        if (!rows[0]) throw new SamlRejection('InResponseTo names no live request of this connection');
-        redirectUri = rows[0].redirect_uri;
-        hostId = rows[0].host_id;
-      } else {
-        redirectUri = idpInitiatedTarget(application, relayState);
-        if (!redirectUri) throw new SamlRejection('no allowed origin to land an IdP-initiated sign-in on');
-      }
-      const fresh = await em.execute<Array<{ id: string }>>(
-        `insert into saml_assertions (id, connection_id, assertion_id, expires_at, created_at)
-          values (?, ?, ?, ?, now()) on conflict do nothing returning id`,
-        [newId(), connection.id, assertion.assertionId, assertion.validUntil],
-      );
-      if (!fresh[0]) throw new SamlRejection('assertion replayed');
-      await em.execute(
-        `insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, host_id, expires_at, created_at)
-          values (?, ?, ?, ?, ?, ?, ?, ?, ?, now())`,
+    // The assertion ID enters the replay cache (a unique insert: of 20 concurrent posts one wins) and the code is stored
+    // by one statement: the code exists only if the assertion was new.
+    const recordAssertion = async (em: EntityManager, hostId: string | null) => {
+      const stored = await em.execute<Array<{ id: string }>>(
+        `with fresh as (
+           insert into saml_assertions (id, connection_id, assertion_id, expires_at, created_at)
+           values (?, ?, ?, ?, now()) on conflict do nothing returning id)
+         insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, host_id, expires_at, created_at)
+         select ?, ?, ?, ?, ?, ?, ?, ?, ?, now() from fresh returning id`,
         [
+          newId(),
+          connection.id,
+          assertion.assertionId,
+          assertion.validUntil,
           newId(),
           application.id,
           connection.id,
@@ -206,8 +195,30 @@ export async function acceptSamlResponse(
           new Date(Date.now() + CODE_TTL_MS),
         ],
       );
-      return redirectUri;
-    });
+      if (!stored[0]) throw new SamlRejection('assertion replayed');
+    };
+    let target: string;
+    if (assertion.inResponseTo) {
+      const inResponseTo = assertion.inResponseTo;
+      // The request is consumed in the same transaction: a replayed assertion leaves it unconsumed.
+      target = await ctx.em.transactional(async (em) => {
+        const rows = await em.execute<Array<{ redirect_uri: string; host_id: string | null }>>(
+          `update saml_requests set consumed_at = now()
+            where id = ? and connection_id = ? and application_id = ? and consumed_at is null and expires_at > now()
+            returning redirect_uri, host_id`,
+          [inResponseTo, connection.id, application.id],
+        );
+        if (!rows[0]) throw new SamlRejection('InResponseTo names no live request of this connection');
+        await recordAssertion(em, rows[0].host_id);
+        return rows[0].redirect_uri;
+      });
+    } else {
+      const landing = idpInitiatedTarget(application, relayState);
+      if (!landing) throw new SamlRejection('no allowed origin to land an IdP-initiated sign-in on');
+      // An unsolicited response answers no start, so it names no host.
+      await recordAssertion(ctx.em, null);
+      target = landing;
+    }
     return { location: withParam(target, 'code', code) };
   } catch (caught) {
     const error = caught instanceof SamlRejection ? failure(caught.reason) : caught;

@@ -2,7 +2,9 @@ import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { newId } from '../../lib/ids.ts';
+import { PollingWorker } from '../../lib/polling-worker.ts';
 import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
+import { EventEntity } from '../events/event.entity.ts';
 import { disableEndpoint, sealContext, webhookSettings } from './webhooks.service.ts';
 
 /**
@@ -49,6 +51,13 @@ interface ClaimedDelivery {
   event_created_at: Date | string;
 }
 
+interface Attempt {
+  row: ClaimedDelivery;
+  outcome: Outcome;
+  attemptedAt: Date;
+  durationMs: number;
+}
+
 interface Outcome {
   ok: boolean;
   status: number | null;
@@ -88,10 +97,7 @@ const errorCode = (error: unknown): string => {
 };
 
 export class WebhookWorker {
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
-  #again = false;
+  readonly #poller: PollingWorker;
 
   readonly services: Services;
   readonly allowInsecure: boolean;
@@ -106,54 +112,54 @@ export class WebhookWorker {
     this.retryScheduleS = options.retryScheduleS ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_S;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
     this.leaseS = Math.ceil(this.timeoutMs / 1000) + 10;
+    this.#poller = new PollingWorker({
+      pollMs: POLL_MS,
+      nudgeMs: NUDGE_MS,
+      runBatch: () => this.#runBatch(),
+      onError: (error) => this.services.log.warn({ err: { type: (error as Error)?.name } }, 'webhook delivery poll failed'),
+    });
   }
 
   start(): void {
     webhookSettings.set(this.services, { allowInsecure: this.allowInsecure, nudge: () => this.nudge() });
-    this.#schedule(0);
+    // An event written by this process is delivered at once, not at the next poll: the fan-out trigger queued its
+    // deliveries in the same flush (if its transaction has not committed when the worker looks, the poll finds them).
+    this.services.orm.em.getEventManager().registerSubscriber({
+      getSubscribedEntities: () => [EventEntity],
+      afterCreate: () => this.nudge(),
+    });
+    this.#poller.start();
   }
 
   nudge(): void {
-    if (!this.#stopped) this.#schedule(NUDGE_MS);
+    this.#poller.nudge();
   }
 
   /** Waits for the batch in hand; what is not finished stays claimable by another process after the lease. */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#poller.stop();
   }
 
-  #schedule(delayMs: number) {
-    if (this.#running) {
-      this.#again = true;
-      return;
+  /**
+   * Claims one batch, sends it concurrently, then records every attempt of the batch in one transaction (three
+   * statements whatever the batch's size); answers whether it was full.
+   */
+  async #runBatch(): Promise<boolean> {
+    const claimed = await this.#claim();
+    const attempts: Attempt[] = [];
+    // In the order the answers come back: an endpoint's failing run is judged on its latest outcome.
+    await Promise.all(claimed.map(async (row) => attempts.push(await this.#attempt(row))));
+    if (attempts.length) {
+      try {
+        await this.#record(attempts);
+      } catch (error) {
+        // The leases run out and the deliveries are attempted again: at-least-once.
+        this.services.log.warn({ err: { type: (error as Error)?.name } }, 'recording webhook attempts failed');
+        return false;
+      }
+      await this.#disableFailing(attempts);
     }
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#tick(), delayMs);
-    this.#timer.unref();
-  }
-
-  #tick() {
-    this.#running = this.#drain()
-      .catch((error: unknown) =>
-        this.services.log.warn({ err: { type: (error as Error)?.name } }, 'webhook delivery poll failed'),
-      )
-      .finally(() => {
-        this.#running = undefined;
-        if (this.#stopped) return;
-        const again = this.#again;
-        this.#again = false;
-        this.#schedule(again ? 0 : POLL_MS);
-      });
-  }
-
-  async #drain() {
-    for (;;) {
-      const claimed = await this.#claim();
-      await Promise.all(claimed.map((row) => this.#deliver(row)));
-      if (claimed.length < BATCH || this.#stopped) return;
-    }
+    return claimed.length === BATCH;
   }
 
   /** Claims due deliveries of active endpoints and reads what sending them needs, in one statement. */
@@ -174,22 +180,15 @@ export class WebhookWorker {
     );
   }
 
-  async #deliver(row: ClaimedDelivery) {
+  async #attempt(row: ClaimedDelivery): Promise<Attempt> {
     const started = Date.now();
-    const attemptedAt = new Date(started);
     let outcome: Outcome;
     try {
       outcome = await this.#send(row);
     } catch (error) {
       outcome = { ok: false, status: null, error: errorCode(error), excerpt: null };
     }
-    const durationMs = Date.now() - started;
-    try {
-      await this.#record(row, outcome, attemptedAt, durationMs);
-    } catch (error) {
-      // The lease runs out and the delivery is attempted again: at-least-once.
-      this.services.log.warn({ err: { type: (error as Error)?.name } }, 'recording a webhook attempt failed');
-    }
+    return { row, outcome, attemptedAt: new Date(started), durationMs: Date.now() - started };
   }
 
   async #send(row: ClaimedDelivery): Promise<Outcome> {
@@ -228,42 +227,83 @@ export class WebhookWorker {
     };
   }
 
-  async #record(row: ClaimedDelivery, outcome: Outcome, attemptedAt: Date, durationMs: number) {
+  /** Each attempt's row, its delivery's outcome and its endpoint's failing run, in one transaction. */
+  async #record(attempts: Attempt[]) {
     const em = this.services.orm.em.fork() as EntityManager;
-    const attempt = [newId(), row.id, attemptedAt, outcome.status, durationMs, outcome.excerpt, outcome.error];
-    const insertAttempt = `insert into webhook_attempts (id, delivery_id, attempted_at, response_status, duration_ms, response_excerpt, error)
-                           values (?, ?, ?, ?, ?, ?, ?)`;
-    if (outcome.ok) {
-      await em.transactional(async (tx) => {
-        await tx.execute(insertAttempt, attempt);
-        await tx.execute(
-          `update webhook_deliveries set status = 'succeeded', response_status = ?, last_attempt_at = ?, next_attempt_at = null,
-                  locked_until = null, last_error = null where id = ?`,
-          [outcome.status, attemptedAt, row.id],
-        );
-        await tx.execute(`update webhook_endpoints set failing_since = null where id = ? and failing_since is not null`, [
-          row.endpoint_id,
-        ]);
-      });
-      return;
-    }
-    const scheduled = this.retryScheduleS[row.attempts - 1];
-    const delayS = outcome.gone ? undefined : scheduled === undefined ? undefined : (outcome.retryAfterS ?? scheduled);
-    await em.transactional(async (tx) => {
-      await tx.execute(insertAttempt, attempt);
-      await tx.execute(
-        `update webhook_deliveries set status = ?, response_status = ?, last_attempt_at = ?, locked_until = null, last_error = ?,
-                next_attempt_at = ${delayS === undefined ? 'null' : `now() + interval '1 millisecond' * ${Math.round(delayS * 1000)}`}
-          where id = ?`,
-        [delayS === undefined ? 'failed' : 'pending', outcome.status, attemptedAt, outcome.error, row.id],
-      );
-      await tx.execute(`update webhook_endpoints set failing_since = coalesce(failing_since, ?) where id = ?`, [
-        attemptedAt,
-        row.endpoint_id,
-      ]);
+    const deliveries = attempts.map(({ row, outcome }) => {
+      const scheduled = this.retryScheduleS[row.attempts - 1];
+      const delayS = outcome.ok || outcome.gone || scheduled === undefined ? undefined : (outcome.retryAfterS ?? scheduled);
+      const status = outcome.ok ? 'succeeded' : delayS === undefined ? 'failed' : 'pending';
+      return { status, delayMs: delayS === undefined ? null : Math.round(delayS * 1000) };
     });
-    const failingSince = row.failing_since ? new Date(row.failing_since).getTime() : attemptedAt.getTime();
-    if (outcome.gone) await disableEndpoint(em, row.endpoint_id, 'gone');
-    else if (attemptedAt.getTime() - failingSince >= FAILING_DISABLE_MS) await disableEndpoint(em, row.endpoint_id, 'failing');
+    // Per endpoint, folded in answer order: a success ends the failing run; a failure starts one unless one runs.
+    const runs = new Map<string, { restart: boolean; since: Date | null }>();
+    for (const { row, outcome, attemptedAt } of attempts) {
+      const run = runs.get(row.endpoint_id);
+      if (outcome.ok) runs.set(row.endpoint_id, { restart: true, since: null });
+      else if (!run) runs.set(row.endpoint_id, { restart: false, since: attemptedAt });
+      else if (!run.since) run.since = attemptedAt;
+    }
+    // Each statement takes the batch as one JSON array of rows (a parameter, never spliced into the text).
+    const rows = JSON.stringify(
+      attempts.map(({ row, outcome, attemptedAt, durationMs }, i) => ({
+        attempt_id: newId(),
+        id: row.id,
+        attempted_at: attemptedAt.toISOString(),
+        response_status: outcome.status,
+        duration_ms: durationMs,
+        excerpt: outcome.excerpt,
+        error: outcome.error,
+        status: deliveries[i]!.status,
+        delay_ms: deliveries[i]!.delayMs,
+      })),
+    );
+    const endpoints = JSON.stringify(
+      [...runs].map(([id, run]) => ({ id, restart: run.restart, since: run.since?.toISOString() ?? null })),
+    );
+    await em.transactional(async (tx) => {
+      await tx.execute(
+        `insert into webhook_attempts (id, delivery_id, attempted_at, response_status, duration_ms, response_excerpt, error)
+         select v.attempt_id, v.id, v.attempted_at, v.response_status, v.duration_ms, v.excerpt, v.error
+           from jsonb_to_recordset(?::jsonb) as v (attempt_id uuid, id uuid, attempted_at timestamptz, response_status int,
+                                                   duration_ms int, excerpt text, error varchar(64))`,
+        [rows],
+      );
+      await tx.execute(
+        `update webhook_deliveries d
+            set status = v.status, response_status = v.response_status, last_attempt_at = v.attempted_at, locked_until = null,
+                last_error = v.error,
+                next_attempt_at = case when v.delay_ms is null then null else now() + interval '1 millisecond' * v.delay_ms end
+           from jsonb_to_recordset(?::jsonb)
+                  as v (id uuid, status varchar(16), response_status int, attempted_at timestamptz, error varchar(64), delay_ms bigint)
+          where d.id = v.id`,
+        [rows],
+      );
+      await tx.execute(
+        `update webhook_endpoints e
+            set failing_since = case when v.restart then v.since else coalesce(e.failing_since, v.since) end
+           from jsonb_to_recordset(?::jsonb) as v (id uuid, restart boolean, since timestamptz)
+          where e.id = v.id
+            and e.failing_since is distinct from (case when v.restart then v.since else coalesce(e.failing_since, v.since) end)`,
+        [endpoints],
+      );
+    });
+  }
+
+  /** A 410 disables its endpoint at once; so does a failure that ends five days of nothing but failures. */
+  async #disableFailing(attempts: Attempt[]) {
+    const em = this.services.orm.em.fork() as EntityManager;
+    for (const { row, outcome, attemptedAt } of attempts) {
+      if (outcome.ok) continue;
+      const failingSince = row.failing_since ? new Date(row.failing_since).getTime() : attemptedAt.getTime();
+      try {
+        if (outcome.gone) await disableEndpoint(em, row.endpoint_id, 'gone');
+        else if (attemptedAt.getTime() - failingSince >= FAILING_DISABLE_MS)
+          await disableEndpoint(em, row.endpoint_id, 'failing');
+      } catch (error) {
+        // The next failed attempt tries again.
+        this.services.log.warn({ err: { type: (error as Error)?.name } }, 'disabling a webhook endpoint failed');
+      }
+    }
   }
 }
