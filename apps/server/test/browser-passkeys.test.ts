@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { GatehouseBrowserClient, SignInResult } from '@gatehouse/sdk/client';
-import { build } from 'esbuild';
 import { type BrowserContext, type CDPSession, chromium, type JSHandle, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sdkBundle } from './helpers/browser.ts';
 import { type TestApp, UUID } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
@@ -33,24 +33,6 @@ const bundlePath = () => {
   const entry = createRequire(import.meta.url).resolve('@simplewebauthn/browser'); // …/script/index.js
   return join(dirname(dirname(entry)), 'dist', 'bundle', 'index.umd.min.js');
 };
-
-/**
- * The SDK's browser client as an app ships it: `@gatehouse/sdk/client` bundled for the browser by esbuild (the global
- * `Gatehouse`), WebAuthn through its default, @simplewebauthn/browser.
- */
-async function sdkBundle() {
-  const { outputFiles } = await build({
-    stdin: { contents: "export { createGatehouseClient } from '@gatehouse/sdk/client';", resolveDir: import.meta.dirname },
-    bundle: true,
-    write: false,
-    format: 'iife',
-    globalName: 'Gatehouse',
-    platform: 'browser',
-    target: 'chrome120',
-    logLevel: 'silent',
-  });
-  return outputFiles[0]!.contents;
-}
 
 /** The application's page: the server and application id come in the query string (`?api=…&app=…`). */
 const PAGE = `<!doctype html>

@@ -1,11 +1,7 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
 import { createTestIdp, type TestIdp } from './helpers/saml-idp.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
@@ -16,9 +12,7 @@ import { ok, startServer, type TestApp, type TestServer } from './helpers/server
  * the server (its configured base URL, so the ACS URL in the assertion is the one the browser posts to) and
  * `idp.test` the IdP (plain http on loopback: the server runs with GATEHOUSE_ALLOW_INSECURE_SAML).
  */
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`browser-saml: ${CHROMIUM} not found, the real-browser SAML test is skipped.`);
+if (!hasChromium) console.warn('browser-saml: /usr/bin/chromium not found, the real-browser SAML test is skipped.');
 
 const APP_PAGE = `<!doctype html>
 <meta charset="utf-8">
@@ -57,9 +51,7 @@ describe.skipIf(!hasChromium)('SAML sign-in in Chromium', () => {
   let idp: TestIdp;
   let origin: string;
   let app: TestApp;
-  let userDataDir: string;
-  let context: BrowserContext;
-  let page: Page;
+  let browser: Browser;
 
   beforeAll(async () => {
     server = await startServer({ allowInsecureSaml: true });
@@ -100,30 +92,13 @@ describe.skipIf(!hasChromium)('SAML sign-in in Chromium', () => {
     );
     spMetadata = await (await fetch(`${server.url}/v1/saml/metadata/${connection.id}`)).text();
 
-    userDataDir = await mkdtemp(join(tmpdir(), 'gatehouse-chromium-saml-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 30_000,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        `--host-resolver-rules=MAP gatehouse.test:80 ${new URL(server.url).host}, MAP idp.test:80 127.0.0.1:${(idpServer.address() as AddressInfo).port}`,
-      ],
-    });
-    context.setDefaultTimeout(15_000);
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchChromium(
+      `MAP gatehouse.test:80 ${new URL(server.url).host}, MAP idp.test:80 127.0.0.1:${(idpServer.address() as AddressInfo).port}`,
+    );
   });
 
   afterAll(async () => {
-    await context?.close();
-    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await browser?.close();
     for (const s of [appPages, idpServer]) {
       if (!s) continue;
       s.closeAllConnections();
@@ -133,6 +108,7 @@ describe.skipIf(!hasChromium)('SAML sign-in in Chromium', () => {
   });
 
   it('start → IdP → ACS → complete ends in tokens for the IdP’s user', async () => {
+    const { page } = browser;
     await page.goto(`${origin}/?${new URLSearchParams({ api: server.url, app: app.id })}`);
     await page.fill('#email', 'ada@acme.test');
     await page.click('#sso');

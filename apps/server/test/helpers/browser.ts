@@ -1,0 +1,68 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+
+/** Debian's Chromium, which CI installs (`.ci/run`); a browser test skips itself, saying so, where it is missing. */
+export const CHROMIUM = '/usr/bin/chromium';
+export const hasChromium = existsSync(CHROMIUM);
+
+/**
+ * The SDK's browser client as an app ships it: `@gatehouse/sdk/client` bundled for the browser by esbuild (the global
+ * `Gatehouse`).
+ */
+export async function sdkBundle(): Promise<Uint8Array> {
+  const { outputFiles } = await build({
+    stdin: { contents: "export { createGatehouseClient } from '@gatehouse/sdk/client';", resolveDir: import.meta.dirname },
+    bundle: true,
+    write: false,
+    format: 'iife',
+    globalName: 'Gatehouse',
+    platform: 'browser',
+    target: 'chrome120',
+    logLevel: 'silent',
+  });
+  return outputFiles[0]!.contents;
+}
+
+export interface Browser {
+  context: BrowserContext;
+  page: Page;
+  close(): Promise<void>;
+}
+
+/**
+ * Headless Chromium off the network (no background fetches, QUIC or component updates: this machine's network is
+ * closed), in a throwaway profile; `hostRules` maps test host names (`MAP gatehouse.test:80 127.0.0.1:1234, …`).
+ */
+export async function launchChromium(hostRules: string): Promise<Browser> {
+  const userDataDir = await mkdtemp(join(tmpdir(), 'gatehouse-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: 30_000,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      `--host-resolver-rules=${hostRules}`,
+    ],
+  });
+  context.setDefaultTimeout(15_000);
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    async close() {
+      await context.close();
+      await rm(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
