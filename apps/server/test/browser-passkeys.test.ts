@@ -1,14 +1,12 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { GatehouseBrowserClient, SignInResult } from '@gatehouse/sdk/client';
-import { type BrowserContext, type CDPSession, chromium, type JSHandle, type Page } from 'playwright-core';
+import type { BrowserContext, CDPSession, JSHandle, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sdkBundle } from './helpers/browser.ts';
+import { type Browser, hasChromium, launchChromium, sdkBundle } from './helpers/browser.ts';
 import { type TestApp, UUID } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
@@ -20,11 +18,9 @@ import { serverSuite, uniqueEmail } from './helpers/suite.ts';
  * Gatehouse server on another port with fetch, so every call is cross-origin and goes through CORS for real. A second
  * page does the same through the SDK's browser client, bundled for the browser as an app would ship it.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) {
   console.warn(
-    `browser-passkeys: ${CHROMIUM} not found, the real-browser passkey test is skipped (CI installs Debian's chromium with apt-get in .ci/run).`,
+    "browser-passkeys: /usr/bin/chromium not found, the real-browser passkey test is skipped (CI installs Debian's chromium with apt-get in .ci/run).",
   );
 }
 
@@ -116,7 +112,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
   const suite = serverSuite();
   let pages: Server;
   let origin: string;
-  let userDataDir: string;
+  let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let gatehouse: JSHandle<PageApi>;
@@ -141,27 +137,9 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
 
     app = await suite.server.createApp({ name: 'Browser app', allowed_origins: [origin] });
 
-    userDataDir = await mkdtemp(join(tmpdir(), 'gatehouse-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 30_000,
-      // Off the network: no background fetches, no QUIC, no component updates (this machine's network is closed).
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        // The mailed hosted link names the configured base URL (http://gatehouse.test): it leads to this test server.
-        `--host-resolver-rules=MAP gatehouse.test:80 ${new URL(suite.server.url).host}`,
-      ],
-    });
-    context.setDefaultTimeout(15_000);
-    page = context.pages()[0] ?? (await context.newPage());
+    // The mailed hosted link names the configured base URL (http://gatehouse.test): it leads to this test server.
+    browser = await launchChromium(`MAP gatehouse.test:80 ${new URL(suite.server.url).host}`);
+    ({ context, page } = browser);
     cdp = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     await page.goto(`${origin}/?${new URLSearchParams({ api: suite.server.url, app: app.id })}`);
@@ -169,8 +147,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
   });
 
   afterAll(async () => {
-    await context?.close();
-    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await browser?.close();
     if (pages) {
       pages.closeAllConnections();
       await new Promise<void>((resolve) => pages.close(() => resolve()));

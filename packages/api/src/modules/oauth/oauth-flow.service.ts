@@ -12,7 +12,7 @@ import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject, secondFactorMethods } from '../sign-in/sign-in.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
-import { normalizeEmail, toUserRecord } from '../users/users.service.ts';
+import { createExternalIdentity, normalizeEmail, toUserRecord } from '../users/users.service.ts';
 import { OAuthStateEntity } from './oauth.entity.ts';
 import {
   authorizationUrl,
@@ -170,21 +170,12 @@ async function finish(
 function newIdentity(em: EntityManager, application: Application, user: User, client: ProviderClient, result: ExchangeResult) {
   const label = providerLabel(client.provider);
   const name = result.profile.email ? `${label} (${result.profile.email})` : label;
-  const identity = em.create(IdentityEntity, {
-    id: newId(),
+  const identity = createExternalIdentity(em, {
     application: application.id,
     user: user.id,
     kind: 'oauth',
     subject: subjectOf(client, result.profile.subject),
-    name: name.slice(0, 200),
-    publicKey: null,
-    signCount: null,
-    userHandle: null,
-    transports: null,
-    aaguid: null,
-    backupEligible: null,
-    backedUp: null,
-    lastUsedAt: new Date(),
+    name,
   });
   recordEvent(em, application.id, 'user.identity_linked', { user_id: user.id, identity: toIdentityRecord(identity) });
   return identity;

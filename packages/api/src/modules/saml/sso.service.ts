@@ -11,7 +11,7 @@ import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
 import { IdentityEntity } from '../users/identity.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
-import { normalizeEmail, toUserRecord } from '../users/users.service.ts';
+import { createExternalIdentity, normalizeEmail, toUserRecord } from '../users/users.service.ts';
 import { type SamlConnection, SamlConnectionEntity, SamlRequestEntity } from './saml.entity.ts';
 import {
   type AcceptedAssertion,
@@ -297,22 +297,7 @@ async function signInBySaml(
     user.updatedAt = new Date();
     recordEvent(em, application.id, 'user.updated', toUserRecord(user));
   }
-  em.create(IdentityEntity, {
-    id: newId(),
-    application: application.id,
-    user: user.id,
-    kind: 'saml',
-    subject,
-    name: connection.name.slice(0, 200),
-    publicKey: null,
-    signCount: null,
-    userHandle: null,
-    transports: null,
-    aaguid: null,
-    backupEligible: null,
-    backedUp: null,
-    lastUsedAt: new Date(),
-  });
+  createExternalIdentity(em, { application: application.id, user: user.id, kind: 'saml', subject, name: connection.name });
   return { user, aal: 1, firstFactor: 'saml' };
 }
 

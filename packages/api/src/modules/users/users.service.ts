@@ -1,11 +1,13 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Context } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { iso } from '../../lib/time.ts';
 import { markTraffic } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
+import { type Identity, IdentityEntity } from './identity.entity.ts';
 import { type User, UserEntity } from './user.entity.ts';
 import { runBanSteps, runDeleteSteps } from './users.hooks.ts';
 import { runMergeSteps } from './users.merge.ts';
@@ -40,6 +42,29 @@ export const userFromRow = (u: Record<string, any>): User => ({
 });
 
 /** A user of the caller's application, or 404 (another application's id is indistinguishable from none). */
+/**
+ * A sign-in identity an outside party vouches for (`saml`, `oauth`): none of a passkey's fields. The caller flushes, so
+ * (application, kind, subject) stays unique in its transaction.
+ */
+export function createExternalIdentity(
+  em: EntityManager,
+  input: { application: string; user: string; kind: 'saml' | 'oauth'; subject: string; name: string },
+): Identity {
+  return em.create(IdentityEntity, {
+    id: newId(),
+    ...input,
+    name: input.name.slice(0, 200),
+    publicKey: null,
+    signCount: null,
+    userHandle: null,
+    transports: null,
+    aaguid: null,
+    backupEligible: null,
+    backedUp: null,
+    lastUsedAt: new Date(),
+  });
+}
+
 export async function findUser(ctx: Context, id: string): Promise<User> {
   const user = await ctx.em.findOne(UserEntity, { id, application: ctx.application!.id });
   if (!user) throw notFound('User');
