@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from './lib/schemas.ts';
 import { mfaRouter } from './modules/mfa/mfa.router.ts';
+import { interactionRouter, myGrantsRouter } from './modules/oauth2/oauth2.router.ts';
 import { passkeysRouter } from './modules/passkeys/passkeys.router.ts';
 import { ssoRouter } from './modules/saml/saml.router.ts';
 import { getMe, updateMe } from './modules/sessions/me.service.ts';
@@ -122,6 +123,7 @@ export const authRouter = router({
       .input(UpdateMeInputSchema)
       .output(CurrentUserSchema)
       .mutation(({ ctx, input }) => updateMe(ctx, input)),
+    grants: myGrantsRouter,
   }),
   sessions: router({
     list: signedInProcedure
@@ -164,4 +166,5 @@ export const authRouter = router({
   mfa: mfaRouter,
   passkeys: passkeysRouter,
   sso: ssoRouter,
+  oauth2: interactionRouter,
 });

@@ -8,6 +8,7 @@ import { EventEntity } from './modules/events/event.entity.ts';
 import { MessageEntity } from './modules/messages/message.entity.ts';
 import { MfaBackupCodeEntity, MfaFactorEntity } from './modules/mfa/mfa-factor.entity.ts';
 import { MembershipEntity } from './modules/organizations/membership.entity.ts';
+import { OAuth2ArtifactEntity, OAuth2ClientEntity, OAuth2GrantEntity } from './modules/oauth2/oauth2.entity.ts';
 import { OrganizationEntity } from './modules/organizations/organization.entity.ts';
 import { WebauthnChallengeEntity } from './modules/passkeys/webauthn-challenge.entity.ts';
 import { SamlAssertionEntity, SamlCodeEntity, SamlConnectionEntity, SamlRequestEntity } from './modules/saml/saml.entity.ts';
@@ -49,6 +50,9 @@ export const entities = [
   WebhookEndpointEntity,
   WebhookDeliveryEntity,
   WebhookAttemptEntity,
+  OAuth2ClientEntity,
+  OAuth2GrantEntity,
+  OAuth2ArtifactEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

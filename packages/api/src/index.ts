@@ -9,6 +9,7 @@ export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
+export { handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse } from './modules/saml/sso.service.ts';
 export {

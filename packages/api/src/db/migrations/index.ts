@@ -9,6 +9,7 @@ import { Migration20261124234146_magic_link_poll } from './Migration202611242341
 import { Migration20261124235032_idempotency_keys } from './Migration20261124235032_idempotency_keys.ts';
 import { Migration20261125015317_saml } from './Migration20261125015317_saml.ts';
 import { Migration20261125030758_webhooks } from './Migration20261125030758_webhooks.ts';
+import { Migration20261125045349_oauth2 } from './Migration20261125045349_oauth2.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
@@ -23,4 +24,5 @@ export const migrationsList = [
   { name: 'Migration20261124235032_idempotency_keys', class: Migration20261124235032_idempotency_keys },
   { name: 'Migration20261125015317_saml', class: Migration20261125015317_saml },
   { name: 'Migration20261125030758_webhooks', class: Migration20261125030758_webhooks },
+  { name: 'Migration20261125045349_oauth2', class: Migration20261125045349_oauth2 },
 ];

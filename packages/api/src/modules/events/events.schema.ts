@@ -27,6 +27,8 @@ export const EVENT_TYPES = [
   'webhook_endpoint.deleted',
   'webhook_endpoint.disabled',
   'webhook.test',
+  'oauth2_grant.created',
+  'oauth2_grant.revoked',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
