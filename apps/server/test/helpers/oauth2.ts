@@ -175,3 +175,18 @@ export async function authorize(
 }
 
 export { oidc };
+
+/** A raw token-endpoint request (form-encoded), sent to `target` (a process of the same deployment). */
+export async function tokenRequest(
+  target: TestServer,
+  app: TestApp,
+  form: Record<string, string>,
+  client?: { id: string; secret?: string | null },
+): Promise<{ status: number; body: Record<string, any> }> {
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  const body = new URLSearchParams(form);
+  if (client?.secret) headers.authorization = `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}`;
+  else if (client) body.set('client_id', client.id);
+  const response = await fetch(`${target.url}/oauth2/${app.id}/token`, { method: 'POST', headers, body });
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}

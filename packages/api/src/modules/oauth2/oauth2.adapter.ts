@@ -45,7 +45,8 @@ export function clientMetadata(row: ClientRow): Record<string, unknown> {
     token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
     // The SHA-256 of the secret: `compareClientSecret` hashes what the client presents (see oauth2.provider.ts).
     ...(confidential && row.secret_hash ? { client_secret: row.secret_hash } : {}),
-    scope: row.scopes.join(' '),
+    // No scopes listed (a self-registered client that named none): any scope the application offers.
+    ...(row.scopes.length ? { scope: row.scopes.join(' ') } : {}),
     application_type: row.redirect_uris.some(isNativeRedirect) ? 'native' : 'web',
     ...(row.logo_url ? { logo_uri: row.logo_url } : {}),
     id_token_signed_response_alg: 'EdDSA',

@@ -226,11 +226,16 @@ export async function completeInteraction(ctx: Context, input: { uid: string; ap
   let grant = await existingGrant(ctx, provider, user.id, client.id);
   grant ??= new provider.Grant({ accountId: user.id, clientId: client.id });
   const custom = new Set(settingsOf(ctx.application!).oauth2.scopes.map((s) => s.name));
+  // What the user left unticked is recorded as rejected, so the provider does not ask again for it.
+  const rejected = requested.filter((s) => !approved.includes(s));
   if (approved.length) grant.addOIDCScope(approved.join(' '));
+  if (rejected.length) grant.rejectOIDCScope(rejected.join(' '));
   const resources = interaction.params.resource;
   for (const resource of Array.isArray(resources) ? resources : resources ? [resources] : []) {
     const scoped = approved.filter((s) => custom.has(s));
+    const refused = rejected.filter((s) => custom.has(s));
     if (scoped.length) grant.addResourceScope(String(resource), scoped.join(' '));
+    if (refused.length) grant.rejectResourceScope(String(resource), refused.join(' '));
   }
   const grantId = await grant.save();
   interaction.result = { login: { accountId: user.id, remember: true }, consent: { grantId } };
