@@ -68,7 +68,6 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     const email = uniqueEmail('rp');
     const flow = await authorize(suite.server, suite.smtp, app, config, { email });
     expect(flow.interaction.client).toEqual({ id: client.id, name: 'Third-party app', logo_url: null });
-    expect(flow.interaction.consent_required).toBe(true);
     expect(flow.callback.href.startsWith(`${WEB_CALLBACK}?code=`)).toBe(true);
 
     const tokens = await oidc.authorizationCodeGrant(config, flow.callback, {

@@ -109,6 +109,8 @@ export interface AuthorizeOptions {
   redirectUri?: string;
   codeChallengeMethod?: string;
   withoutPkce?: boolean;
+  /** Default `consent` (OpenID Connect grants offline_access only then); null sends none. */
+  prompt?: string | null;
 }
 
 export interface Authorization {
@@ -131,8 +133,8 @@ export async function startAuthorization(
     scope: options.scope ?? 'openid email profile offline_access read:docs',
     state,
     // OpenID Connect grants offline_access (a refresh token) only with prompt=consent.
-    prompt: 'consent',
   };
+  if (options.prompt !== null) parameters.prompt = options.prompt ?? 'consent';
   if (!options.withoutPkce) {
     parameters.code_challenge_method = options.codeChallengeMethod ?? 'S256';
     parameters.code_challenge =
@@ -160,9 +162,9 @@ export async function authorize(
   smtp: SmtpSink,
   app: TestApp,
   config: oidc.Configuration,
-  options: AuthorizeOptions & { email?: string; accessToken?: string; approve?: string[] } = {},
+  options: AuthorizeOptions & { email?: string; accessToken?: string; approve?: string[]; browser?: Browser } = {},
 ) {
-  const started = await startAuthorization(server, config, options);
+  const started = await startAuthorization(server, config, options, options.browser);
   const uid = interactionUid(started.first.location);
   const accessToken = options.accessToken ?? (await signIn(server, smtp, app, options.email ?? uniqueEmail('oauth'))).tokens.access_token;
   const interaction = await ok(endUser(app, 'GET', `/v1/oauth2/interactions/${uid}`));

@@ -92,9 +92,6 @@ export const InteractionSchema = z
     uid: z.string(),
     client: z.object({ id: z.string(), name: z.string(), logo_url: z.string().nullable() }),
     scopes: z.array(z.object({ name: z.string(), description: z.string() })).meta({ description: 'The requested scopes' }),
-    consent_required: z
-      .boolean()
-      .meta({ description: 'False when the user already granted every requested scope: complete without asking' }),
     expires_at: z.iso.datetime(),
   })
   .meta({ id: 'OAuth2Interaction' });

@@ -195,13 +195,10 @@ async function existingGrant(ctx: Context, provider: Awaited<ReturnType<typeof i
 export async function getInteraction(ctx: Context, uid: string) {
   const { interaction, client, requested } = await interactionOf(ctx, uid);
   const offered = offeredScopes(ctx);
-  const accountId = interaction.session?.accountId;
-  const prompt = interaction.prompt.name;
   return {
     uid: interaction.uid,
     client: { id: client.id, name: client.name, logo_url: client.logoUrl ?? null },
     scopes: requested.map((name) => ({ name, description: offered.get(name) ?? '' })),
-    consent_required: prompt === 'consent' || !accountId || interaction.prompt.reasons.includes('op_scopes_missing'),
     expires_at: new Date((interaction.exp ?? 0) * 1000).toISOString(),
   };
 }
