@@ -370,7 +370,8 @@ async function registerSaml(app: FastifyInstance, services: Services) {
 
 const PROVIDER_PATH = /^\/oauth2\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\/[^?]*)?(\?.*)?$/i;
 /** RFC 8414 §3: the metadata of issuer `{base}/oauth2/{id}` is also at `/.well-known/oauth-authorization-server/oauth2/{id}`. */
-const METADATA_PATH = /^\/\.well-known\/oauth-authorization-server\/oauth2\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\?.*)?$/i;
+const METADATA_PATH =
+  /^\/\.well-known\/oauth-authorization-server\/oauth2\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\?.*)?$/i;
 
 /**
  * Each application's OAuth 2.1 / OpenID Connect provider (oidc-provider, a Koa app) under its issuer path
@@ -388,15 +389,31 @@ function registerOAuth2Provider(app: FastifyInstance, services: Services) {
     if (path.startsWith('/interaction/')) return;
     reply.hijack();
     try {
-      const handled = await services.inFlight.run(() => handleProviderRequest(services, applicationId, path, request.raw, reply.raw));
+      const handled = await services.inFlight.run(() =>
+        handleProviderRequest(services, applicationId, path, request.raw, reply.raw),
+      );
       if (!handled) {
         reply.raw.writeHead(404, { 'content-type': 'application/json', 'x-request-id': request.id });
-        reply.raw.end(JSON.stringify({ success: false, data: null, error: { code: 'not_found', message: 'Application not found' }, meta: meta(request) }));
+        reply.raw.end(
+          JSON.stringify({
+            success: false,
+            data: null,
+            error: { code: 'not_found', message: 'Application not found' },
+            meta: meta(request),
+          }),
+        );
       }
     } catch (error) {
       logUnhandled(request.log, error);
       if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
-      reply.raw.end(JSON.stringify({ success: false, data: null, error: { code: 'internal_error', message: 'Internal error' }, meta: meta(request) }));
+      reply.raw.end(
+        JSON.stringify({
+          success: false,
+          data: null,
+          error: { code: 'internal_error', message: 'Internal error' },
+          meta: meta(request),
+        }),
+      );
     }
   });
 }

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   authorize,
-  Browser,
   createClient,
   interactionUid,
   NATIVE_CALLBACK,
@@ -64,7 +63,12 @@ describe('OAuth provider attacks', () => {
     const res = await tokenRequest(
       suite.server,
       app,
-      { grant_type: 'authorization_code', code: codeOf(flow.callback), redirect_uri: WEB_CALLBACK, code_verifier: oidc.randomPKCECodeVerifier() },
+      {
+        grant_type: 'authorization_code',
+        code: codeOf(flow.callback),
+        redirect_uri: WEB_CALLBACK,
+        code_verifier: oidc.randomPKCECodeVerifier(),
+      },
       { id: client.id, secret: client.client_secret },
     );
     expect(res.status).toBe(400);
@@ -74,7 +78,12 @@ describe('OAuth provider attacks', () => {
   it('code replay: of 20 parallel exchanges (two processes on PostgreSQL) exactly one gets tokens', async () => {
     const { app, client, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const form = { grant_type: 'authorization_code', code: codeOf(flow.callback), redirect_uri: WEB_CALLBACK, code_verifier: flow.verifier };
+    const form = {
+      grant_type: 'authorization_code',
+      code: codeOf(flow.callback),
+      redirect_uri: WEB_CALLBACK,
+      code_verifier: flow.verifier,
+    };
     const results = await acrossServers(suite.server, 20, (target) =>
       tokenRequest(target, app, form, { id: client.id, secret: client.client_secret }),
     );
@@ -89,7 +98,12 @@ describe('OAuth provider attacks', () => {
     const { app, client, config } = await setup();
     const other = await createClient(app, { name: 'Other' });
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const form = { grant_type: 'authorization_code', code: codeOf(flow.callback), redirect_uri: WEB_CALLBACK, code_verifier: flow.verifier };
+    const form = {
+      grant_type: 'authorization_code',
+      code: codeOf(flow.callback),
+      redirect_uri: WEB_CALLBACK,
+      code_verifier: flow.verifier,
+    };
     const stolen = await tokenRequest(suite.server, app, form, { id: other.id, secret: other.client_secret });
     expect(stolen.body.error).toBe('invalid_grant');
 
@@ -98,10 +112,14 @@ describe('OAuth provider attacks', () => {
       `select extract(epoch from expires_at - created_at)::int as ttl from oauth2_artifacts where kind = 'AuthorizationCode' and application_id = ?`,
       [app.id],
     );
-    expect(lifetimes.every((r) => Number(r.ttl) <= 60)).toBe(true);
+    expect(lifetimes.every((r: { ttl: number }) => Number(r.ttl) <= 60)).toBe(true);
 
     const second = await authorize(suite.server, suite.smtp, app, config);
-    await sql(suite.server, `update oauth2_artifacts set expires_at = now() - interval '1 second' where kind = 'AuthorizationCode' and application_id = ?`, [app.id]);
+    await sql(
+      suite.server,
+      `update oauth2_artifacts set expires_at = now() - interval '1 second' where kind = 'AuthorizationCode' and application_id = ?`,
+      [app.id],
+    );
     const expired = await tokenRequest(
       suite.server,
       app,
@@ -114,15 +132,23 @@ describe('OAuth provider attacks', () => {
   it('codes and refresh tokens are stored hashed', async () => {
     const { app, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state });
-    const ids = (await sql<{ id: string }>(suite.server, 'select id from oauth2_artifacts where application_id = ?', [app.id])).map((r) => r.id);
+    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, {
+      pkceCodeVerifier: flow.verifier,
+      expectedState: flow.state,
+    });
+    const ids = (
+      await sql<{ id: string }>(suite.server, 'select id from oauth2_artifacts where application_id = ?', [app.id])
+    ).map((r: { id: string }) => r.id);
     for (const secret of [codeOf(flow.callback), tokens.refresh_token!, tokens.access_token]) expect(ids).not.toContain(secret);
   });
 
   it('refresh-token reuse revokes the grant: the rotated token and its successor are both refused', async () => {
     const { app, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state });
+    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, {
+      pkceCodeVerifier: flow.verifier,
+      expectedState: flow.state,
+    });
     const rotated = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
     await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     await expect(oidc.refreshTokenGrant(config, rotated.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
@@ -132,9 +158,17 @@ describe('OAuth provider attacks', () => {
   it('20 parallel refreshes with one refresh token: exactly one succeeds', async () => {
     const { app, client, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state });
+    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, {
+      pkceCodeVerifier: flow.verifier,
+      expectedState: flow.state,
+    });
     const results = await acrossServers(suite.server, 20, (target) =>
-      tokenRequest(target, app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, { id: client.id, secret: client.client_secret }),
+      tokenRequest(
+        target,
+        app,
+        { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! },
+        { id: client.id, secret: client.client_secret },
+      ),
     );
     expect(results.filter((r) => r.status === 200).length).toBeLessThanOrEqual(1);
     expect(results.filter((r) => r.status !== 200).every((r) => r.body.error === 'invalid_grant')).toBe(true);
@@ -143,8 +177,13 @@ describe('OAuth provider attacks', () => {
   it('scope escalation on refresh is refused (invalid_scope)', async () => {
     const { app, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config, { approve: ['openid', 'offline_access'] });
-    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state });
-    await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!, { scope: 'openid offline_access email' })).rejects.toMatchObject({
+    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, {
+      pkceCodeVerifier: flow.verifier,
+      expectedState: flow.state,
+    });
+    await expect(
+      oidc.refreshTokenGrant(config, tokens.refresh_token!, { scope: 'openid offline_access email' }),
+    ).rejects.toMatchObject({
       error: 'invalid_scope',
     });
   });
@@ -156,9 +195,14 @@ describe('OAuth provider attacks', () => {
     const { signIn } = await import('./helpers/sign-in.ts');
     const { uniqueEmail } = await import('./helpers/suite.ts');
     const { tokens } = await signIn(suite.server, suite.smtp, app, uniqueEmail());
-    const res = await app.rest('POST', `/v1/oauth2/interactions/${uid}/complete`, { approved_scopes: ['openid', 'read:docs'] }, {
-      authorization: `Bearer ${tokens.access_token}`,
-    });
+    const res = await app.rest(
+      'POST',
+      `/v1/oauth2/interactions/${uid}/complete`,
+      { approved_scopes: ['openid', 'read:docs'] },
+      {
+        authorization: `Bearer ${tokens.access_token}`,
+      },
+    );
     expect(res.status).toBe(422);
     expect(await sql(suite.server, 'select id from oauth2_grants where application_id = ?', [app.id])).toEqual([]);
   });
@@ -167,7 +211,12 @@ describe('OAuth provider attacks', () => {
     const { app, client, config } = await setup({ type: 'public', redirect_uris: [NATIVE_CALLBACK] });
     expect(client.client_secret).toBeNull();
     const flow = await authorize(suite.server, suite.smtp, app, config, { redirectUri: NATIVE_CALLBACK });
-    const form = { grant_type: 'authorization_code', code: codeOf(flow.callback), redirect_uri: NATIVE_CALLBACK, code_verifier: flow.verifier };
+    const form = {
+      grant_type: 'authorization_code',
+      code: codeOf(flow.callback),
+      redirect_uri: NATIVE_CALLBACK,
+      code_verifier: flow.verifier,
+    };
     const withSecret = await tokenRequest(suite.server, app, form, { id: client.id, secret: 'gcs_madeup' });
     expect(withSecret.body.error).toBe('invalid_client');
     const ok = await tokenRequest(suite.server, app, form, { id: client.id });
@@ -178,14 +227,29 @@ describe('OAuth provider attacks', () => {
   it('a wrong or rotated client secret is refused', async () => {
     const { app, client, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const form = { grant_type: 'authorization_code', code: codeOf(flow.callback), redirect_uri: WEB_CALLBACK, code_verifier: flow.verifier };
+    const form = {
+      grant_type: 'authorization_code',
+      code: codeOf(flow.callback),
+      redirect_uri: WEB_CALLBACK,
+      code_verifier: flow.verifier,
+    };
     const wrong = await tokenRequest(suite.server, app, form, { id: client.id, secret: `${client.client_secret}x` });
     expect(wrong.status).toBe(401);
     expect(wrong.body.error).toBe('invalid_client');
     const rotated = (await app.rest('POST', `/v1/oauth2/clients/${client.id}/rotate-secret`)).body.data;
-    const old = await tokenRequest(suite.server, app, { grant_type: 'client_credentials' }, { id: client.id, secret: client.client_secret });
+    const old = await tokenRequest(
+      suite.server,
+      app,
+      { grant_type: 'client_credentials' },
+      { id: client.id, secret: client.client_secret },
+    );
     expect(old.body.error).toBe('invalid_client');
-    const fresh = await tokenRequest(suite.server, app, { grant_type: 'client_credentials' }, { id: client.id, secret: rotated.client_secret });
+    const fresh = await tokenRequest(
+      suite.server,
+      app,
+      { grant_type: 'client_credentials' },
+      { id: client.id, secret: rotated.client_secret },
+    );
     expect(fresh.status).toBe(200);
   });
 
@@ -210,6 +274,5 @@ describe('OAuth provider attacks', () => {
     expect(probe.first.location, await probe.first.response.text()).not.toBe('');
     const flow = await authorize(suite.server, suite.smtp, enabled, config, { redirectUri: NATIVE_CALLBACK, scope: 'openid' });
     expect(flow.callback.searchParams.get('code')).toBeTruthy();
-    void Browser;
   });
 });

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { authorize, createClient, LOGIN_URL, NATIVE_CALLBACK, startAuthorization, oauthApp, oidc, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
+import {
+  authorize,
+  createClient,
+  LOGIN_URL,
+  NATIVE_CALLBACK,
+  oauthApp,
+  oidc,
+  relyingParty,
+  startAuthorization,
+  WEB_CALLBACK,
+} from './helpers/oauth2.ts';
 import { expectError, isoDate, MISSING, ok, sql, UUID } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -37,7 +47,9 @@ describe('OAuth clients', () => {
     const fetched = await ok(app.rest('GET', `/v1/oauth2/clients/${created.id}`));
     expect(fetched.client_secret).toBeUndefined();
     expect(await ok(app.rest('GET', '/v1/oauth2/clients'))).toEqual([fetched]);
-    const patched = await ok(app.rest('PATCH', `/v1/oauth2/clients/${created.id}`, { name: 'Renamed', redirect_uris: [NATIVE_CALLBACK] }));
+    const patched = await ok(
+      app.rest('PATCH', `/v1/oauth2/clients/${created.id}`, { name: 'Renamed', redirect_uris: [NATIVE_CALLBACK] }),
+    );
     expect(patched).toMatchObject({ name: 'Renamed', redirect_uris: [NATIVE_CALLBACK], scopes: ['openid', 'read:docs'] });
     expect(await ok(app.rest('DELETE', `/v1/oauth2/clients/${created.id}`))).toEqual({ id: created.id, deleted: true });
     expectError(await app.rest('GET', `/v1/oauth2/clients/${created.id}`), 404, 'not_found');
@@ -64,14 +76,24 @@ describe('OAuth clients', () => {
       'data:text/html,hi',
       'not a url',
     ]) {
-      expectError(await app.rest('POST', '/v1/oauth2/clients', { name: 'bad', type: 'public', redirect_uris: [uri] }), 422, 'invalid_url', uri);
+      expectError(
+        await app.rest('POST', '/v1/oauth2/clients', { name: 'bad', type: 'public', redirect_uris: [uri] }),
+        422,
+        'invalid_url',
+        uri,
+      );
     }
   });
 
   it('scopes must be offered (422 unknown_scope); bodies are strict; another application sees 404', async () => {
     const app = await oauthApp(suite.server);
     expectError(
-      await app.rest('POST', '/v1/oauth2/clients', { name: 'x', type: 'public', redirect_uris: [WEB_CALLBACK], scopes: ['admin'] }),
+      await app.rest('POST', '/v1/oauth2/clients', {
+        name: 'x',
+        type: 'public',
+        redirect_uris: [WEB_CALLBACK],
+        scopes: ['admin'],
+      }),
       422,
       'unknown_scope',
     );
@@ -80,7 +102,11 @@ describe('OAuth clients', () => {
       422,
       'validation_failed',
     );
-    expectError(await app.rest('POST', '/v1/oauth2/clients', { name: 'x', type: 'secret', redirect_uris: [WEB_CALLBACK] }), 422, 'validation_failed');
+    expectError(
+      await app.rest('POST', '/v1/oauth2/clients', { name: 'x', type: 'secret', redirect_uris: [WEB_CALLBACK] }),
+      422,
+      'validation_failed',
+    );
     const client = await createClient(app);
     const other = await oauthApp(suite.server);
     expectError(await other.rest('GET', `/v1/oauth2/clients/${client.id}`), 404, 'not_found');
@@ -94,10 +120,17 @@ describe('OAuth clients', () => {
     const res = await app.rest('GET', '/v1/oauth2/clients', undefined, { authorization: `Bearer ${key.secret}` });
     expectError(res, 403, 'insufficient_scope');
     const reader = await ok(app.rest('POST', '/v1/api-keys', { name: 'reader', scopes: ['oauth2:read'] }), 201);
-    expect((await app.rest('GET', '/v1/oauth2/clients', undefined, { authorization: `Bearer ${reader.secret}` })).status).toBe(200);
-    const write = await app.rest('POST', '/v1/oauth2/clients', { name: 'x', type: 'public', redirect_uris: [WEB_CALLBACK] }, {
-      authorization: `Bearer ${reader.secret}`,
-    });
+    expect((await app.rest('GET', '/v1/oauth2/clients', undefined, { authorization: `Bearer ${reader.secret}` })).status).toBe(
+      200,
+    );
+    const write = await app.rest(
+      'POST',
+      '/v1/oauth2/clients',
+      { name: 'x', type: 'public', redirect_uris: [WEB_CALLBACK] },
+      {
+        authorization: `Bearer ${reader.secret}`,
+      },
+    );
     expectError(write, 403, 'insufficient_scope');
   });
 });
@@ -125,7 +158,10 @@ describe('Grants: management, consent memory, merge and ban', () => {
     expectError(await app.rest('DELETE', `/v1/users/${user.id}/grants/unknown`), 404, 'not_found');
     const other = await oauthApp(suite.server);
     expectError(await other.rest('GET', `/v1/users/${user.id}/grants`), 404, 'not_found');
-    expect(await ok(app.rest('DELETE', `/v1/users/${user.id}/grants/${grants[0].id}`))).toEqual({ id: grants[0].id, deleted: true });
+    expect(await ok(app.rest('DELETE', `/v1/users/${user.id}/grants/${grants[0].id}`))).toEqual({
+      id: grants[0].id,
+      deleted: true,
+    });
     expect(await ok(app.rest('GET', `/v1/users/${user.id}/grants`))).toEqual([]);
   });
 
@@ -136,7 +172,11 @@ describe('Grants: management, consent memory, merge and ban', () => {
     const alice = await authorize(suite.server, suite.smtp, app, config, { scope: 'openid' });
     const bob = await authorize(suite.server, suite.smtp, app, config, { scope: 'openid' });
     const [aliceGrant] = await ok(endUser(app, 'GET', '/v1/auth/me/grants', undefined, alice.accessToken));
-    expectError(await endUser(app, 'DELETE', `/v1/auth/me/grants/${aliceGrant.id}`, undefined, bob.accessToken), 404, 'not_found');
+    expectError(
+      await endUser(app, 'DELETE', `/v1/auth/me/grants/${aliceGrant.id}`, undefined, bob.accessToken),
+      404,
+      'not_found',
+    );
     expect(await ok(endUser(app, 'GET', '/v1/auth/me/grants', undefined, alice.accessToken))).toHaveLength(1);
     expectError(await endUser(app, 'GET', '/v1/auth/me/grants'), 401, 'missing_credentials');
   });
@@ -146,7 +186,10 @@ describe('Grants: management, consent memory, merge and ban', () => {
     const client = await createClient(app);
     const config = await relyingParty(suite.server, app, client);
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state });
+    const tokens = await oidc.authorizationCodeGrant(config, flow.callback, {
+      pkceCodeVerifier: flow.verifier,
+      expectedState: flow.state,
+    });
     const source = (await endUser(app, 'GET', '/v1/auth/me', undefined, flow.accessToken)).body.data;
     const target = await ok(app.rest('POST', '/v1/users', { primary_email: uniqueEmail('target') }), 201);
     await ok(app.rest('POST', '/v1/users/merge', { source_user_id: source.id, target_user_id: target.id }));

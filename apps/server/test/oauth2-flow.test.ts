@@ -1,18 +1,7 @@
 import { verifyToken } from '@gatehouse/sdk';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import {
-  API_RESOURCE,
-  authorize,
-  BASE,
-  createClient,
-  issuerOf,
-  oauthApp,
-  oidc,
-  relyingParty,
-  resolveFetch,
-  WEB_CALLBACK,
-} from './helpers/oauth2.ts';
+import { API_RESOURCE, authorize, createClient, issuerOf, oauthApp, oidc, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
 import { expectError, ok, rawRequest } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -57,7 +46,11 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
   });
 
   it('an unknown application has no provider (404)', async () => {
-    const res = await rawRequest(suite.server.url, 'GET', '/oauth2/00000000-0000-7000-8000-000000000000/.well-known/openid-configuration');
+    const res = await rawRequest(
+      suite.server.url,
+      'GET',
+      '/oauth2/00000000-0000-7000-8000-000000000000/.well-known/openid-configuration',
+    );
     expectError(res, 404, 'not_found');
   });
 
@@ -83,7 +76,11 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
 
     // The ID token verifies against the application's JWKS with jose (EdDSA only).
     const jwks = createRemoteJWKSet(new URL(`${suite.server.url}/v1/applications/${app.id}/jwks.json`));
-    const verified = await jwtVerify(tokens.id_token!, jwks, { issuer: issuerOf(app), audience: client.id, algorithms: ['EdDSA'] });
+    const verified = await jwtVerify(tokens.id_token!, jwks, {
+      issuer: issuerOf(app),
+      audience: client.id,
+      algorithms: ['EdDSA'],
+    });
     expect(verified.payload.sub).toBe(claims.sub);
 
     const me = await endUser(app, 'GET', '/v1/auth/me', undefined, flow.accessToken);
@@ -121,7 +118,11 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     expect(types).toContain('oauth2_grant.created');
     expect(types).toContain('oauth2_grant.revoked');
     // Revoking it again: 404.
-    expectError(await endUser(app, 'DELETE', `/v1/auth/me/grants/${grants[0].id}`, undefined, flow.accessToken), 404, 'not_found');
+    expectError(
+      await endUser(app, 'DELETE', `/v1/auth/me/grants/${grants[0].id}`, undefined, flow.accessToken),
+      404,
+      'not_found',
+    );
   });
 
   it('an access token for a resource server is a JWT that jose and the SDK verifyToken accept; another application refuses it', async () => {
@@ -157,7 +158,12 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     // Application B: its issuer and key set refuse A's token; its introspection does not know it.
     const other = await oauthApp(suite.server);
     await expect(
-      verifyToken(tokens.access_token, { baseUrl: suite.server.url, applicationId: other.id, issuer: issuerOf(other), audience: API_RESOURCE }),
+      verifyToken(tokens.access_token, {
+        baseUrl: suite.server.url,
+        applicationId: other.id,
+        issuer: issuerOf(other),
+        audience: API_RESOURCE,
+      }),
     ).rejects.toMatchObject({ code: 'invalid_token' });
     const otherClient = await createClient(other);
     const otherConfig = await relyingParty(suite.server, other, otherClient);
@@ -172,6 +178,5 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     expect(refused?.cause?.[0]?.parameters.error).toBe('invalid_client');
     // A Gatehouse session route refuses the OAuth token (another issuer).
     expectError(await endUser(app, 'GET', '/v1/auth/me', undefined, tokens.access_token), 401, 'invalid_token');
-    void resolveFetch;
   });
 });

@@ -24,7 +24,12 @@ import { router } from './trpc.ts';
 export const appRouter = router({
   applications: router({ create: createApplicationProcedure, ...applicationProcedures }),
   apiKeys: apiKeysRouter,
-  users: router({ ...userProcedures, revokeSessions: revokeUserSessionsProcedure, factors: userFactorsRouter, grants: userGrantsRouter }),
+  users: router({
+    ...userProcedures,
+    revokeSessions: revokeUserSessionsProcedure,
+    factors: userFactorsRouter,
+    grants: userGrantsRouter,
+  }),
   organizations: organizationsRouter,
   events: eventsRouter,
   signingKeys: signingKeysRouter,

@@ -57,20 +57,20 @@ export async function createClient(app: TestApp, input: Record<string, unknown> 
 /** The third-party app: openid-client configured by discovery against the application's issuer. */
 export async function relyingParty(server: TestServer, app: TestApp, client: RegisteredClient, secret = client.client_secret) {
   const auth = client.type === 'public' ? oidc.None() : oidc.ClientSecretBasic(secret!);
-  const config = await oidc.discovery(
-    new URL(issuerOf(app)),
-    client.id,
-    { id_token_signed_response_alg: 'EdDSA' },
-    auth,
-    { execute: [oidc.allowInsecureRequests], [oidc.customFetch]: resolveFetch(server) as never },
-  );
+  const config = await oidc.discovery(new URL(issuerOf(app)), client.id, { id_token_signed_response_alg: 'EdDSA' }, auth, {
+    execute: [oidc.allowInsecureRequests],
+    [oidc.customFetch]: resolveFetch(server) as never,
+  });
   return config;
 }
 
 /** A browser: follows nothing by itself, keeps the provider's cookies. */
 export class Browser {
   readonly cookies = new Map<string, string>();
-  constructor(readonly server: TestServer) {}
+  readonly server: TestServer;
+  constructor(server: TestServer) {
+    this.server = server;
+  }
 
   async get(url: string): Promise<Response> {
     const response = await fetch(url.replace(BASE, this.server.url), {
@@ -166,7 +166,8 @@ export async function authorize(
 ) {
   const started = await startAuthorization(server, config, options, options.browser);
   const uid = interactionUid(started.first.location);
-  const accessToken = options.accessToken ?? (await signIn(server, smtp, app, options.email ?? uniqueEmail('oauth'))).tokens.access_token;
+  const accessToken =
+    options.accessToken ?? (await signIn(server, smtp, app, options.email ?? uniqueEmail('oauth'))).tokens.access_token;
   const interaction = await ok(endUser(app, 'GET', `/v1/oauth2/interactions/${uid}`));
   const approve = options.approve ?? interaction.scopes.map((s: { name: string }) => s.name);
   const { redirect_to } = await ok(

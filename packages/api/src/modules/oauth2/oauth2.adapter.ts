@@ -15,7 +15,13 @@ type Payload = Record<string, unknown> & {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Artifacts that belong to a grant: deleting the grant deletes them (revocation of everything issued under it). */
-const GRANT_BOUND = new Set(['AuthorizationCode', 'AccessToken', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+const GRANT_BOUND = new Set([
+  'AuthorizationCode',
+  'AccessToken',
+  'RefreshToken',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+]);
 
 /** The client metadata the provider reads, from a row of `oauth2_clients`. */
 export interface ClientRow {
@@ -41,7 +47,9 @@ export function clientMetadata(row: ClientRow): Record<string, unknown> {
     client_name: row.name,
     redirect_uris: row.redirect_uris,
     response_types: ['code'],
-    grant_types: confidential ? ['authorization_code', 'refresh_token', 'client_credentials'] : ['authorization_code', 'refresh_token'],
+    grant_types: confidential
+      ? ['authorization_code', 'refresh_token', 'client_credentials']
+      : ['authorization_code', 'refresh_token'],
     token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
     // The SHA-256 of the secret: `compareClientSecret` hashes what the client presents (see oauth2.provider.ts).
     ...(confidential && row.secret_hash ? { client_secret: row.secret_hash } : {}),

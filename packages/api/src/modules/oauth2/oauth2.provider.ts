@@ -46,8 +46,8 @@ export async function providerFor(services: Services, applicationId: string): Pr
   if (!application) return undefined;
   const signing = await activeSigningKey(em, services, applicationId);
   const version = `${signing.kid}/${application.updatedAt.getTime()}`;
-  let cache = caches.get(services);
-  if (!cache) caches.set(services, (cache = new Map()));
+  const cache = caches.get(services) ?? new Map<string, Built>();
+  caches.set(services, cache);
   const cached = cache.get(applicationId);
   if (cached?.version === version) {
     cache.delete(applicationId);
@@ -75,7 +75,12 @@ function buildProvider(
   const applicationId = application.id;
   const issuer = issuerOf(services, applicationId);
   const customScopes = settings.scopes.map((s) => s.name);
-  const jwk = { ...(signing.key.export({ format: 'jwk' }) as Record<string, string>), kid: signing.kid, alg: 'EdDSA', use: 'sig' };
+  const jwk = {
+    ...(signing.key.export({ format: 'jwk' }) as Record<string, string>),
+    kid: signing.kid,
+    alg: 'EdDSA',
+    use: 'sig',
+  };
 
   const configuration: Configuration = {
     adapter: adapterFor(services, applicationId),
@@ -89,11 +94,19 @@ function buildProvider(
     },
     async findAccount(_ctx, id) {
       if (!UUID.test(id)) return undefined;
-      const [user] = await (services.orm.em.fork() as EntityManager).execute<Array<{ id: string; primary_email: string | null; email_verified: boolean; profile: Record<string, unknown>; updated_at: Date }>>(
-          `select id, primary_email, email_verified, profile, updated_at from users
+      const [user] = await (services.orm.em.fork() as EntityManager).execute<
+        Array<{
+          id: string;
+          primary_email: string | null;
+          email_verified: boolean;
+          profile: Record<string, unknown>;
+          updated_at: Date;
+        }>
+      >(
+        `select id, primary_email, email_verified, profile, updated_at from users
             where id = ? and application_id = ? and status = 'active'`,
-          [id, applicationId],
-        );
+        [id, applicationId],
+      );
       // A banned, merged or deleted user has no account: the provider refuses their tokens and sessions.
       if (!user) return undefined;
       return {
@@ -118,7 +131,9 @@ function buildProvider(
       const grantId =
         ctx.oidc.result?.consent?.grantId ||
         ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId) ||
-        (ctx.oidc.session?.accountId ? await latestGrantId(services, applicationId, ctx.oidc.session.accountId, ctx.oidc.client!.clientId) : undefined);
+        (ctx.oidc.session?.accountId
+          ? await latestGrantId(services, applicationId, ctx.oidc.session.accountId, ctx.oidc.client!.clientId)
+          : undefined);
       return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
     },
     // Every client uses PKCE, S256 only (RFC 9700 §2.1.1; plain is not offered).
@@ -215,10 +230,10 @@ function buildProvider(
 async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {
   if (!UUID.test(userId) || !UUID.test(clientId)) return undefined;
   const [row] = await (services.orm.em.fork() as EntityManager).execute<Array<{ id: string }>>(
-      `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
+    `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
         order by updated_at desc limit 1`,
-      [applicationId, userId, clientId],
-    );
+    [applicationId, userId, clientId],
+  );
   return row?.id;
 }
 

@@ -37,7 +37,10 @@ const none = z.strictObject({}).optional();
 export const oauth2Router = router({
   clients: router({
     create: secretKeyProcedure('oauth2:write')
-      .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/oauth2/clients', tags, summary: 'Register an OAuth client' } })
+      .meta({
+        successStatus: 201,
+        openapi: { method: 'POST', path: '/v1/oauth2/clients', tags, summary: 'Register an OAuth client' },
+      })
       .input(CreateOAuth2ClientInputSchema)
       .output(OAuth2ClientWithSecretSchema)
       .mutation(({ ctx, input }) => createClient(ctx, input)),
@@ -58,14 +61,24 @@ export const oauth2Router = router({
       .mutation(({ ctx, input }) => updateClient(ctx, input)),
     delete: secretKeyProcedure('oauth2:write')
       .meta({
-        openapi: { method: 'DELETE', path: '/v1/oauth2/clients/{id}', tags, summary: 'Delete an OAuth client and revoke its grants' },
+        openapi: {
+          method: 'DELETE',
+          path: '/v1/oauth2/clients/{id}',
+          tags,
+          summary: 'Delete an OAuth client and revoke its grants',
+        },
       })
       .input(IdParamSchema)
       .output(DeletedSchema)
       .mutation(({ ctx, input }) => deleteClient(ctx, input.id)),
     rotateSecret: secretKeyProcedure('oauth2:write')
       .meta({
-        openapi: { method: 'POST', path: '/v1/oauth2/clients/{id}/rotate-secret', tags, summary: "Replace a confidential client's secret" },
+        openapi: {
+          method: 'POST',
+          path: '/v1/oauth2/clients/{id}/rotate-secret',
+          tags,
+          summary: "Replace a confidential client's secret",
+        },
       })
       .input(IdParamSchema)
       .output(OAuth2ClientWithSecretSchema)
@@ -82,7 +95,12 @@ export const userGrantsRouter = router({
     .query(({ ctx, input }) => listUserGrants(ctx, input.id)),
   revoke: secretKeyProcedure('users:write')
     .meta({
-      openapi: { method: 'DELETE', path: '/v1/users/{id}/grants/{grant_id}', tags, summary: "Revoke a user's grant and its tokens" },
+      openapi: {
+        method: 'DELETE',
+        path: '/v1/users/{id}/grants/{grant_id}',
+        tags,
+        summary: "Revoke a user's grant and its tokens",
+      },
     })
     .input(UserGrantParamSchema)
     .output(DeletedSchema)
@@ -98,7 +116,12 @@ export const myGrantsRouter = router({
     .query(({ ctx }) => listMyGrants(ctx)),
   revoke: signedInProcedure
     .meta({
-      openapi: { method: 'DELETE', path: '/v1/auth/me/grants/{id}', tags, summary: 'Revoke a grant and every token issued under it' },
+      openapi: {
+        method: 'DELETE',
+        path: '/v1/auth/me/grants/{id}',
+        tags,
+        summary: 'Revoke a grant and every token issued under it',
+      },
     })
     .input(GrantIdParamSchema)
     .output(DeletedSchema)
@@ -114,7 +137,12 @@ export const interactionRouter = router({
     .query(({ ctx, input }) => getInteraction(ctx, input.uid)),
   complete: signedInProcedure
     .meta({
-      openapi: { method: 'POST', path: '/v1/oauth2/interactions/{uid}/complete', tags, summary: 'Approve: the signed-in user grants scopes' },
+      openapi: {
+        method: 'POST',
+        path: '/v1/oauth2/interactions/{uid}/complete',
+        tags,
+        summary: 'Approve: the signed-in user grants scopes',
+      },
     })
     .input(CompleteInteractionInputSchema)
     .output(InteractionOutcomeSchema)

@@ -48,10 +48,7 @@ export const OAuth2ClientSchema = z
 export type OAuth2ClientRecord = z.infer<typeof OAuth2ClientSchema>;
 
 export const OAuth2ClientWithSecretSchema = OAuth2ClientSchema.extend({
-  client_secret: z
-    .string()
-    .nullable()
-    .meta({ description: 'Shown once, at creation and on rotation; null for a public client' }),
+  client_secret: z.string().nullable().meta({ description: 'Shown once, at creation and on rotation; null for a public client' }),
 }).meta({ id: 'OAuth2ClientWithSecret' });
 
 export const CreateOAuth2ClientInputSchema = z.strictObject({

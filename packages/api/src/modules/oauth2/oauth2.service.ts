@@ -122,7 +122,8 @@ export async function deleteClient(ctx: Context, id: string) {
 /** A new secret for a confidential client, shown once; the old one stops working at once. */
 export async function rotateClientSecret(ctx: Context, id: string) {
   const client = await findClient(ctx, id);
-  if (client.type !== 'confidential') throw new AppError('validation_failed', 'A public client has no secret', [{ path: 'id', message: 'is a public client' }]);
+  if (client.type !== 'confidential')
+    throw new AppError('validation_failed', 'A public client has no secret', [{ path: 'id', message: 'is a public client' }]);
   const secret = newClientSecret();
   client.secretHash = sha256(secret);
   client.updatedAt = new Date();
@@ -132,7 +133,13 @@ export async function rotateClientSecret(ctx: Context, id: string) {
 
 // ——— Grants (S6) ———
 
-const toGrantRecord = (row: { id: string; client_id: string; scopes: string[]; created_at: Date; updated_at: Date }): GrantRecord => ({
+const toGrantRecord = (row: {
+  id: string;
+  client_id: string;
+  scopes: string[];
+  created_at: Date;
+  updated_at: Date;
+}): GrantRecord => ({
   id: row.id,
   client_id: row.client_id,
   scopes: row.scopes,
@@ -178,11 +185,22 @@ async function interactionOf(ctx: Context, uid: string) {
   const clientId = String(interaction.params.client_id ?? '');
   if (!UUID.test(clientId)) throw notFound('Interaction');
   const client = await findClient(ctx, clientId);
-  const requested = [...new Set(String(interaction.params.scope ?? '').split(' ').filter(Boolean))];
+  const requested = [
+    ...new Set(
+      String(interaction.params.scope ?? '')
+        .split(' ')
+        .filter(Boolean),
+    ),
+  ];
   return { provider: built.provider, interaction, client, requested };
 }
 
-async function existingGrant(ctx: Context, provider: Awaited<ReturnType<typeof interactionOf>>['provider'], userId: string, clientId: string) {
+async function existingGrant(
+  ctx: Context,
+  provider: Awaited<ReturnType<typeof interactionOf>>['provider'],
+  userId: string,
+  clientId: string,
+) {
   const [row] = await ctx.em.execute<Array<{ id: string }>>(
     `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
       order by updated_at desc limit 1`,
@@ -269,10 +287,10 @@ registerMergeStep('oauth2_grants', async (em, { applicationId, sourceUserId, tar
 });
 
 registerBanStep('oauth2_grants', async (em, user) => {
-  const grants = await em.execute<Array<{ id: string }>>('select id from oauth2_grants where application_id = ? and user_id = ?', [
-    user.application,
-    user.id,
-  ]);
+  const grants = await em.execute<Array<{ id: string }>>(
+    'select id from oauth2_grants where application_id = ? and user_id = ?',
+    [user.application, user.id],
+  );
   for (const grant of grants) await revokeGrant(em, user.application, grant.id, 'user_banned');
   await em.execute(`delete from oauth2_artifacts where application_id = ? and account_id = ? and kind = 'Session'`, [
     user.application,
