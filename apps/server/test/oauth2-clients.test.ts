@@ -1,3 +1,4 @@
+import { createGatehouseClient } from '@gatehouse/sdk';
 import { describe, expect, it } from 'vitest';
 import {
   authorize,
@@ -12,6 +13,7 @@ import {
 } from './helpers/oauth2.ts';
 import { expectError, isoDate, MISSING, ok, sql, UUID } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
+import { linkIn } from './helpers/smtp.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
 /** OAuth clients (SK, `oauth2:*` scopes) and the management view of grants, merge and ban. */
@@ -203,5 +205,70 @@ describe('Grants: management, consent memory, merge and ban', () => {
     expect(await ok(app.rest('GET', `/v1/users/${target.id}/grants`))).toEqual([]);
     await expect(oidc.refreshTokenGrant(config, refreshed.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     expect((await oidc.tokenIntrospection(config, refreshed.access_token)).active).toBe(false);
+  });
+});
+
+describe('SDK: oauth2.clients (server) and grants / oauth2 interaction (browser)', () => {
+  it('a third-party authorization driven through both SDKs', async () => {
+    const app = await suite.server.createApp({
+      allowed_origins: [new URL(LOGIN_URL).origin],
+      settings: { oauth2: { login_url: LOGIN_URL } },
+    });
+    const created = await app.sdk.oauth2.clients.create({
+      name: 'Via SDK',
+      type: 'confidential',
+      redirect_uris: [WEB_CALLBACK],
+      scopes: ['openid'],
+    });
+    expect(created.client_secret).toMatch(/^gcs_/);
+    expect((await app.sdk.oauth2.clients.list()).map((c) => c.id)).toEqual([created.id]);
+    expect((await app.sdk.oauth2.clients.update({ id: created.id, name: 'Renamed' })).name).toBe('Renamed');
+    const rotated = await app.sdk.oauth2.clients.rotateSecret({ id: created.id });
+    expect(rotated.client_secret).not.toBe(created.client_secret);
+
+    const config = await relyingParty(suite.server, app, { ...created, client_secret: rotated.client_secret });
+    const started = await startAuthorization(suite.server, config, { scope: 'openid', prompt: null });
+    const uid = new URL(started.first.location).searchParams.get('interaction')!;
+
+    const browser = createGatehouseClient({ baseUrl: suite.server.url, applicationId: app.id });
+    const email = uniqueEmail('sdk');
+    expect(await browser.magicLink.start({ email, redirect_url: LOGIN_URL })).toMatchObject({ status: 'link_sent' });
+    const token = linkIn(await suite.smtp.next(email)).searchParams.get('token')!;
+    const result = await browser.magicLink.verify({ token });
+    expect(result.status).toBe('complete');
+
+    const interaction = await browser.oauth2.interaction(uid);
+    expect(interaction).toMatchObject({ uid, client: { id: created.id, name: 'Renamed' }, scopes: [{ name: 'openid' }] });
+    const { redirect_to } = await browser.oauth2.complete(uid, ['openid']);
+    const back = await started.browser.follow(redirect_to);
+    expect(new URL(back.location).searchParams.get('code')).toBeTruthy();
+
+    const grants = await browser.grants.list();
+    expect(grants).toHaveLength(1);
+    expect(await browser.grants.revoke(grants[0]!.id)).toEqual({ id: grants[0]!.id, deleted: true });
+    expect(await browser.grants.list()).toEqual([]);
+    expect(await app.sdk.oauth2.clients.delete({ id: created.id })).toEqual({ id: created.id, deleted: true });
+  });
+
+  it('deny sends the browser back to the client with access_denied', async () => {
+    const app = await oauthApp(suite.server);
+    const client = await createClient(app);
+    const config = await relyingParty(suite.server, app, client);
+    const started = await startAuthorization(suite.server, config, { scope: 'openid' });
+    const uid = new URL(started.first.location).searchParams.get('interaction')!;
+    const { signIn } = await import('./helpers/sign-in.ts');
+    const { tokens } = await signIn(suite.server, suite.smtp, app, uniqueEmail('deny'));
+    const { redirect_to } = await ok(endUser(app, 'POST', `/v1/oauth2/interactions/${uid}/deny`, undefined, tokens.access_token));
+    const back = new URL((await started.browser.follow(redirect_to)).location);
+    expect(`${back.origin}${back.pathname}`).toBe(WEB_CALLBACK);
+    expect(back.searchParams.get('error')).toBe('access_denied');
+    expect(await sql(suite.server, 'select id from oauth2_grants where application_id = ?', [app.id])).toEqual([]);
+    // Unknown interaction: 404; completing needs the user's access token.
+    expectError(await endUser(app, 'GET', '/v1/oauth2/interactions/unknown'), 404, 'not_found');
+    expectError(
+      await endUser(app, 'POST', `/v1/oauth2/interactions/${uid}/complete`, { approved_scopes: [] }),
+      401,
+      'missing_credentials',
+    );
   });
 });

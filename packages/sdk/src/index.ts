@@ -13,10 +13,13 @@ export {
   type EnrollTotpInput,
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
+  type Grant,
   type MagicLinkOutcome,
   type MagicLinkStarted,
   type MagicLinkWaitOptions,
   type MfaFactor,
+  type OAuth2Interaction,
+  type OAuth2InteractionOutcome,
   type Passkey,
   type PasskeySignInOptions,
   type RegisterPasskeyInput,
@@ -63,6 +66,8 @@ export type Template = Outputs['templates']['get'];
 export type Message = Outputs['messages']['list']['messages'][number];
 export type RotatedSigningKeys = Outputs['signingKeys']['rotate'];
 export type SamlConnection = Outputs['saml']['connections']['get'];
+/** A third-party app registered to sign users in with the application (`oauth2.clients.*`). */
+export type OAuth2Client = Outputs['oauth2']['clients']['get'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */
