@@ -151,23 +151,17 @@ export function adapterFor(services: Services, applicationId: string) {
 
     /**
      * Spends a code or a refresh token with one conditional update (SECURITY 3): of twenty concurrent exchanges, on
-     * any number of processes, exactly one gets the row; the others are replays, and a replay revokes the grant
-     * (RFC 9700 §4.14: the code or refresh token may have been stolen).
+     * any number of processes, exactly one gets the row and the others are refused. A replay after the fact finds the
+     * artifact consumed, and the provider then revokes the whole grant (RFC 9700 §4.14: it may have been stolen).
      */
     async consume(id: string): Promise<void> {
-      const rows = await em().execute<Array<{ grant_id: string | null }>>(
+      const rows = await em().execute<Array<{ id: string }>>(
         `update oauth2_artifacts set consumed_at = now()
           where id = ? and kind = ? and application_id = ? and consumed_at is null and expires_at > now()
-          returning grant_id`,
+          returning id`,
         [sha256(id), this.name, applicationId],
       );
-      if (rows[0]) return;
-      const [spent] = await em().execute<Array<{ grant_id: string | null }>>(
-        'select grant_id from oauth2_artifacts where id = ? and application_id = ?',
-        [sha256(id), applicationId],
-      );
-      if (spent?.grant_id) await revokeGrant(em(), applicationId, spent.grant_id, 'replay');
-      throw new errors.InvalidGrant(`${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
+      if (!rows[0]) throw new errors.InvalidGrant(`${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
     }
 
     async destroy(id: string): Promise<void> {
