@@ -7,6 +7,7 @@ import { registerKeys } from './commands/keys.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerMessages } from './commands/messages.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerOAuth2 } from './commands/oauth2.ts';
 import { registerOrgs } from './commands/orgs.ts';
 import { registerSaml } from './commands/saml.ts';
 import { registerSessions } from './commands/sessions.ts';
@@ -32,6 +33,7 @@ export function createProgram(): Command {
   registerUsers(program);
   registerOrgs(program);
   registerSaml(program);
+  registerOAuth2(program);
   registerSessions(program);
   registerKeys(program);
   registerTemplates(program);
