@@ -27,7 +27,7 @@ import {
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
-import { hostedVerifyHtml } from './hosted-pages.ts';
+import { hostedInteractionHtml, hostedVerifyHtml } from './hosted-pages.ts';
 import { registerMetrics } from './metrics.ts';
 
 const ONE_MIB = 1024 * 1024;
@@ -218,6 +218,9 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     });
     pages.get('/sign-in/verify', async (_request, reply) =>
       reply.type('text/html').header('cache-control', 'no-store').send(hostedVerifyHtml(reply.cspNonce)),
+    );
+    pages.get('/oauth2/:applicationId/interaction/:uid', async (_request, reply) =>
+      reply.type('text/html').header('cache-control', 'no-store').send(hostedInteractionHtml(reply.cspNonce)),
     );
   });
 

@@ -1,7 +1,17 @@
 import { verifyToken } from '@gatehouse/sdk';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { API_RESOURCE, authorize, createClient, issuerOf, oauthApp, oidc, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
+import {
+  API_RESOURCE,
+  authorize,
+  createClient,
+  issuerOf,
+  oauthApp,
+  oidc,
+  relyingParty,
+  startAuthorization,
+  WEB_CALLBACK,
+} from './helpers/oauth2.ts';
 import { expectError, ok, rawRequest } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -43,6 +53,27 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     expect(forged.status).toBe(200);
     expect(JSON.stringify(forged.body)).not.toContain('evil.example');
     expect(forged.body.token_endpoint).toBe(`${issuerOf(app)}/token`);
+  });
+
+  it('without settings.oauth2.login_url the provider sends the browser to the hosted interaction page', async () => {
+    const app = await oauthApp(suite.server, { login_url: null });
+    const client = await createClient(app);
+    const config = await relyingParty(suite.server, app, client);
+    const { first } = await startAuthorization(suite.server, config, { scope: 'openid' });
+    // The browser followed the provider's redirect to the page (under the issuer's path) and stopped there.
+    const hosted = new URL(first.response.url);
+    expect(hosted.pathname.startsWith(`/oauth2/${app.id}/interaction/`)).toBe(true);
+    const page = first.response;
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const html = await page.text();
+    expect(html).toContain('/v1/oauth2/interactions/');
+    // The interaction it names is live: the page's first call answers the client and the scopes.
+    const uid = hosted.pathname.split('/').pop()!;
+    const interaction = await ok(endUser(app, 'GET', `/v1/oauth2/interactions/${uid}`));
+    expect(interaction.scopes).toEqual([{ name: 'openid', description: expect.any(String) }]);
   });
 
   it('an unknown application has no provider (404)', async () => {
