@@ -268,6 +268,12 @@ describe('OAuth provider attacks', () => {
     const registered = await rawRequest(suite.server.url, 'POST', `/oauth2/${enabled.id}/reg`, { body: metadata });
     expect(registered.status, JSON.stringify(registered.body)).toBe(201);
     expect(registered.body.client_secret).toBeUndefined();
+    // A confidential client cannot register itself.
+    const confidential = await rawRequest(suite.server.url, 'POST', `/oauth2/${enabled.id}/reg`, {
+      body: { ...metadata, token_endpoint_auth_method: 'client_secret_basic' },
+    });
+    expect(confidential.status).toBe(400);
+    expect(confidential.body.error).toBe('invalid_client_metadata');
     const listed = (await enabled.rest('GET', `/v1/oauth2/clients/${registered.body.client_id}`)).body.data;
     expect(listed).toMatchObject({ type: 'public', dynamic: true, redirect_uris: [NATIVE_CALLBACK] });
     // A registered client completes code + PKCE like any public client.

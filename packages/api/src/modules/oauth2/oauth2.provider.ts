@@ -146,6 +146,21 @@ function buildProvider(
       token_endpoint_auth_method: 'none',
     },
     responseTypes: ['code'],
+    // Self-registration (RFC 7591) makes public clients only: no secret, PKCE, code flow. The validator runs for
+    // every client the provider constructs; `ctx` is set only for a registration request.
+    extraClientMetadata: {
+      properties: ['gatehouse_dynamic'],
+      validator(ctx, _key, _value, metadata) {
+        if (!ctx) return;
+        if (metadata.token_endpoint_auth_method !== 'none' || metadata.client_secret !== undefined) {
+          throw new errors.InvalidClientMetadata('only public clients (token_endpoint_auth_method none) may register');
+        }
+        const grants = (metadata.grant_types as string[] | undefined) ?? [];
+        if (grants.some((g) => g !== 'authorization_code' && g !== 'refresh_token')) {
+          throw new errors.InvalidClientMetadata('only the authorization_code and refresh_token grants may be registered');
+        }
+      },
+    },
     enabledJWA: {
       idTokenSigningAlgValues: ['EdDSA'],
       userinfoSigningAlgValues: ['EdDSA'],
