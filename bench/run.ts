@@ -8,6 +8,7 @@ import { cleanUp, commandLine, log, ROOT } from './harness/env.ts';
 import { takeWarnings } from './harness/processes.ts';
 import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult } from './harness/report.ts';
 import { mfaSuite } from './suites/mfa.ts';
+import { oauth2Suite } from './suites/oauth2.ts';
 import { organizationsSuite } from './suites/organizations.ts';
 import { samlSuite } from './suites/saml.ts';
 import { sdkSuite } from './suites/sdk.ts';
@@ -19,6 +20,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   mfa: mfaSuite,
   sdk: sdkSuite,
   saml: samlSuite,
+  oauth2: oauth2Suite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);
