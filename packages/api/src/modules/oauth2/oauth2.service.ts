@@ -2,6 +2,7 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { registerBanStep } from '../users/users.hooks.ts';
@@ -297,3 +298,8 @@ registerBanStep('oauth2_grants', async (em, user) => {
     user.id,
   ]);
 });
+
+// Expired codes, tokens, sessions and interactions go a day after they expired (a spent refresh token is kept until
+// then, so its reuse is still recognized and revokes the grant); expired grants go with their artifacts.
+registerPurgeStep('oauth2_artifacts', (em) => deleteInBatches(em, 'oauth2_artifacts', `t.expires_at < now() - interval '1 day'`));
+registerPurgeStep('oauth2_grants', (em) => deleteInBatches(em, 'oauth2_grants', `t.expires_at < now() - interval '1 day'`));
