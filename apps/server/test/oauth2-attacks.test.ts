@@ -1,3 +1,4 @@
+import { purgeExpired } from '@gatehouse/api';
 import { describe, expect, it } from 'vitest';
 import {
   authorize,
@@ -129,6 +130,18 @@ describe('OAuth provider attacks', () => {
       { id: client.id, secret: client.client_secret },
     );
     expect(expired.body.error).toBe('invalid_grant');
+    // Housekeeping removes artifacts a day after they expired.
+    await sql(
+      suite.server,
+      `update oauth2_artifacts set expires_at = now() - interval '2 days' where kind = 'AuthorizationCode' and application_id = ?`,
+      [app.id],
+    );
+    await purgeExpired(suite.server.server.orm);
+    expect(
+      await sql(suite.server, `select id from oauth2_artifacts where kind = 'AuthorizationCode' and application_id = ?`, [
+        app.id,
+      ]),
+    ).toEqual([]);
   });
 
   it('codes and refresh tokens are stored hashed', async () => {
