@@ -24,7 +24,7 @@ const GRANT_BOUND = new Set([
 ]);
 
 /** The client metadata the provider reads, from a row of `oauth2_clients`. */
-export interface ClientRow {
+interface ClientRow {
   id: string;
   name: string;
   type: string;
@@ -35,12 +35,12 @@ export interface ClientRow {
 }
 
 /** Native apps (RFC 8252): a loopback `http` redirect or a private-use URI scheme. */
-export const isNativeRedirect = (uri: string): boolean => {
+const isNativeRedirect = (uri: string): boolean => {
   const url = new URL(uri);
   return url.protocol !== 'https:';
 };
 
-export function clientMetadata(row: ClientRow): Record<string, unknown> {
+function clientMetadata(row: ClientRow): Record<string, unknown> {
   const confidential = row.type === 'confidential';
   return {
     client_id: row.id,
@@ -62,7 +62,7 @@ export function clientMetadata(row: ClientRow): Record<string, unknown> {
 }
 
 /** The scopes a grant record carries: its OpenID scopes and every resource's, once each. */
-export function grantScopes(payload: Payload): string[] {
+function grantScopes(payload: Payload): string[] {
   const all = new Set<string>();
   const openid = payload.openid as { scope?: string } | undefined;
   for (const s of openid?.scope?.split(' ') ?? []) if (s) all.add(s);

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Provider, { type Configuration, errors, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { type Configuration, errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
@@ -205,8 +205,6 @@ function buildProvider(
       registration: {
         enabled: settings.dynamic_registration,
         idFactory: () => newId(),
-        // Self-registered clients are public: no secret, PKCE, and only the application's scopes.
-        policies: undefined,
       },
       resourceIndicators: {
         enabled: true,
@@ -265,8 +263,6 @@ const errorPage = (error: string, description?: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sign-in error</title></head>
 <body><main><h1>This sign-in cannot continue</h1><p><code>${escapeHtml(error)}</code>${description ? ` — ${escapeHtml(description)}` : ''}</p></main></body></html>`;
-
-export type { KoaContextWithOIDC };
 
 /**
  * Hands one HTTP request to the application's provider (a Koa app). `path` is what follows the issuer's path. The
