@@ -8,7 +8,7 @@ const LAYERS = {
   tenancy: ['applications', 'events', 'api-keys', 'signing-keys', 'messages', 'templates', 'application-setup'],
   identity: ['users', 'organizations', 'consent', 'sessions'],
   'sign-in flows': ['sign-in', 'mfa', 'passkeys', 'factors', 'saml', 'oauth'],
-  integrations: ['stats', 'webhooks', 'domains', 'authz', 'billing', 'access-rules'],
+  integrations: ['stats', 'webhooks', 'domains', 'authz', 'billing', 'access-rules', 'oauth2'],
 };
 const RANKED = Object.values(LAYERS).flat();
 const MODULES = '^packages/api/src/modules/';

@@ -10,6 +10,7 @@ import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult
 import { authzSuite } from './suites/authz.ts';
 import { mfaSuite } from './suites/mfa.ts';
 import { oauthSuite } from './suites/oauth.ts';
+import { oauth2Suite } from './suites/oauth2.ts';
 import { organizationsSuite } from './suites/organizations.ts';
 import { samlSuite } from './suites/saml.ts';
 import { sdkSuite } from './suites/sdk.ts';
@@ -25,6 +26,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   authz: authzSuite,
   oauth: oauthSuite,
   webhooks: webhooksSuite,
+  oauth2: oauth2Suite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

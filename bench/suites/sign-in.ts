@@ -31,7 +31,7 @@ function me(applicationId: string, tokens: string[]): Scenario {
  * Connection i owns session i alone and presents the refresh token the previous response gave it: a token presented
  * twice would be reuse, which revokes the session and fails the run on 401s.
  */
-function refresh(applicationId: string, tokens: string[]): Scenario {
+export function refresh(applicationId: string, tokens: string[]): Scenario {
   let next = 0;
   return {
     method: 'POST',
@@ -48,6 +48,61 @@ function refresh(applicationId: string, tokens: string[]): Scenario {
       if (status === 200) state.token = JSON.parse(body).data.refresh_token;
     },
   };
+}
+
+/**
+ * The minimal server of this suite (bench/minimal/sign-in.ts) on Gatehouse's database: its own key, the same claims for
+ * the same users, one refresh session per user in its own table. The oauth2 suite compares its token endpoint with it.
+ */
+export async function startMinimalSignIn(
+  db: Awaited<ReturnType<typeof scratchDatabase>>,
+  applicationId: string,
+  users: Array<{ userId: string; accessToken: string }>,
+  ttlS: number,
+) {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const claims = decodeJwt(users[0]!.accessToken);
+  const env = {
+    DATABASE_URL: db.url,
+    MINIMAL_PRIVATE_KEY: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    MINIMAL_KID: randomUUID(),
+    MINIMAL_ISSUER: String(claims.iss),
+    MINIMAL_AUDIENCE: applicationId,
+    MINIMAL_TTL_S: String(ttlS),
+  };
+  await db.client.query(
+    `create table minimal_refresh (session_id uuid primary key, user_id uuid not null references users (id), aal int not null,
+       token_hash varchar(64) not null unique, last_active_at timestamptz not null, expires_at timestamptz not null,
+       revoked_at timestamptz null)`,
+  );
+  const sessions = users.map((u) => ({
+    userId: u.userId,
+    id: randomUUID(),
+    token: `rt_${randomBytes(32).toString('base64url')}`,
+  }));
+  await db.client.query(
+    `insert into minimal_refresh (session_id, user_id, aal, token_hash, last_active_at, expires_at)
+     select s, u, 1, encode(sha256(convert_to(t, 'UTF8')), 'hex'), now(), now() + interval '90 days'
+       from unnest($1::uuid[], $2::uuid[], $3::text[]) as x (s, u, t)`,
+    [sessions.map((s) => s.id), sessions.map((s) => s.userId), sessions.map((s) => s.token)],
+  );
+  const now = Math.floor(Date.now() / 1000);
+  const minimalTokens = await Promise.all(
+    sessions.map((s) =>
+      new SignJWT({ sid: s.id, aal: 1, org: null, org_role: null })
+        .setProtectedHeader({ alg: 'EdDSA', kid: env.MINIMAL_KID, typ: 'at+jwt' })
+        .setIssuer(env.MINIMAL_ISSUER)
+        .setAudience(applicationId)
+        .setSubject(s.userId)
+        .setIssuedAt(now)
+        .setExpirationTime(now + ttlS)
+        .sign(privateKey),
+    ),
+  );
+  const minimal = await startServer('minimal', env, 'bench/minimal/sign-in.ts');
+  const check = await api(minimal.url, 'GET', '/v1/auth/me', { authorization: `Bearer ${minimalTokens[0]}` });
+  if (check.id !== users[0]!.userId) throw new Error('the minimal server answered another user');
+  return { minimal, minimalTokens, sessions };
 }
 
 interface VerifyResult {
@@ -75,49 +130,7 @@ export async function signInSuite(): Promise<SuiteResult> {
   const { rows } = await db.client.query('select count(*)::int as n from sessions where revoked_at is not null');
   if (rows[0].n > 0) throw new Error(`${rows[0].n} sessions were revoked: a refresh token was presented twice`);
 
-  // The minimal server: its own key, the same claims for the same users, its refresh table in the same database.
-  const { privateKey } = generateKeyPairSync('ed25519');
-  const claims = decodeJwt(users[0]!.accessToken);
-  const env = {
-    DATABASE_URL: db.url,
-    MINIMAL_PRIVATE_KEY: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
-    MINIMAL_KID: randomUUID(),
-    MINIMAL_ISSUER: String(claims.iss),
-    MINIMAL_AUDIENCE: app.id,
-    MINIMAL_TTL_S: String(TTL_S),
-  };
-  await db.client.query(
-    `create table minimal_refresh (session_id uuid primary key, user_id uuid not null references users (id), aal int not null,
-       token_hash varchar(64) not null unique, last_active_at timestamptz not null, expires_at timestamptz not null,
-       revoked_at timestamptz null)`,
-  );
-  const sessions = users.map((u) => ({
-    userId: u.userId,
-    id: randomUUID(),
-    token: `rt_${randomBytes(32).toString('base64url')}`,
-  }));
-  await db.client.query(
-    `insert into minimal_refresh (session_id, user_id, aal, token_hash, last_active_at, expires_at)
-     select s, u, 1, encode(sha256(convert_to(t, 'UTF8')), 'hex'), now(), now() + interval '90 days'
-       from unnest($1::uuid[], $2::uuid[], $3::text[]) as x (s, u, t)`,
-    [sessions.map((s) => s.id), sessions.map((s) => s.userId), sessions.map((s) => s.token)],
-  );
-  const now = Math.floor(Date.now() / 1000);
-  const minimalTokens = await Promise.all(
-    sessions.map((s) =>
-      new SignJWT({ sid: s.id, aal: 1, org: null, org_role: null })
-        .setProtectedHeader({ alg: 'EdDSA', kid: env.MINIMAL_KID, typ: 'at+jwt' })
-        .setIssuer(env.MINIMAL_ISSUER)
-        .setAudience(app.id)
-        .setSubject(s.userId)
-        .setIssuedAt(now)
-        .setExpirationTime(now + TTL_S)
-        .sign(privateKey),
-    ),
-  );
-  const minimal = await startServer('minimal', env, 'bench/minimal/sign-in.ts');
-  const check = await api(minimal.url, 'GET', '/v1/auth/me', { authorization: `Bearer ${minimalTokens[0]}` });
-  if (check.id !== users[0]!.userId) throw new Error('the minimal server answered another user');
+  const { minimal, minimalTokens, sessions } = await startMinimalSignIn(db, app.id, users, TTL_S);
   const bMe = await load(minimal, me(app.id, minimalTokens), db);
   const bRefresh = await load(
     minimal,

@@ -11,6 +11,7 @@ import { registerKeys } from './commands/keys.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerMessages } from './commands/messages.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerOAuth2 } from './commands/oauth2.ts';
 import { registerOrgs } from './commands/orgs.ts';
 import { registerProviders } from './commands/providers.ts';
 import { registerSaml } from './commands/saml.ts';
@@ -38,6 +39,7 @@ export function createProgram(): Command {
   registerOrgs(program);
   registerSaml(program);
   registerProviders(program);
+  registerOAuth2(program);
   registerSessions(program);
   registerKeys(program);
   registerTemplates(program);

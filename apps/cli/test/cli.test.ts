@@ -957,3 +957,48 @@ describe('gatehouse saml against a real server and a real IdP', () => {
     expect(await json(['saml', 'list'], env)).toEqual([]);
   });
 });
+
+/** `gatehouse oauth2 clients …` and `gatehouse users grants`, as a developer registers a third-party app. */
+describe('gatehouse oauth2 clients and users grants', () => {
+  const env: Record<string, string> = {};
+
+  it('create shows the secret once; list, show, update, rotate-secret, delete; users grants lists none yet', async () => {
+    const created = await json(['apps', 'create', 'OAuth walkthrough', '--origin', ORIGIN], env);
+    Object.assign(env, { GATEHOUSE_APPLICATION_ID: created.application.id, GATEHOUSE_SECRET_KEY: created.secret_key.secret });
+    const client = await json(
+      [
+        'oauth2',
+        'clients',
+        'create',
+        '--name',
+        'Partner',
+        '--redirect-uri',
+        'https://partner.example/cb',
+        '--scope',
+        'openid,email',
+      ],
+      env,
+    );
+    expect(client).toMatchObject({ name: 'Partner', type: 'confidential', scopes: ['openid', 'email'], dynamic: false });
+    expect(client.client_secret).toMatch(/^gcs_/);
+    const plain = await gatehouse(['oauth2', 'clients', 'list'], env);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain(client.id);
+    expect(plain.stdout).not.toContain(client.client_secret);
+    expect((await json(['oauth2', 'clients', 'show', client.id], env)).client_secret).toBeUndefined();
+    expect(await json(['oauth2', 'clients', 'update', client.id, '--name', 'Renamed'], env)).toMatchObject({ name: 'Renamed' });
+    const rotated = await json(['oauth2', 'clients', 'rotate-secret', client.id], env);
+    expect(rotated.client_secret).not.toBe(client.client_secret);
+    const bad = await gatehouse(
+      ['oauth2', 'clients', 'create', '--name', 'x', '--redirect-uri', 'http://partner.example/cb'],
+      env,
+    );
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('invalid_url');
+    const user = await json(['users', 'create', '--email', 'grants@example.com'], env);
+    expect(await json(['users', 'grants', user.id], env)).toEqual([]);
+    const refused = await gatehouse(['oauth2', 'clients', 'delete', client.id], env);
+    expect(refused.code).toBe(2);
+    expect(await json(['oauth2', 'clients', 'delete', client.id, '--yes'], env)).toEqual({ id: client.id, deleted: true });
+  });
+});

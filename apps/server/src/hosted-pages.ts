@@ -61,3 +61,88 @@ export const hostedVerifyHtml = (nonce: { script: string; style: string }) => `<
 </script>
 </body>
 </html>`;
+
+/**
+ * The hosted login and consent page of an application's OAuth provider (`/oauth2/{application_id}/interaction/{uid}`),
+ * for applications without `settings.oauth2.login_url`: it shows which app asks for what, signs the person in by
+ * magic link (confirmed on the hosted verify page, on any device, while this page polls), then lets them allow or deny.
+ * Everything it shows comes from the API as text (never HTML), so a client's name cannot inject markup.
+ */
+export const hostedInteractionHtml = (nonce: { script: string; style: string }) => `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <meta name="robots" content="noindex">
+  <title>Sign in</title>
+  <style nonce="${nonce.style}">
+    body { font-family: system-ui, sans-serif; display: grid; place-items: center; min-height: 100vh; margin: 0; background: #f6f7f9; }
+    main { background: #fff; padding: 2rem 2.5rem; border-radius: 12px; box-shadow: 0 1px 4px rgba(0,0,0,.08); max-width: 26rem; }
+    button, input { font: inherit; padding: .6rem 1rem; border-radius: 8px; }
+    button { border: 0; background: #1f2937; color: #fff; cursor: pointer; margin-right: .5rem; }
+    button.secondary { background: #e5e7eb; color: #111827; }
+    [hidden] { display: none; }
+  </style>
+</head>
+<body>
+<main>
+  <h1 id="title">Sign in</h1>
+  <ul id="scopes"></ul>
+  <form id="email-form" hidden><input id="email" type="email" required placeholder="you@example.com" autocomplete="email"> <button type="submit">Email me a link</button></form>
+  <div id="consent" hidden><button id="allow">Allow</button><button id="deny" class="secondary">Deny</button></div>
+  <p id="status" role="status"></p>
+</main>
+<script nonce="${nonce.script}">
+  const [, , applicationId, , uid] = location.pathname.split('/');
+  const status = document.getElementById('status');
+  const headers = (token) => ({ 'content-type': 'application/json', 'x-application-id': applicationId, ...(token ? { authorization: 'Bearer ' + token } : {}) });
+  const api = async (method, path, body, token) => {
+    const response = await fetch(path, { method, headers: headers(token), body: body === undefined ? undefined : JSON.stringify(body) });
+    const result = await response.json();
+    if (!result.success) throw new Error(result.error.message);
+    return result.data;
+  };
+  let scopes = [];
+  let accessToken = null;
+  (async () => {
+    try {
+      const interaction = await api('GET', '/v1/oauth2/interactions/' + encodeURIComponent(uid));
+      scopes = interaction.scopes.map((s) => s.name);
+      document.getElementById('title').textContent = interaction.client.name + ' wants to sign you in';
+      for (const scope of interaction.scopes) {
+        const item = document.createElement('li');
+        item.textContent = scope.description || scope.name;
+        document.getElementById('scopes').append(item);
+      }
+      document.getElementById('email-form').hidden = false;
+    } catch (error) { status.textContent = error.message; }
+  })();
+  document.getElementById('email-form').onsubmit = async (event) => {
+    event.preventDefault();
+    try {
+      const started = await api('POST', '/v1/auth/magic-link/start', { email: document.getElementById('email').value });
+      document.getElementById('email-form').hidden = true;
+      status.textContent = 'Check your email and confirm the sign-in there.';
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        const answer = await api('POST', '/v1/auth/magic-link/poll', { verification_id: started.verification_id, poll_secret: started.poll_secret });
+        if (answer.status === 'pending') continue;
+        if (answer.status !== 'complete') { status.textContent = 'Finish signing in in the application first, then try again.'; return; }
+        accessToken = answer.tokens.access_token;
+        status.textContent = '';
+        document.getElementById('consent').hidden = false;
+        return;
+      }
+    } catch (error) { status.textContent = error.message; }
+  };
+  const answer = (action, body) => async () => {
+    try {
+      const outcome = await api('POST', '/v1/oauth2/interactions/' + encodeURIComponent(uid) + '/' + action, body, accessToken);
+      location.assign(outcome.redirect_to);
+    } catch (error) { status.textContent = error.message; }
+  };
+  document.getElementById('allow').onclick = () => answer('complete', { approved_scopes: scopes })();
+  document.getElementById('deny').onclick = () => answer('deny', undefined)();
+</script>
+</body>
+</html>`;

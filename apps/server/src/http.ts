@@ -15,6 +15,7 @@ import {
   ERROR_CODES,
   type ErrorBody,
   errorBody,
+  handleProviderRequest,
   MAX_BODY_DEPTH,
   type Meta,
   preflightAllowed,
@@ -27,7 +28,7 @@ import {
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
-import { hostedVerifyHtml } from './hosted-pages.ts';
+import { hostedInteractionHtml, hostedVerifyHtml } from './hosted-pages.ts';
 import { registerMetrics } from './metrics.ts';
 
 const ONE_MIB = 1024 * 1024;
@@ -119,6 +120,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  registerOAuth2Provider(app, services);
 
   // JSON is the only body we accept; an empty body reads as no input.
   app.removeAllContentTypeParsers();
@@ -217,6 +219,9 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     });
     pages.get('/sign-in/verify', async (_request, reply) =>
       reply.type('text/html').header('cache-control', 'no-store').send(hostedVerifyHtml(reply.cspNonce)),
+    );
+    pages.get('/oauth2/:applicationId/interaction/:uid', async (_request, reply) =>
+      reply.type('text/html').header('cache-control', 'no-store').send(hostedInteractionHtml(reply.cspNonce)),
     );
   });
 
@@ -368,6 +373,56 @@ async function registerSaml(app: FastifyInstance, services: Services) {
   });
 }
 
+const PROVIDER_PATH = /^\/oauth2\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\/[^?]*)?(\?.*)?$/i;
+/** RFC 8414 §3: the metadata of issuer `{base}/oauth2/{id}` is also at `/.well-known/oauth-authorization-server/oauth2/{id}`. */
+const METADATA_PATH =
+  /^\/\.well-known\/oauth-authorization-server\/oauth2\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\?.*)?$/i;
+
+/**
+ * Each application's OAuth 2.1 / OpenID Connect provider (oidc-provider, a Koa app) under its issuer path
+ * `/oauth2/{application_id}`. A hook, before fastify reads the body: the provider parses its own form posts. Its
+ * answers are OAuth's own (RFC 6749 errors, discovery JSON), not the envelope.
+ */
+function registerOAuth2Provider(app: FastifyInstance, services: Services) {
+  app.addHook('onRequest', async (request, reply) => {
+    const url = request.raw.url ?? '';
+    const metadata = METADATA_PATH.exec(url);
+    const match = metadata ? undefined : PROVIDER_PATH.exec(url);
+    if (!metadata && !match) return;
+    const applicationId = (metadata ?? match)![1]!.toLowerCase();
+    const path = metadata ? `/.well-known/openid-configuration${metadata[2] ?? ''}` : `${match![2] ?? '/'}${match![3] ?? ''}`;
+    if (path.startsWith('/interaction/')) return;
+    reply.hijack();
+    try {
+      const handled = await services.inFlight.run(() =>
+        handleProviderRequest(services, applicationId, path, request.raw, reply.raw),
+      );
+      if (!handled) {
+        reply.raw.writeHead(404, { 'content-type': 'application/json', 'x-request-id': request.id });
+        reply.raw.end(
+          JSON.stringify({
+            success: false,
+            data: null,
+            error: { code: 'not_found', message: 'Application not found' },
+            meta: meta(request),
+          }),
+        );
+      }
+    } catch (error) {
+      logUnhandled(request.log, error);
+      if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
+      reply.raw.end(
+        JSON.stringify({
+          success: false,
+          data: null,
+          error: { code: 'internal_error', message: 'Internal error' },
+          meta: meta(request),
+        }),
+      );
+    }
+  });
+}
+
 /**
  * The redirect URI every OAuth client registers (`{GATEHOUSE_BASE_URL}/v1/auth/oauth/redirect`): the provider sends
  * the browser here (a GET, or Apple's form post), and it goes on to the app's `redirect_uri` with `code` and `state`.
@@ -405,7 +460,8 @@ async function registerOAuthRedirect(app: FastifyInstance, services: Services) {
  * no CORS headers at all: a secret key never belongs in a browser.
  */
 function registerCors(app: FastifyInstance, services: Services) {
-  const endUserPath = (url: string) => url.startsWith('/v1/auth/') || url.startsWith('/trpc/auth.');
+  const endUserPath = (url: string) =>
+    url.startsWith('/v1/auth/') || url.startsWith('/v1/oauth2/interactions/') || url.startsWith('/trpc/auth.');
   const jwksPath = (url: string) => /^\/v1\/(\.well-known|applications\/[^/]+)\/jwks\.json(\?|$)/.test(url);
   // A hook, not a route: tRPC's adapter registers `all /trpc/:path`, which would otherwise take the OPTIONS.
   app.addHook('onRequest', async (request, reply) => {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from './lib/schemas.ts';
 import { mfaRouter } from './modules/mfa/mfa.router.ts';
 import { identitiesRouter, oauthRouter } from './modules/oauth/oauth.router.ts';
+import { interactionRouter, myGrantsRouter } from './modules/oauth2/oauth2.router.ts';
 import { passkeysRouter } from './modules/passkeys/passkeys.router.ts';
 import { ssoRouter } from './modules/saml/saml.router.ts';
 import { getMe, updateMe } from './modules/sessions/me.service.ts';
@@ -123,6 +124,7 @@ export const authRouter = router({
       .input(UpdateMeInputSchema)
       .output(CurrentUserSchema)
       .mutation(({ ctx, input }) => updateMe(ctx, input)),
+    grants: myGrantsRouter,
   }),
   sessions: router({
     list: signedInProcedure
@@ -167,4 +169,5 @@ export const authRouter = router({
   sso: ssoRouter,
   oauth: oauthRouter,
   identities: identitiesRouter,
+  oauth2: interactionRouter,
 });

@@ -12,6 +12,7 @@ import { EventEntity } from './modules/events/event.entity.ts';
 import { MessageEntity } from './modules/messages/message.entity.ts';
 import { MfaBackupCodeEntity, MfaFactorEntity } from './modules/mfa/mfa-factor.entity.ts';
 import { OAuthProviderEntity, OAuthProviderTokenEntity, OAuthStateEntity } from './modules/oauth/oauth.entity.ts';
+import { OAuth2ArtifactEntity, OAuth2ClientEntity, OAuth2GrantEntity } from './modules/oauth2/oauth2.entity.ts';
 import { MembershipEntity } from './modules/organizations/membership.entity.ts';
 import { OrganizationEntity } from './modules/organizations/organization.entity.ts';
 import { WebauthnChallengeEntity } from './modules/passkeys/webauthn-challenge.entity.ts';
@@ -64,6 +65,9 @@ export const entities = [
   HostGroupEntity,
   HostEntity,
   AccessRuleEntity,
+  OAuth2ClientEntity,
+  OAuth2GrantEntity,
+  OAuth2ArtifactEntity,
 ];
 
 /** The service's database: the kernel's ORM over every module's entities. */

@@ -11,6 +11,7 @@ export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/c
 export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
 export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
+export { handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse } from './modules/saml/sso.service.ts';
 export {

@@ -94,6 +94,11 @@ const TAGS: Array<{ name: string; description: string }> = [
     description:
       "Social sign-in per application: Google, GitHub, Microsoft, Apple, GitLab, Discord, Slack, LinkedIn and any OpenID Connect issuer (`oidc`); development applications may use the operator's shared credentials. The browser's side is `/v1/auth/oauth/*`.",
   },
+  {
+    name: 'OAuth 2.0 provider',
+    description:
+      'The application as an OAuth 2.1 / OpenID Connect provider for third-party apps and AI agents: clients, the login and consent interaction its sign-in page runs, and the grants users gave (S6). The protocol endpoints themselves live under the issuer `/oauth2/{application_id}` (discovery at `/.well-known/openid-configuration` there).',
+  },
 ];
 
 const SECURITY: Record<CallerKind, Json[]> = {

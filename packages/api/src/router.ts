@@ -11,6 +11,7 @@ import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
 import { providersRouter } from './modules/oauth/oauth.router.ts';
+import { oauth2Router, userGrantsRouter } from './modules/oauth2/oauth2.router.ts';
 import { organizationsRouter } from './modules/organizations/organizations.router.ts';
 import { samlRouter } from './modules/saml/saml.router.ts';
 import { revokeUserSessionsProcedure } from './modules/sessions/sessions.router.ts';
@@ -28,7 +29,12 @@ import { router } from './trpc.ts';
 export const appRouter = router({
   applications: router({ create: createApplicationProcedure, ...applicationProcedures }),
   apiKeys: apiKeysRouter,
-  users: router({ ...userProcedures, revokeSessions: revokeUserSessionsProcedure, factors: userFactorsRouter }),
+  users: router({
+    ...userProcedures,
+    revokeSessions: revokeUserSessionsProcedure,
+    factors: userFactorsRouter,
+    grants: userGrantsRouter,
+  }),
   organizations: organizationsRouter,
   events: eventsRouter,
   signingKeys: signingKeysRouter,
@@ -42,6 +48,7 @@ export const appRouter = router({
   authz: authzRouter,
   billing: billingRouter,
   access: accessRulesRouter,
+  oauth2: oauth2Router,
   auth: authRouter,
 });
 

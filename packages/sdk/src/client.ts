@@ -74,6 +74,12 @@ export type ConfirmTotpInput = AuthInputs['mfa']['totp']['confirm'];
 export type ListRelationsInput = NonNullable<inferRouterInputs<AppRouter>['authz']['relations']>;
 /** A page of the signed-in user's relationship tuples, newest first: `{relations, total, limit, offset}`. */
 export type RelationPage = inferRouterOutputs<AppRouter>['authz']['relations'];
+/** What the user authorized a third-party app to do (S6). */
+export type Grant = AuthOutputs['me']['grants']['list'][number];
+/** A third-party app's authorization request, as the application's sign-in page shows it. */
+export type OAuth2Interaction = AuthOutputs['oauth2']['interaction'];
+/** Where to send the browser to finish an authorization request. */
+export type OAuth2InteractionOutcome = AuthOutputs['oauth2']['complete'];
 type AuthenticationCeremony = AuthOutputs['passkeys']['signIn']['start'];
 type RegistrationCeremony = AuthOutputs['passkeys']['register']['start'];
 
@@ -213,6 +219,20 @@ export interface GatehouseBrowserClient {
   };
   /** The current session as the server sees it: `aal`, and `mfa_enrollment_required` (time to offer `mfa.enrollTotp`). */
   session(): Promise<UserSession>;
+  /** The third-party apps the user authorized (S6); revoking one ends every token it holds at once. */
+  grants: {
+    list(): Promise<Grant[]>;
+    revoke(id: string): Promise<Deleted>;
+  };
+  /**
+   * For the application's own sign-in page when a third-party app asks to sign the user in (`?interaction=<uid>`):
+   * what it asks for, then the signed-in user's answer. Send the browser to the answer's `redirect_to`.
+   */
+  oauth2: {
+    interaction(uid: string): Promise<OAuth2Interaction>;
+    complete(uid: string, approvedScopes: string[]): Promise<OAuth2InteractionOutcome>;
+    deny(uid: string): Promise<OAuth2InteractionOutcome>;
+  };
   /**
    * Passkeys. A ceremony the browser refuses (the person cancels, no matching passkey) rejects with
    * @simplewebauthn/browser's error, not a `GatehouseError`: nothing was sent to the server.
@@ -598,6 +618,16 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       },
     },
     session: () => authed<UserSession>('auth.session.get', undefined),
+    grants: {
+      list: () => authed<Grant[]>('auth.me.grants.list', undefined),
+      revoke: (id) => authed<Deleted>('auth.me.grants.revoke', { id }),
+    },
+    oauth2: {
+      interaction: (uid) => call<OAuth2Interaction>('auth.oauth2.interaction', { uid }),
+      complete: (uid, approvedScopes) =>
+        authed<OAuth2InteractionOutcome>('auth.oauth2.complete', { uid, approved_scopes: approvedScopes }),
+      deny: (uid) => authed<OAuth2InteractionOutcome>('auth.oauth2.deny', { uid }),
+    },
     passkeys: {
       async register(input) {
         const { options: creationOptions, state } = await authed<RegistrationCeremony>('auth.passkeys.register.start', undefined);

@@ -13,12 +13,15 @@ export {
   type EnrollTotpInput,
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
+  type Grant,
   type LinkedIdentity,
   type ListRelationsInput,
   type MagicLinkOutcome,
   type MagicLinkStarted,
   type MagicLinkWaitOptions,
   type MfaFactor,
+  type OAuth2Interaction,
+  type OAuth2InteractionOutcome,
   type OAuthCallbackOptions,
   type OAuthProvider,
   type OAuthRedirectOptions,
@@ -85,6 +88,8 @@ export type Host = Outputs['access']['hosts']['list'][number];
 export type AccessRule = Outputs['access']['rules']['list'][number];
 export type AccessCheck = Outputs['access']['check'];
 export type OAuthProviderSetting = Outputs['providers']['list'][number];
+/** A third-party app registered to sign users in with the application (`oauth2.clients.*`). */
+export type OAuth2Client = Outputs['oauth2']['clients']['get'];
 
 export interface GatehouseOptions {
   /** Where the service runs, e.g. `http://localhost:4000`. */

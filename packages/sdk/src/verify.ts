@@ -30,6 +30,11 @@ export interface VerifyTokenOptions {
   applicationId: string;
   /** The expected `iss`; default `baseUrl` (the service's `GATEHOUSE_BASE_URL`). */
   issuer?: string;
+  /**
+   * The expected `aud`; default `applicationId`. An OAuth access token the application issued to a third-party app
+   * for a resource server (RFC 8707) names that resource: pass its URL, and `issuer` `{baseUrl}/oauth2/{applicationId}`.
+   */
+  audience?: string;
 }
 
 /** An access token lives at most an hour and is ~600 bytes: 10 000 remembered tokens stay under ~10 MB. */
@@ -77,7 +82,7 @@ function keySetFor(jwksUrl: string): KeySet {
 }
 
 function resolve(options: VerifyTokenOptions): { set: KeySet; issuer: string } {
-  const key = `${options.baseUrl}\n${options.applicationId}\n${options.issuer ?? ''}`;
+  const key = `${options.baseUrl}\n${options.applicationId}\n${options.issuer ?? ''}\n${options.audience ?? ''}`;
   let found = keySetsByOptions.get(key);
   if (!found) {
     const baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -120,9 +125,9 @@ export async function verifyToken(token: string, options: VerifyTokenOptions): P
 
   const seen = set.verified.get(token);
   if (seen) {
-    // The signature, typ and aud were checked when it was stored (the map is per application); time and issuer vary.
+    // The signature and typ were checked when it was stored (the map is per application); time, issuer and audience vary.
     const expired = seen.exp <= Math.floor(Date.now() / 1000);
-    if (!expired && seen.iss === issuer) return seen;
+    if (!expired && seen.iss === issuer && seen.aud === (options.audience ?? options.applicationId)) return seen;
     if (expired) set.verified.delete(token);
     throw invalidToken();
   }
@@ -133,7 +138,7 @@ export async function verifyToken(token: string, options: VerifyTokenOptions): P
       algorithms: ['EdDSA'],
       typ: 'at+jwt',
       issuer,
-      audience: options.applicationId,
+      audience: options.audience ?? options.applicationId,
       requiredClaims: ['iss', 'aud', 'sub', 'sid', 'iat', 'exp'],
     }));
   } catch (error) {
@@ -149,7 +154,7 @@ export async function verifyToken(token: string, options: VerifyTokenOptions): P
   }
   const claims: Readonly<AccessTokenClaims> = Object.freeze({
     iss: payload.iss as string,
-    aud: options.applicationId,
+    aud: options.audience ?? options.applicationId,
     sub: payload.sub,
     sid: payload.sid,
     aal: payload.aal,

@@ -199,6 +199,31 @@ export function registerUsers(program: Command): void {
       );
     });
 
+  users
+    .command('grants')
+    .description('List the third-party apps a user authorized (OAuth grants), newest first')
+    .argument('<user>', 'user id')
+    .action(async (user: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        "Fetching the user's grants",
+        () => gatehouse.users.grants.list({ id: user }),
+        (list) =>
+          tableView(
+            [
+              { key: 'id', header: 'GRANT ID', value: (g) => g.id },
+              { key: 'client_id', header: 'CLIENT ID', value: (g) => g.client_id },
+              { key: 'scopes', header: 'SCOPES', value: (g) => g.scopes },
+              { key: 'created_at', header: 'CREATED', value: (g) => g.created_at },
+              { key: 'updated_at', header: 'UPDATED', value: (g) => g.updated_at },
+            ],
+            list,
+            'No grants.',
+          ),
+      );
+    });
+
   const factors = users
     .command('factors')
     .description("List a user's passkeys and second factors, newest first (`users factors remove` removes one)")

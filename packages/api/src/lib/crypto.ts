@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -32,6 +32,11 @@ export class SecretBox {
   constructor(masterKey: Buffer) {
     if (masterKey.length !== 32) throw new Error('The master key must be 32 bytes');
     this.#key = masterKey;
+  }
+
+  /** A key for one purpose (`label`), derived from the master key: signing keys of cookies, for instance. */
+  deriveKey(label: string): Buffer {
+    return createHmac('sha256', this.#key).update(`gatehouse:${label}`).digest();
   }
 
   encrypt(plaintext: string, context: string): string {

@@ -23,6 +23,8 @@ export const SCOPES = [
   'access_rules:read',
   'access_rules:write',
   'stats:read',
+  'oauth2:read',
+  'oauth2:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -11,6 +11,7 @@ import { Migration20261125015317_saml } from './Migration20261125015317_saml.ts'
 import { Migration20261125030758_webhooks } from './Migration20261125030758_webhooks.ts';
 import { Migration20261125045309_authz } from './Migration20261125045309_authz.ts';
 import { Migration20261125045337_custom_domains } from './Migration20261125045337_custom_domains.ts';
+import { Migration20261125045349_oauth2 } from './Migration20261125045349_oauth2.ts';
 import { Migration20261125045406_oauth } from './Migration20261125045406_oauth.ts';
 import { Migration20261125045533_billing_access_rules } from './Migration20261125045533_billing_access_rules.ts';
 import { Migration20261125060000_sign_in_hosts } from './Migration20261125060000_sign_in_hosts.ts';
@@ -30,6 +31,7 @@ export const migrationsList = [
   { name: 'Migration20261125030758_webhooks', class: Migration20261125030758_webhooks },
   { name: 'Migration20261125045309_authz', class: Migration20261125045309_authz },
   { name: 'Migration20261125045337_custom_domains', class: Migration20261125045337_custom_domains },
+  { name: 'Migration20261125045349_oauth2', class: Migration20261125045349_oauth2 },
   { name: 'Migration20261125045406_oauth', class: Migration20261125045406_oauth },
   { name: 'Migration20261125045533_billing_access_rules', class: Migration20261125045533_billing_access_rules },
   { name: 'Migration20261125060000_sign_in_hosts', class: Migration20261125060000_sign_in_hosts },

@@ -23,6 +23,15 @@ const ConsentDocumentSchema = z.strictObject({
   version: z.string().min(1).max(64),
 });
 
+/** An application-defined OAuth scope (`settings.oauth2.scopes`), offered to third-party apps beside the OpenID ones. */
+const OAuth2ScopeSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[a-z][a-z0-9_.:-]{0,63}$/, 'a scope name such as read:documents')
+    .refine((name) => !['openid', 'profile', 'email', 'offline_access'].includes(name), 'is a built-in scope'),
+  description: z.string().max(300).default(''),
+});
+
 /** Each top-level key of the settings, with its default. PATCH replaces the keys it names and keeps the others. */
 const settingsShape = {
   consent_documents: z
@@ -81,6 +90,23 @@ const settingsShape = {
     .default({ events_days: 30, messages_days: 30, ended_sessions_days: 30 }),
   /** Social sign-in: keep each identity's provider tokens (encrypted) for calls to the provider's API. */
   oauth: z.strictObject({ store_provider_tokens: z.boolean().default(false) }).default({ store_provider_tokens: false }),
+  /**
+   * The application as an OAuth 2.1 / OpenID Connect provider: its sign-in page for the login and consent interaction
+   * (null: the hosted page), its own scopes, the resource servers (RFC 8707) tokens may be issued for, and whether
+   * clients may register themselves (RFC 7591, off by default).
+   */
+  oauth2: z
+    .strictObject({
+      login_url: RedirectUrlSchema.nullable().default(null),
+      scopes: z
+        .array(OAuth2ScopeSchema)
+        .max(50)
+        .refine((scopes) => new Set(scopes.map((s) => s.name)).size === scopes.length, 'scope names must be unique')
+        .default([]),
+      resources: z.array(RedirectUrlSchema).max(20).default([]),
+      dynamic_registration: z.boolean().default(false),
+    })
+    .default({ login_url: null, scopes: [], resources: [], dynamic_registration: false }),
 };
 
 export const ApplicationSettingsSchema = z.strictObject(settingsShape).meta({ id: 'ApplicationSettings' });
@@ -99,6 +125,7 @@ export const ApplicationSettingsPatchSchema = z.strictObject({
   rate_limits: settingsShape.rate_limits.unwrap().optional(),
   retention: settingsShape.retention.unwrap().optional(),
   oauth: settingsShape.oauth.unwrap().optional(),
+  oauth2: settingsShape.oauth2.unwrap().optional(),
 });
 export type ApplicationSettingsPatch = z.infer<typeof ApplicationSettingsPatchSchema>;
 

@@ -35,6 +35,8 @@ export const EVENT_TYPES = [
   'subscription.updated',
   'subscription.canceled',
   'access.denied',
+  'oauth2_grant.created',
+  'oauth2_grant.revoked',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

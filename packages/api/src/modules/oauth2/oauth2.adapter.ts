@@ -1,0 +1,252 @@
+import { errors } from 'oidc-provider';
+import type { Services } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { sha256 } from '../../lib/crypto.ts';
+import { EVENT_COLUMNS, eventRow } from '../events/events.service.ts';
+
+type Payload = Record<string, unknown> & {
+  grantId?: string;
+  uid?: string;
+  accountId?: string;
+  clientId?: string;
+  consumed?: unknown;
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Artifacts that belong to a grant: deleting the grant deletes them (revocation of everything issued under it). */
+const GRANT_BOUND = new Set([
+  'AuthorizationCode',
+  'AccessToken',
+  'RefreshToken',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+]);
+
+/** The client metadata the provider reads, from a row of `oauth2_clients`. */
+interface ClientRow {
+  id: string;
+  name: string;
+  type: string;
+  redirect_uris: string[];
+  scopes: string[];
+  logo_url: string | null;
+  secret_hash: string | null;
+}
+
+/** Native apps (RFC 8252): a loopback `http` redirect or a private-use URI scheme. */
+const isNativeRedirect = (uri: string): boolean => {
+  const url = new URL(uri);
+  return url.protocol !== 'https:';
+};
+
+function clientMetadata(row: ClientRow): Record<string, unknown> {
+  const confidential = row.type === 'confidential';
+  return {
+    client_id: row.id,
+    client_name: row.name,
+    redirect_uris: row.redirect_uris,
+    response_types: ['code'],
+    grant_types: confidential
+      ? ['authorization_code', 'refresh_token', 'client_credentials']
+      : ['authorization_code', 'refresh_token'],
+    token_endpoint_auth_method: confidential ? 'client_secret_basic' : 'none',
+    // The SHA-256 of the secret: `compareClientSecret` hashes what the client presents (see oauth2.provider.ts).
+    ...(confidential && row.secret_hash ? { client_secret: row.secret_hash } : {}),
+    // No scopes listed (a self-registered client that named none): any scope the application offers.
+    ...(row.scopes.length ? { scope: row.scopes.join(' ') } : {}),
+    application_type: row.redirect_uris.some(isNativeRedirect) ? 'native' : 'web',
+    ...(row.logo_url ? { logo_uri: row.logo_url } : {}),
+    id_token_signed_response_alg: 'EdDSA',
+  };
+}
+
+/** The scopes a grant record carries: its OpenID scopes and every resource's, once each. */
+function grantScopes(payload: Payload): string[] {
+  const all = new Set<string>();
+  const openid = payload.openid as { scope?: string } | undefined;
+  for (const s of openid?.scope?.split(' ') ?? []) if (s) all.add(s);
+  for (const scope of Object.values((payload.resources as Record<string, string> | undefined) ?? {}))
+    for (const s of scope.split(' ')) if (s) all.add(s);
+  return [...all];
+}
+
+/**
+ * oidc-provider's storage adapter on the service's database, for one application: every statement is scoped to it,
+ * so one application's codes, tokens, grants and clients are invisible to another's provider. Any process serves any
+ * request: nothing lives in memory.
+ */
+export function adapterFor(services: Services, applicationId: string) {
+  const em = (): EntityManager => services.orm.em.fork() as EntityManager;
+
+  return class MikroOrmAdapter {
+    readonly name: string;
+
+    constructor(name: string) {
+      this.name = name;
+    }
+
+    async upsert(id: string, payload: Payload, expiresIn: number): Promise<void> {
+      const expiresAt = new Date(Date.now() + (expiresIn > 0 ? expiresIn : 1) * 1000);
+      if (this.name === 'Grant') return upsertGrant(em(), applicationId, id, payload, expiresAt);
+      if (this.name === 'Client') return upsertClient(em(), applicationId, id, payload);
+      const grantId = GRANT_BOUND.has(this.name) ? (payload.grantId ?? null) : null;
+      await em().execute(
+        `insert into oauth2_artifacts (id, kind, application_id, grant_id, uid, account_id, client_id, payload, expires_at, consumed_at, created_at)
+          values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, now())
+          on conflict (id) do update set payload = excluded.payload, expires_at = excluded.expires_at, uid = excluded.uid,
+            account_id = excluded.account_id
+          where oauth2_artifacts.application_id = excluded.application_id`,
+        [
+          sha256(id),
+          this.name,
+          applicationId,
+          grantId,
+          payload.uid ?? null,
+          payload.accountId ?? null,
+          payload.clientId ?? null,
+          JSON.stringify(payload),
+          expiresAt,
+        ],
+      );
+    }
+
+    async find(id: string): Promise<Payload | undefined> {
+      if (typeof id !== 'string' || id.length === 0 || id.length > 512) return undefined;
+      if (this.name === 'Grant') {
+        const [row] = await em().execute<Array<{ payload: Payload }>>(
+          'select payload from oauth2_grants where id = ? and application_id = ? and expires_at > now()',
+          [id, applicationId],
+        );
+        return row?.payload;
+      }
+      if (this.name === 'Client') {
+        if (!UUID.test(id)) return undefined;
+        const [row] = await em().execute<ClientRow[]>(
+          'select id, name, type, redirect_uris, scopes, logo_url, secret_hash from oauth2_clients where id = ? and application_id = ?',
+          [id, applicationId],
+        );
+        return row ? clientMetadata(row) : undefined;
+      }
+      // Expiry by the database clock (SECURITY 4): an expired artifact is not found.
+      const [row] = await em().execute<Array<{ payload: Payload; consumed_at: Date | null }>>(
+        'select payload, consumed_at from oauth2_artifacts where id = ? and kind = ? and application_id = ? and expires_at > now()',
+        [sha256(id), this.name, applicationId],
+      );
+      if (!row) return undefined;
+      return row.consumed_at ? { ...row.payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) } : row.payload;
+    }
+
+    async findByUid(uid: string): Promise<Payload | undefined> {
+      const [row] = await em().execute<Array<{ payload: Payload }>>(
+        'select payload from oauth2_artifacts where uid = ? and kind = ? and application_id = ? and expires_at > now()',
+        [uid, this.name, applicationId],
+      );
+      return row?.payload;
+    }
+
+    async findByUserCode(): Promise<undefined> {
+      return undefined;
+    }
+
+    /**
+     * Spends a code or a refresh token with one conditional update (SECURITY 3): of twenty concurrent exchanges, on
+     * any number of processes, exactly one gets the row and the others are refused. A replay after the fact finds the
+     * artifact consumed, and the provider then revokes the whole grant (RFC 9700 §4.14: it may have been stolen).
+     */
+    async consume(id: string): Promise<void> {
+      const rows = await em().execute<Array<{ id: string }>>(
+        `update oauth2_artifacts set consumed_at = now()
+          where id = ? and kind = ? and application_id = ? and consumed_at is null and expires_at > now()
+          returning id`,
+        [sha256(id), this.name, applicationId],
+      );
+      if (!rows[0]) throw new errors.InvalidGrant(`${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
+    }
+
+    async destroy(id: string): Promise<void> {
+      if (this.name === 'Grant') return void (await revokeGrant(em(), applicationId, id, 'revoked'));
+      if (this.name === 'Client') {
+        await em().execute('delete from oauth2_clients where id = ? and application_id = ? and dynamic', [id, applicationId]);
+        return;
+      }
+      await em().execute('delete from oauth2_artifacts where id = ? and application_id = ?', [sha256(id), applicationId]);
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await em().execute('delete from oauth2_artifacts where grant_id = ? and kind = ? and application_id = ?', [
+        grantId,
+        this.name,
+        applicationId,
+      ]);
+    }
+  };
+}
+
+async function upsertGrant(em: EntityManager, applicationId: string, id: string, payload: Payload, expiresAt: Date) {
+  if (!UUID.test(payload.accountId ?? '') || !UUID.test(payload.clientId ?? '')) throw new Error('grant without user or client');
+  const scopes = JSON.stringify(grantScopes(payload));
+  await em.transactional(async (tx) => {
+    const inserted = await tx.execute<Array<{ inserted: boolean }>>(
+      `insert into oauth2_grants (id, application_id, user_id, client_id, scopes, payload, expires_at, created_at, updated_at)
+        values (?, ?, ?, ?, ?, ?, ?, now(), now())
+        on conflict (id) do update set scopes = excluded.scopes, payload = excluded.payload, expires_at = excluded.expires_at,
+          updated_at = now()
+        where oauth2_grants.application_id = excluded.application_id
+        returning (xmax = 0) as inserted`,
+      [id, applicationId, payload.accountId, payload.clientId, scopes, JSON.stringify(payload), expiresAt],
+    );
+    if (inserted[0]?.inserted) {
+      await tx.execute(`insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`, [
+        ...eventRow(applicationId, 'oauth2_grant.created', {
+          id,
+          user_id: payload.accountId,
+          client_id: payload.clientId,
+          scopes: JSON.parse(scopes),
+        }),
+      ]);
+    }
+  });
+}
+
+/** A dynamically registered client (RFC 7591): public, PKCE, marked `dynamic`. */
+async function upsertClient(em: EntityManager, applicationId: string, id: string, payload: Payload) {
+  const redirectUris = (payload.redirect_uris as string[] | undefined) ?? [];
+  const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
+  await em.execute(
+    `insert into oauth2_clients (id, application_id, name, type, redirect_uris, scopes, logo_url, secret_hash, dynamic, created_at, updated_at)
+      values (?, ?, ?, 'public', ?, ?, ?, null, true, now(), now())
+      on conflict (id) do nothing`,
+    [
+      id,
+      applicationId,
+      String(payload.client_name ?? 'Unnamed client').slice(0, 200),
+      JSON.stringify(redirectUris),
+      JSON.stringify(scopes),
+      typeof payload.logo_uri === 'string' ? payload.logo_uri.slice(0, 2048) : null,
+    ],
+  );
+}
+
+/**
+ * Deletes a grant and, by the foreign key, every code and token issued under it; records `oauth2_grant.revoked`.
+ * Answers whether there was one to delete.
+ */
+export async function revokeGrant(em: EntityManager, applicationId: string, grantId: string, reason: string): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    const rows = await tx.execute<Array<{ user_id: string; client_id: string }>>(
+      'delete from oauth2_grants where id = ? and application_id = ? returning user_id, client_id',
+      [grantId, applicationId],
+    );
+    if (!rows[0]) return false;
+    await tx.execute(`insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`, [
+      ...eventRow(applicationId, 'oauth2_grant.revoked', {
+        id: grantId,
+        user_id: rows[0].user_id,
+        client_id: rows[0].client_id,
+        reason,
+      }),
+    ]);
+    return true;
+  });
+}

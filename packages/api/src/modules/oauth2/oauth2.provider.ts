@@ -1,0 +1,296 @@
+import { createHmac } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import Provider, { type Configuration, errors } from 'oidc-provider';
+import type { Services } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { sha256 } from '../../lib/crypto.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Application } from '../applications/application.entity.ts';
+import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
+import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
+import { adapterFor } from './oauth2.adapter.ts';
+
+/** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
+export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DAY = 86_400;
+/** Providers kept built per process; the least recently used goes first. */
+const MAX_PROVIDERS = 200;
+
+export const issuerOf = (services: Services, applicationId: string) => `${services.baseUrl}/oauth2/${applicationId}`;
+
+interface Built {
+  provider: Provider;
+  handle: ReturnType<Provider['callback']>;
+  /** What the provider was built from: a new signing key or a settings change builds it again. */
+  version: string;
+}
+
+const caches = new WeakMap<Services, Map<string, Built>>();
+
+async function loadApplication(em: EntityManager, applicationId: string): Promise<Application | undefined> {
+  if (!UUID.test(applicationId)) return undefined;
+  const [row] = await em.execute<Array<Record<string, unknown>>>('select * from applications where id = ?', [applicationId]);
+  return row ? applicationFromRow(row) : undefined;
+}
+
+/**
+ * The application's provider, built on first use and kept (bounded) per process. It is rebuilt when the active
+ * signing key or the application changes, so a rotation or a settings PATCH on another process is picked up within
+ * the signing-key cache's 30 s.
+ */
+export async function providerFor(services: Services, applicationId: string): Promise<Built | undefined> {
+  const em = services.orm.em.fork() as EntityManager;
+  const application = await loadApplication(em, applicationId);
+  if (!application) return undefined;
+  const signing = await activeSigningKey(em, services, applicationId);
+  const version = `${signing.kid}/${application.updatedAt.getTime()}`;
+  const cache = caches.get(services) ?? new Map<string, Built>();
+  caches.set(services, cache);
+  const cached = cache.get(applicationId);
+  if (cached?.version === version) {
+    cache.delete(applicationId);
+    cache.set(applicationId, cached);
+    return cached;
+  }
+  const provider = buildProvider(services, application, signing);
+  const built = { provider, handle: provider.callback(), version };
+  cache.delete(applicationId);
+  if (cache.size >= MAX_PROVIDERS) cache.delete(cache.keys().next().value!);
+  cache.set(applicationId, built);
+  return built;
+}
+
+/** Signs the provider's cookies: derived from the master key per application, so nothing new needs storing. */
+const cookieKey = (services: Services, applicationId: string) =>
+  createHmac('sha256', services.secretBox.deriveKey('oauth2-cookies')).update(applicationId).digest('base64url');
+
+function buildProvider(
+  services: Services,
+  application: Application,
+  signing: Awaited<ReturnType<typeof activeSigningKey>>,
+): Provider {
+  const settings = settingsOf(application).oauth2;
+  const applicationId = application.id;
+  const issuer = issuerOf(services, applicationId);
+  const customScopes = settings.scopes.map((s) => s.name);
+  const jwk = {
+    ...(signing.key.export({ format: 'jwk' }) as Record<string, string>),
+    kid: signing.kid,
+    alg: 'EdDSA',
+    use: 'sig',
+  };
+
+  const configuration: Configuration = {
+    adapter: adapterFor(services, applicationId),
+    clients: [],
+    jwks: { keys: [jwk as never] },
+    scopes: [...STANDARD_SCOPES, ...customScopes],
+    claims: {
+      openid: ['sub'],
+      email: ['email', 'email_verified'],
+      profile: ['name', 'picture', 'updated_at'],
+    },
+    async findAccount(_ctx, id) {
+      if (!UUID.test(id)) return undefined;
+      const [user] = await (services.orm.em.fork() as EntityManager).execute<
+        Array<{
+          id: string;
+          primary_email: string | null;
+          email_verified: boolean;
+          profile: Record<string, unknown>;
+          updated_at: Date;
+        }>
+      >(
+        `select id, primary_email, email_verified, profile, updated_at from users
+            where id = ? and application_id = ? and status = 'active'`,
+        [id, applicationId],
+      );
+      // A banned, merged or deleted user has no account: the provider refuses their tokens and sessions.
+      if (!user) return undefined;
+      return {
+        accountId: user.id,
+        claims: () => ({
+          sub: user.id,
+          email: user.primary_email ?? undefined,
+          email_verified: user.email_verified,
+          name: typeof user.profile.name === 'string' ? user.profile.name : undefined,
+          picture: typeof user.profile.picture === 'string' ? user.profile.picture : undefined,
+          updated_at: Math.floor(new Date(user.updated_at).getTime() / 1000),
+        }),
+      };
+    },
+    interactions: {
+      url: (_ctx, interaction) =>
+        settings.login_url
+          ? withQuery(settings.login_url, 'interaction', interaction.uid)
+          : `${issuer}/interaction/${interaction.uid}`,
+    },
+    async loadExistingGrant(ctx) {
+      const grantId =
+        ctx.oidc.result?.consent?.grantId ||
+        ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId) ||
+        (ctx.oidc.session?.accountId
+          ? await latestGrantId(services, applicationId, ctx.oidc.session.accountId, ctx.oidc.client!.clientId)
+          : undefined);
+      return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
+    },
+    // Every client uses PKCE, S256 only (RFC 9700 §2.1.1; plain is not offered).
+    pkce: { required: () => true },
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      id_token_signed_response_alg: 'EdDSA',
+      token_endpoint_auth_method: 'none',
+    },
+    responseTypes: ['code'],
+    // Self-registration (RFC 7591) makes public clients only: no secret, PKCE, code flow. The validator runs for
+    // every client the provider constructs; `ctx` is set only for a registration request.
+    extraClientMetadata: {
+      properties: ['gatehouse_dynamic'],
+      validator(ctx, _key, _value, metadata) {
+        if (!ctx) return;
+        if (metadata.token_endpoint_auth_method !== 'none' || metadata.client_secret !== undefined) {
+          throw new errors.InvalidClientMetadata('only public clients (token_endpoint_auth_method none) may register');
+        }
+        const grants = (metadata.grant_types as string[] | undefined) ?? [];
+        if (grants.some((g) => g !== 'authorization_code' && g !== 'refresh_token')) {
+          throw new errors.InvalidClientMetadata('only the authorization_code and refresh_token grants may be registered');
+        }
+      },
+    },
+    enabledJWA: {
+      idTokenSigningAlgValues: ['EdDSA'],
+      userinfoSigningAlgValues: ['EdDSA'],
+      introspectionSigningAlgValues: ['EdDSA'],
+      authorizationSigningAlgValues: ['EdDSA'],
+      requestObjectSigningAlgValues: ['EdDSA'],
+      clientAuthSigningAlgValues: ['EdDSA'],
+    },
+    cookies: {
+      keys: [cookieKey(services, applicationId)],
+      long: { signed: true, httpOnly: true, sameSite: 'lax' },
+      short: { signed: true, httpOnly: true, sameSite: 'lax' },
+    },
+    // Codes ≤ 60 s (SECURITY 4); access and ID tokens 10 minutes like the service's own.
+    ttl: {
+      AuthorizationCode: 60,
+      AccessToken: 600,
+      ClientCredentials: 600,
+      IdToken: 600,
+      Interaction: 600,
+      Session: 14 * DAY,
+      Grant: 365 * DAY,
+      RefreshToken: 30 * DAY,
+      RegistrationAccessToken: 30 * DAY,
+    },
+    rotateRefreshToken: true,
+    // OpenID Connect requests get a refresh token for `offline_access` (which OIDC honours only with prompt=consent);
+    // plain OAuth 2.1 requests (CLIs, MCP clients) get one whenever the client may refresh.
+    issueRefreshToken: (_ctx, client, code) =>
+      client.grantTypeAllowed('refresh_token') && (code.scopes.has('offline_access') || !code.scopes.has('openid')),
+    // `sid` names the grant (what the user revokes), `aal` 1: the grant is not a step-up. With them a resource server
+    // verifies these tokens with the SDK's `verifyToken` like its own users' tokens.
+    extraTokenClaims: (_ctx, token) =>
+      'grantId' in token && token.grantId ? { sid: token.grantId as string, aal: 1 } : undefined,
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      userinfo: { enabled: true },
+      rpInitiatedLogout: { enabled: true },
+      registration: {
+        enabled: settings.dynamic_registration,
+        idFactory: () => newId(),
+      },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: (_ctx, _client, oneOf) => oneOf ?? undefined,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx, resource) => {
+          // Only the resource servers the application lists (RFC 8707): a token is bound to exactly one `aud`.
+          if (!settings.resources.includes(resource)) throw new errors.InvalidTarget();
+          return {
+            scope: customScopes.join(' '),
+            accessTokenFormat: 'jwt',
+            accessTokenTTL: 600,
+            jwt: { sign: { alg: 'EdDSA' } },
+          };
+        },
+      },
+    },
+    renderError(ctx, out) {
+      ctx.type = 'html';
+      ctx.body = errorPage(out.error, out.error_description);
+    },
+  };
+
+  const provider = new Provider(issuer, configuration);
+  // Links come from configuration, never from the request (SECURITY 10): the HTTP host sets the forwarded headers
+  // from GATEHOUSE_BASE_URL on every request it hands over, and nothing else.
+  provider.proxy = true;
+  // A confidential client's secret is stored as SHA-256 only: compare hashes, in constant time.
+  const compare = provider.Client.prototype.compareClientSecret;
+  provider.Client.prototype.compareClientSecret = function (this: { clientSecret?: string }, actual: string) {
+    return compare.call(this, sha256(actual));
+  };
+  return provider;
+}
+
+async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {
+  if (!UUID.test(userId) || !UUID.test(clientId)) return undefined;
+  const [row] = await (services.orm.em.fork() as EntityManager).execute<Array<{ id: string }>>(
+    `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
+        order by updated_at desc limit 1`,
+    [applicationId, userId, clientId],
+  );
+  return row?.id;
+}
+
+function withQuery(base: string, key: string, value: string): string {
+  const url = new URL(base);
+  url.searchParams.set(key, value);
+  return url.toString();
+}
+
+const escapeHtml = (value: string) =>
+  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+const errorPage = (error: string, description?: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign-in error</title></head>
+<body><main><h1>This sign-in cannot continue</h1><p><code>${escapeHtml(error)}</code>${description ? ` — ${escapeHtml(description)}` : ''}</p></main></body></html>`;
+
+/**
+ * Hands one HTTP request to the application's provider (a Koa app). `path` is what follows the issuer's path. The
+ * host headers are replaced by the configured base URL's, so every URL the provider writes (discovery, redirects,
+ * `iss`) comes from configuration (SECURITY 10).
+ */
+export async function handleProviderRequest(
+  services: Services,
+  applicationId: string,
+  path: string,
+  req: IncomingMessage & { originalUrl?: string },
+  res: ServerResponse,
+): Promise<boolean> {
+  const built = await providerFor(services, applicationId);
+  if (!built) return false;
+  if (path === '/jwks' && req.method === 'GET') {
+    // One key set per application: the provider publishes the service's document (active and still-valid retired keys).
+    res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'public, max-age=300' });
+    res.end(JSON.stringify(await jwks(services.orm.em.fork() as EntityManager, applicationId)));
+    return true;
+  }
+  const base = new URL(services.baseUrl);
+  req.headers['x-forwarded-host'] = base.host;
+  req.headers['x-forwarded-proto'] = base.protocol.slice(0, -1);
+  delete req.headers['x-forwarded-for'];
+  delete req.headers.forwarded;
+  req.originalUrl = `${new URL(issuerOf(services, applicationId)).pathname}${path}`;
+  req.url = path;
+  await built.handle(req, res);
+  return true;
+}

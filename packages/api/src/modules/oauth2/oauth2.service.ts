@@ -1,0 +1,305 @@
+import type { Context } from '../../context.ts';
+import type { EntityManager } from '../../db/orm.ts';
+import { AppError, notFound } from '../../errors.ts';
+import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { deleteInBatches, registerPurgeStep } from '../../lib/housekeeping.ts';
+import { newId } from '../../lib/ids.ts';
+import { settingsOf } from '../applications/applications.service.ts';
+import { registerBanStep } from '../users/users.hooks.ts';
+import { registerMergeStep } from '../users/users.merge.ts';
+import { findUser } from '../users/users.service.ts';
+import { revokeGrant } from './oauth2.adapter.ts';
+import { type OAuth2Client, OAuth2ClientEntity, OAuth2GrantEntity } from './oauth2.entity.ts';
+import { providerFor, STANDARD_SCOPES } from './oauth2.provider.ts';
+import type { GrantRecord, OAuth2ClientRecord } from './oauth2.schema.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const STANDARD_DESCRIPTIONS: Record<string, string> = {
+  openid: 'Sign you in with your account',
+  profile: 'Read your name and picture',
+  email: 'Read your email address',
+  offline_access: 'Stay connected when you are not using it',
+};
+
+const toClientRecord = (client: OAuth2Client): OAuth2ClientRecord => ({
+  id: client.id,
+  name: client.name,
+  type: client.type as OAuth2ClientRecord['type'],
+  redirect_uris: client.redirectUris,
+  scopes: client.scopes,
+  logo_url: client.logoUrl ?? null,
+  dynamic: client.dynamic,
+  created_at: client.createdAt.toISOString(),
+  updated_at: client.updatedAt.toISOString(),
+});
+
+/** The scopes an application offers: the OpenID ones and its own (`settings.oauth2.scopes`). */
+function offeredScopes(ctx: Context): Map<string, string> {
+  const offered = new Map(STANDARD_SCOPES.map((s) => [s as string, STANDARD_DESCRIPTIONS[s]!]));
+  for (const scope of settingsOf(ctx.application!).oauth2.scopes) offered.set(scope.name, scope.description);
+  return offered;
+}
+
+function checkScopes(ctx: Context, scopes: string[]): string[] {
+  const offered = offeredScopes(ctx);
+  const unknown = scopes.filter((s) => !offered.has(s));
+  if (unknown.length) {
+    throw new AppError(
+      'unknown_scope',
+      'Unknown scope',
+      unknown.map((s) => ({ path: 'scopes', message: `${s} is neither an OpenID scope nor one of settings.oauth2.scopes` })),
+    );
+  }
+  return [...new Set(scopes)];
+}
+
+async function findClient(ctx: Context, id: string): Promise<OAuth2Client> {
+  const client = await ctx.em.findOne(OAuth2ClientEntity, { id, application: ctx.application!.id });
+  if (!client) throw notFound('OAuth client');
+  return client;
+}
+
+const newClientSecret = () => randomSecret('gcs_');
+
+export async function createClient(
+  ctx: Context,
+  input: { name: string; redirect_uris: string[]; type: 'public' | 'confidential'; scopes: string[]; logo_url?: string | null },
+) {
+  const scopes = checkScopes(ctx, input.scopes);
+  const secret = input.type === 'confidential' ? newClientSecret() : null;
+  const client = ctx.em.create(OAuth2ClientEntity, {
+    id: newId(),
+    application: ctx.application!.id,
+    name: input.name,
+    type: input.type,
+    redirectUris: [...new Set(input.redirect_uris)],
+    scopes,
+    logoUrl: input.logo_url ?? null,
+    secretHash: secret ? sha256(secret) : null,
+    dynamic: false,
+  });
+  await ctx.em.flush();
+  return { ...toClientRecord(client), client_secret: secret };
+}
+
+export async function listClients(ctx: Context) {
+  const clients = await ctx.em.find(
+    OAuth2ClientEntity,
+    { application: ctx.application!.id },
+    { orderBy: { createdAt: 'desc', id: 'desc' }, limit: 1000 },
+  );
+  return clients.map(toClientRecord);
+}
+
+export const getClient = async (ctx: Context, id: string) => toClientRecord(await findClient(ctx, id));
+
+export async function updateClient(
+  ctx: Context,
+  input: { id: string; name?: string; redirect_uris?: string[]; scopes?: string[]; logo_url?: string | null },
+) {
+  const client = await findClient(ctx, input.id);
+  if (input.name !== undefined) client.name = input.name;
+  if (input.redirect_uris !== undefined) client.redirectUris = [...new Set(input.redirect_uris)];
+  if (input.scopes !== undefined) client.scopes = checkScopes(ctx, input.scopes);
+  if (input.logo_url !== undefined) client.logoUrl = input.logo_url;
+  client.updatedAt = new Date();
+  await ctx.em.flush();
+  return toClientRecord(client);
+}
+
+/** Deleting a client deletes its grants and, with them, every code and token issued to it. */
+export async function deleteClient(ctx: Context, id: string) {
+  const client = await findClient(ctx, id);
+  await ctx.em.transactional(async (em) => {
+    const grants = await em.execute<Array<{ id: string }>>('select id from oauth2_grants where client_id = ?', [client.id]);
+    for (const grant of grants) await revokeGrant(em, client.application, grant.id, 'client_deleted');
+    await em.execute('delete from oauth2_artifacts where client_id = ? and application_id = ?', [client.id, client.application]);
+    await em.execute('delete from oauth2_clients where id = ?', [client.id]);
+  });
+  return { id, deleted: true as const };
+}
+
+/** A new secret for a confidential client, shown once; the old one stops working at once. */
+export async function rotateClientSecret(ctx: Context, id: string) {
+  const client = await findClient(ctx, id);
+  if (client.type !== 'confidential')
+    throw new AppError('validation_failed', 'A public client has no secret', [{ path: 'id', message: 'is a public client' }]);
+  const secret = newClientSecret();
+  client.secretHash = sha256(secret);
+  client.updatedAt = new Date();
+  await ctx.em.flush();
+  return { ...toClientRecord(client), client_secret: secret };
+}
+
+// ——— Grants (S6) ———
+
+const toGrantRecord = (row: {
+  id: string;
+  client_id: string;
+  scopes: string[];
+  created_at: Date;
+  updated_at: Date;
+}): GrantRecord => ({
+  id: row.id,
+  client_id: row.client_id,
+  scopes: row.scopes,
+  created_at: new Date(row.created_at).toISOString(),
+  updated_at: new Date(row.updated_at).toISOString(),
+});
+
+async function grantsOf(em: EntityManager, applicationId: string, userId: string): Promise<GrantRecord[]> {
+  const rows = await em.execute<Array<{ id: string; client_id: string; scopes: string[]; created_at: Date; updated_at: Date }>>(
+    `select id, client_id, scopes, created_at, updated_at from oauth2_grants
+      where application_id = ? and user_id = ? and expires_at > now() order by created_at desc, id desc limit 1000`,
+    [applicationId, userId],
+  );
+  return rows.map(toGrantRecord);
+}
+
+async function revokeUsersGrant(em: EntityManager, applicationId: string, userId: string, grantId: string) {
+  const owned = await em.count(OAuth2GrantEntity, { id: grantId, application: applicationId, user: userId });
+  if (!owned || !(await revokeGrant(em, applicationId, grantId, 'revoked'))) throw notFound('Grant');
+  return { id: grantId, deleted: true as const };
+}
+
+export const listMyGrants = (ctx: Context) => grantsOf(ctx.em, ctx.application!.id, ctx.user!.id);
+
+export const revokeMyGrant = (ctx: Context, id: string) => revokeUsersGrant(ctx.em, ctx.application!.id, ctx.user!.id, id);
+
+export async function listUserGrants(ctx: Context, userId: string) {
+  const user = await findUser(ctx, userId);
+  return grantsOf(ctx.em, ctx.application!.id, user.id);
+}
+
+export async function revokeUserGrant(ctx: Context, input: { id: string; grant_id: string }) {
+  const user = await findUser(ctx, input.id);
+  return revokeUsersGrant(ctx.em, ctx.application!.id, user.id, input.grant_id);
+}
+
+// ——— Login and consent interaction ———
+
+async function interactionOf(ctx: Context, uid: string) {
+  const built = await providerFor(ctx.services, ctx.application!.id);
+  const interaction = built ? await built.provider.Interaction.find(uid) : undefined;
+  if (!built || !interaction) throw notFound('Interaction');
+  const clientId = String(interaction.params.client_id ?? '');
+  if (!UUID.test(clientId)) throw notFound('Interaction');
+  const client = await findClient(ctx, clientId);
+  const requested = [
+    ...new Set(
+      String(interaction.params.scope ?? '')
+        .split(' ')
+        .filter(Boolean),
+    ),
+  ];
+  return { provider: built.provider, interaction, client, requested };
+}
+
+async function existingGrant(
+  ctx: Context,
+  provider: Awaited<ReturnType<typeof interactionOf>>['provider'],
+  userId: string,
+  clientId: string,
+) {
+  const [row] = await ctx.em.execute<Array<{ id: string }>>(
+    `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
+      order by updated_at desc limit 1`,
+    [ctx.application!.id, userId, clientId],
+  );
+  return row ? provider.Grant.find(row.id) : undefined;
+}
+
+/** What the application's sign-in page shows: the client and the scopes it asks for. */
+export async function getInteraction(ctx: Context, uid: string) {
+  const { interaction, client, requested } = await interactionOf(ctx, uid);
+  const offered = offeredScopes(ctx);
+  return {
+    uid: interaction.uid,
+    client: { id: client.id, name: client.name, logo_url: client.logoUrl ?? null },
+    scopes: requested.map((name) => ({ name, description: offered.get(name) ?? '' })),
+    expires_at: new Date((interaction.exp ?? 0) * 1000).toISOString(),
+  };
+}
+
+/**
+ * The signed-in user approves (a subset of) the requested scopes: the grant records user, client and scopes (an
+ * existing grant of theirs for this client is extended, so the same scopes later need no consent), and the browser
+ * goes back to the provider to receive its code.
+ */
+export async function completeInteraction(ctx: Context, input: { uid: string; approved_scopes: string[] }) {
+  const { provider, interaction, client, requested } = await interactionOf(ctx, input.uid);
+  const approved = [...new Set(input.approved_scopes)];
+  const extra = approved.filter((s) => !requested.includes(s));
+  if (extra.length) {
+    throw new AppError(
+      'validation_failed',
+      'Only requested scopes can be approved',
+      extra.map((s) => ({ path: 'approved_scopes', message: `${s} was not requested` })),
+    );
+  }
+  const user = ctx.user!;
+  let grant = await existingGrant(ctx, provider, user.id, client.id);
+  grant ??= new provider.Grant({ accountId: user.id, clientId: client.id });
+  const custom = new Set(settingsOf(ctx.application!).oauth2.scopes.map((s) => s.name));
+  // What the user left unticked is recorded as rejected, so the provider does not ask again for it.
+  const rejected = requested.filter((s) => !approved.includes(s));
+  if (approved.length) grant.addOIDCScope(approved.join(' '));
+  if (rejected.length) grant.rejectOIDCScope(rejected.join(' '));
+  const resources = interaction.params.resource;
+  for (const resource of Array.isArray(resources) ? resources : resources ? [resources] : []) {
+    const scoped = approved.filter((s) => custom.has(s));
+    const refused = rejected.filter((s) => custom.has(s));
+    if (scoped.length) grant.addResourceScope(String(resource), scoped.join(' '));
+    if (refused.length) grant.rejectResourceScope(String(resource), refused.join(' '));
+  }
+  const grantId = await grant.save();
+  interaction.result = { login: { accountId: user.id, remember: true }, consent: { grantId } };
+  await interaction.save(Math.max((interaction.exp ?? 0) - Math.floor(Date.now() / 1000), 1));
+  return { redirect_to: interaction.returnTo };
+}
+
+export async function denyInteraction(ctx: Context, uid: string) {
+  const { interaction } = await interactionOf(ctx, uid);
+  interaction.result = { error: 'access_denied', error_description: 'The user denied the request' };
+  await interaction.save(Math.max((interaction.exp ?? 0) - Math.floor(Date.now() / 1000), 1));
+  return { redirect_to: interaction.returnTo };
+}
+
+// ——— Users: merge moves grants; ban revokes them ———
+
+registerMergeStep('oauth2_grants', async (em, { applicationId, sourceUserId, targetUserId }) => {
+  const target = JSON.stringify(targetUserId);
+  await em.execute(
+    `update oauth2_grants set user_id = ?, payload = jsonb_set(payload, '{accountId}', ?::jsonb), updated_at = now()
+      where application_id = ? and user_id = ?`,
+    [targetUserId, target, applicationId, sourceUserId],
+  );
+  await em.execute(
+    `update oauth2_artifacts set account_id = ?, payload = jsonb_set(payload, '{accountId}', ?::jsonb)
+      where application_id = ? and account_id = ? and grant_id is not null`,
+    [targetUserId, target, applicationId, sourceUserId],
+  );
+  // The source's sign-in sessions at the provider end: its next authorization signs in again (as the target).
+  await em.execute(`delete from oauth2_artifacts where application_id = ? and account_id = ? and kind = 'Session'`, [
+    applicationId,
+    sourceUserId,
+  ]);
+});
+
+registerBanStep('oauth2_grants', async (em, user) => {
+  const grants = await em.execute<Array<{ id: string }>>(
+    'select id from oauth2_grants where application_id = ? and user_id = ?',
+    [user.application, user.id],
+  );
+  for (const grant of grants) await revokeGrant(em, user.application, grant.id, 'user_banned');
+  await em.execute(`delete from oauth2_artifacts where application_id = ? and account_id = ? and kind = 'Session'`, [
+    user.application,
+    user.id,
+  ]);
+});
+
+// Expired codes, tokens, sessions and interactions go a day after they expired (a spent refresh token is kept until
+// then, so its reuse is still recognized and revokes the grant); expired grants go with their artifacts.
+registerPurgeStep('oauth2_artifacts', (em) => deleteInBatches(em, 'oauth2_artifacts', `t.expires_at < now() - interval '1 day'`));
+registerPurgeStep('oauth2_grants', (em) => deleteInBatches(em, 'oauth2_grants', `t.expires_at < now() - interval '1 day'`));
