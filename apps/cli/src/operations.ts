@@ -89,4 +89,12 @@ export const OPERATION_COMMANDS: Record<string, string> = {
   'access-rules-list': 'access rules list',
   'access-rules-delete': 'access rules delete',
   'access-check': 'access check',
+  'users-grants-list': 'users grants',
+  'users-grants-revoke': 'users grants revoke',
+  'oauth2-clients-create': 'oauth2 clients create',
+  'oauth2-clients-list': 'oauth2 clients list',
+  'oauth2-clients-get': 'oauth2 clients show',
+  'oauth2-clients-update': 'oauth2 clients update',
+  'oauth2-clients-delete': 'oauth2 clients delete',
+  'oauth2-clients-rotateSecret': 'oauth2 clients rotate-secret',
 };

@@ -997,6 +997,11 @@ describe('gatehouse oauth2 clients and users grants', () => {
     expect(bad.stderr).toContain('invalid_url');
     const user = await json(['users', 'create', '--email', 'grants@example.com'], env);
     expect(await json(['users', 'grants', user.id], env)).toEqual([]);
+    // Revoking asks first (scripts pass --yes); a grant the user does not have is not_found.
+    expect((await gatehouse(['users', 'grants', 'revoke', user.id, '01890000-0000-7000-8000-000000000000'], env)).code).toBe(2);
+    const unknown = await gatehouse(['users', 'grants', 'revoke', user.id, '01890000-0000-7000-8000-000000000000', '--yes'], env);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain('not_found');
     const refused = await gatehouse(['oauth2', 'clients', 'delete', client.id], env);
     expect(refused.code).toBe(2);
     expect(await json(['oauth2', 'clients', 'delete', client.id, '--yes'], env)).toEqual({ id: client.id, deleted: true });

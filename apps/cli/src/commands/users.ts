@@ -199,9 +199,9 @@ export function registerUsers(program: Command): void {
       );
     });
 
-  users
+  const grants = users
     .command('grants')
-    .description('List the third-party apps a user authorized (OAuth grants), newest first')
+    .description('List the third-party apps a user authorized (OAuth grants), newest first (`users grants revoke` revokes one)')
     .argument('<user>', 'user id')
     .action(async (user: string, _options, command: Command) => {
       const gatehouse = await secretKeyClient(command);
@@ -221,6 +221,27 @@ export function registerUsers(program: Command): void {
             list,
             'No grants.',
           ),
+      );
+    });
+
+  grants
+    .command('revoke')
+    .description('Revoke a grant: the app loses every token issued under it at once')
+    .argument('<user>', 'user id')
+    .argument('<grant-id>', 'grant id, from `gatehouse users grants <user>`')
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .action(async (user: string, grantId: string, options: { yes?: boolean }, command: Command) => {
+      if (mustConfirm(options.yes, 'revoking a grant signs the app out of the user’s account')) {
+        if (!(await confirm(`Revoke grant ${grantId} of user ${user}? The app's tokens stop working at once.`))) {
+          throw new Error('cancelled: nothing was revoked');
+        }
+      }
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Revoking the grant',
+        () => gatehouse.users.grants.revoke({ id: user, grant_id: grantId }),
+        () => ({ kind: 'message', text: `Revoked grant ${grantId} of user ${user}; its tokens no longer work` }),
       );
     });
 
