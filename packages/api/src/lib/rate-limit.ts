@@ -41,6 +41,9 @@ class PostgresCounters implements Counters {
 
   constructor(url: string) {
     this.#pool = new pg.Pool({ connectionString: url, max: 4 });
+    // An idle connection the server ends (a restart, a dropped database) is an 'error' on the pool: without a
+    // listener, Node would end the process. The pool discards that connection; the next query opens another.
+    this.#pool.on('error', () => undefined);
   }
 
   async add(limits: Limit[], delta: 1 | -1): Promise<Count[]> {
