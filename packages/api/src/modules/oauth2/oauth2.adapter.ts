@@ -4,6 +4,9 @@ import type { EntityManager } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { EVENT_COLUMNS, eventRow } from '../events/events.service.ts';
 
+/** How long after a code or refresh token is spent a second use counts as a racing request, not a replay. */
+const REPLAY_GRACE = '10 seconds';
+
 type Payload = Record<string, unknown> & {
   grantId?: string;
   uid?: string;
@@ -128,13 +131,19 @@ export function adapterFor(services: Services, applicationId: string) {
         );
         return row ? clientMetadata(row) : undefined;
       }
-      // Expiry by the database clock (SECURITY 4): an expired artifact is not found.
-      const [row] = await em().execute<Array<{ payload: Payload; consumed_at: Date | null }>>(
-        'select payload, consumed_at from oauth2_artifacts where id = ? and kind = ? and application_id = ? and expires_at > now()',
+      // Expiry by the database clock (SECURITY 4): an expired artifact is not found. A code or refresh token spent
+      // within the last REPLAY_GRACE is shown unspent: a request racing the one that spent it then loses at `consume`
+      // (refused, nothing revoked). Shown spent, the provider would take the racer for a replay and revoke the grant,
+      // tokens of the winning exchange included. A replay after the grace is a replay: the grant is revoked.
+      const [row] = await em().execute<Array<{ payload: Payload; consumed_at: Date | null; replayed: boolean }>>(
+        `select payload, consumed_at, consumed_at < now() - interval '${REPLAY_GRACE}' as replayed
+           from oauth2_artifacts where id = ? and kind = ? and application_id = ? and expires_at > now()`,
         [sha256(id), this.name, applicationId],
       );
       if (!row) return undefined;
-      return row.consumed_at ? { ...row.payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) } : row.payload;
+      return row.consumed_at && row.replayed
+        ? { ...row.payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) }
+        : row.payload;
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
