@@ -65,6 +65,45 @@ const MAX_BAD_SHARE = 0.001;
 const percentile = (sorted: number[], p: number): number =>
   sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]! : 0;
 
+/** The CPU seconds so far of the server, the database, this process and the machine (a window's start and end). */
+const cpuReadings = (server: ServerProcess, db: ScratchDatabase | undefined) => [
+  server.cpuSeconds(),
+  db?.cpuSeconds() ?? Number.NaN,
+  selfCpuSeconds(),
+  machineCpuSeconds(),
+];
+
+/** A load window's figures: its throughput, latency percentiles and the cores each party used during it. */
+function summarize(w: {
+  started: number;
+  windowStart: number;
+  windowEnd: number;
+  atStart: number[];
+  atEnd: number[];
+  latencies: number[];
+  errors: number;
+}): Omit<Measurement, 'scenario' | 'server' | 'oneClientMs'> {
+  const windowSeconds = (w.windowEnd - w.windowStart) / 1000;
+  const cores = w.atEnd.map((value, i) => (value - w.atStart[i]!) / windowSeconds) as [number, number, number, number];
+  const latencies = [...w.latencies].sort((a, b) => a - b);
+  return {
+    warmupSeconds: (w.windowStart - w.started) / 1000,
+    windowSeconds,
+    requests: latencies.length,
+    requestsPerSecond: latencies.length / windowSeconds,
+    p50Ms: percentile(latencies, 50),
+    p95Ms: percentile(latencies, 95),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies.at(-1) ?? 0,
+    serverCores: cores[0],
+    databaseCores: cores[1],
+    loadGeneratorCores: cores[2],
+    machineCores: cores[3],
+    expected: latencies.length,
+    errors: w.errors,
+  };
+}
+
 /**
  * autocannon deep-copies `requests` for each connection (so each gets its own `state`), passes `setupRequest` a copy
  * of that connection's request and calls `onResponse` as a method of it.
@@ -109,7 +148,7 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
   const started = performance.now();
   const latencies: number[] = [];
   let [windowStart, windowEnd, answered, bad, errors, failed] = [0, 0, 0, 0, 0, 0];
-  const readings = () => [server.cpuSeconds(), db?.cpuSeconds() ?? Number.NaN, selfCpuSeconds(), machineCpuSeconds()];
+  const readings = () => cpuReadings(server, db);
   let atStart: number[] = [];
   let atEnd: number[] = [];
   const open = () => {
@@ -151,25 +190,7 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
       `${server.label} / ${scenarioName(scenario)}: ${bad} of ${answered + failed} requests failed or answered other than ${expected(scenario)}`,
     );
   }
-  const windowSeconds = (windowEnd - windowStart) / 1000;
-  const cores = atEnd.map((value, i) => (value - atStart[i]!) / windowSeconds) as [number, number, number, number];
-  latencies.sort((a, b) => a - b);
-  return {
-    warmupSeconds: (windowStart - started) / 1000,
-    windowSeconds,
-    requests: latencies.length,
-    requestsPerSecond: latencies.length / windowSeconds,
-    p50Ms: percentile(latencies, 50),
-    p95Ms: percentile(latencies, 95),
-    p99Ms: percentile(latencies, 99),
-    maxMs: latencies.at(-1) ?? 0,
-    serverCores: cores[0],
-    databaseCores: cores[1],
-    loadGeneratorCores: cores[2],
-    machineCores: cores[3],
-    expected: latencies.length,
-    errors,
-  };
+  return summarize({ started, windowStart, windowEnd, atStart, atEnd, latencies, errors });
 }
 
 /**
@@ -183,7 +204,7 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
   const state: ConnectionState = {};
   const latencies: number[] = [];
   let [answered, bad, errors, windowStart, windowEnd] = [0, 0, 0, 0, 0];
-  const readings = () => [server.cpuSeconds(), db?.cpuSeconds() ?? Number.NaN, selfCpuSeconds(), machineCpuSeconds()];
+  const readings = () => cpuReadings(server, db);
   let atStart: number[] = [];
   const started = performance.now();
   const opensAt = started + config.warmupSeconds * 1000;
@@ -246,25 +267,7 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
   if (bad > MAX_BAD_SHARE * answered || latencies.length === 0) {
     throw new Error(`${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${bad} of ${answered} requests failed`);
   }
-  const windowSeconds = (windowEnd - windowStart) / 1000;
-  const cores = atEnd.map((value, i) => (value - atStart[i]!) / windowSeconds) as [number, number, number, number];
-  latencies.sort((a, b) => a - b);
-  return {
-    warmupSeconds: (windowStart - started) / 1000,
-    windowSeconds,
-    requests: latencies.length,
-    requestsPerSecond: latencies.length / windowSeconds,
-    p50Ms: percentile(latencies, 50),
-    p95Ms: percentile(latencies, 95),
-    p99Ms: percentile(latencies, 99),
-    maxMs: latencies.at(-1) ?? 0,
-    serverCores: cores[0],
-    databaseCores: cores[1],
-    loadGeneratorCores: cores[2],
-    machineCores: cores[3],
-    expected: latencies.length,
-    errors,
-  };
+  return summarize({ started, windowStart, windowEnd, atStart, atEnd, latencies, errors });
 }
 
 /** One request as the one client (or a tracer) sends it, with the connection's state; checks the status. */
