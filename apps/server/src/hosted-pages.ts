@@ -1,11 +1,8 @@
-/**
- * The hosted magic-link page (`{GATEHOUSE_BASE_URL}/sign-in/verify`), the cross-device half of a magic link without
- * a redirect URL: opening it consumes nothing; the person confirms with a button, which POSTs the token to
- * `magic-link/confirm` — so mail scanners that follow links cannot use them up — and the device that asked for the
- * link (polling with its secret) is signed in, not this page. Inline script and style carry the CSP nonces of the
- * response (helmet).
- */
-export const hostedVerifyHtml = (nonce: { script: string; style: string }) => `<!doctype html>
+/** The CSP nonces of a response (helmet) for its inline script and style. */
+type Nonces = { script: string; style: string };
+
+/** The frame every hosted page shares: one card in the middle of the page, its own style rules and body after it. */
+const hostedPage = (nonce: Nonces, style: string, body: string) => `<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
@@ -15,13 +12,27 @@ export const hostedVerifyHtml = (nonce: { script: string; style: string }) => `<
   <style nonce="${nonce.style}">
     body { font-family: system-ui, sans-serif; display: grid; place-items: center; min-height: 100vh; margin: 0; background: #f6f7f9; }
     main { background: #fff; padding: 2rem 2.5rem; border-radius: 12px; box-shadow: 0 1px 4px rgba(0,0,0,.08); max-width: 26rem; }
-    button { font: inherit; padding: .6rem 1.4rem; border-radius: 8px; border: 0; background: #1f2937; color: #fff; cursor: pointer; }
-    button[disabled] { opacity: .5; cursor: default; }
-    #status { margin-top: 1rem; }
-  </style>
+${style}  </style>
 </head>
 <body>
-<main>
+${body}</body>
+</html>`;
+
+/**
+ * The hosted magic-link page (`{GATEHOUSE_BASE_URL}/sign-in/verify`), the cross-device half of a magic link without
+ * a redirect URL: opening it consumes nothing; the person confirms with a button, which POSTs the token to
+ * `magic-link/confirm` — so mail scanners that follow links cannot use them up — and the device that asked for the
+ * link (polling with its secret) is signed in, not this page. Inline script and style carry the CSP nonces of the
+ * response (helmet).
+ */
+export const hostedVerifyHtml = (nonce: Nonces) =>
+  hostedPage(
+    nonce,
+    `    button { font: inherit; padding: .6rem 1.4rem; border-radius: 8px; border: 0; background: #1f2937; color: #fff; cursor: pointer; }
+    button[disabled] { opacity: .5; cursor: default; }
+    #status { margin-top: 1rem; }
+`,
+    `<main>
   <h1>Sign in</h1>
   <p id="prompt">Sign in on the device where you asked for this link?</p>
   <form id="confirm"><button type="submit">Yes, sign me in</button></form>
@@ -59,8 +70,8 @@ export const hostedVerifyHtml = (nonce: { script: string; style: string }) => `<
     }
   };
 </script>
-</body>
-</html>`;
+`,
+  );
 
 /**
  * The hosted login and consent page of an application's OAuth provider (`/oauth2/{application_id}/interaction/{uid}`),
@@ -68,24 +79,15 @@ export const hostedVerifyHtml = (nonce: { script: string; style: string }) => `<
  * magic link (confirmed on the hosted verify page, on any device, while this page polls), then lets them allow or deny.
  * Everything it shows comes from the API as text (never HTML), so a client's name cannot inject markup.
  */
-export const hostedInteractionHtml = (nonce: { script: string; style: string }) => `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <meta name="robots" content="noindex">
-  <title>Sign in</title>
-  <style nonce="${nonce.style}">
-    body { font-family: system-ui, sans-serif; display: grid; place-items: center; min-height: 100vh; margin: 0; background: #f6f7f9; }
-    main { background: #fff; padding: 2rem 2.5rem; border-radius: 12px; box-shadow: 0 1px 4px rgba(0,0,0,.08); max-width: 26rem; }
-    button, input { font: inherit; padding: .6rem 1rem; border-radius: 8px; }
+export const hostedInteractionHtml = (nonce: Nonces) =>
+  hostedPage(
+    nonce,
+    `    button, input { font: inherit; padding: .6rem 1rem; border-radius: 8px; }
     button { border: 0; background: #1f2937; color: #fff; cursor: pointer; margin-right: .5rem; }
     button.secondary { background: #e5e7eb; color: #111827; }
     [hidden] { display: none; }
-  </style>
-</head>
-<body>
-<main>
+`,
+    `<main>
   <h1 id="title">Sign in</h1>
   <ul id="scopes"></ul>
   <form id="email-form" hidden><input id="email" type="email" required placeholder="you@example.com" autocomplete="email"> <button type="submit">Email me a link</button></form>
@@ -144,5 +146,5 @@ export const hostedInteractionHtml = (nonce: { script: string; style: string }) 
   document.getElementById('allow').onclick = () => answer('complete', { approved_scopes: scopes })();
   document.getElementById('deny').onclick = () => answer('deny', undefined)();
 </script>
-</body>
-</html>`;
+`,
+  );
