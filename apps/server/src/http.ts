@@ -10,6 +10,7 @@ import {
   buildOpenApiDocument,
   CORS_ALLOWED_HEADERS,
   type Context,
+  callProcedure,
   createContext,
   describeError,
   ERROR_CODES,
@@ -17,17 +18,20 @@ import {
   errorBody,
   handleProviderRequest,
   MAX_BODY_DEPTH,
-  type Meta,
   preflightAllowed,
+  procedureTypes,
   type RequestInfo,
+  type RestRoute,
   relayRedirect,
+  restRoutes,
   type Services,
   samlMetadata,
   tooDeep,
 } from '@gatehouse/api';
-import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
+import { getErrorShape, getTRPCErrorFromUnknown } from '@trpc/server';
+import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { hostedInteractionHtml, hostedVerifyHtml } from './hosted-pages.ts';
 import { registerMetrics } from './metrics.ts';
 
@@ -83,9 +87,6 @@ function fastifyErrorBody(error: { code?: string; statusCode?: number }): ErrorB
       return undefined;
   }
 }
-
-/** The context each request's procedure ran with, so the REST wrapper can read what the procedure declared. */
-const contexts = new WeakMap<object, Context>();
 
 const requestInfo = (request: FastifyRequest): RequestInfo => ({
   requestId: request.id,
@@ -164,16 +165,12 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     sendError(request, reply, { code: 'not_found', message: `No route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
-  const routes = restRoutes();
   registerMetrics(
     app,
     services,
     (request) =>
-      request.url.startsWith('/v1/') && request.routeOptions.url === '/v1/*'
-        ? (routeOf(routes, request)?.path ?? 'unmatched')
-        : request.url.startsWith('/trpc/')
-          ? '/trpc'
-          : (request.routeOptions.url ?? 'unmatched'),
+      (request.routeOptions.config as { route?: string } | undefined)?.route ??
+      (request.url.startsWith('/trpc/') ? '/trpc' : (request.routeOptions.url ?? 'unmatched')),
     options.metricsToken,
   );
 
@@ -187,16 +184,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   app.get('/v1/openapi.json', async () => openApiDocument);
   await registerDocs(app);
 
-  await app.register(fastifyTRPCPlugin, {
-    prefix: '/trpc',
-    trpcOptions: {
-      router: appRouter,
-      createContext: ({ req }: { req: FastifyRequest }) => createContext(services, requestInfo(req)),
-      // CORS headers of end-user procedures (set by the origin check) reach tRPC callers too.
-      responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.response.headers }),
-      onError: ({ error, req }: { error: unknown; req: FastifyRequest }) => logOutsideProcedure(req.log, error),
-    },
-  });
+  await registerTrpc(app, services);
 
   registerCors(app, services);
   // Security headers for the hosted pages only (the API answers JSON; /docs brings its own scripts): a CSP with
@@ -227,117 +215,140 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
 
   await registerSaml(app, services);
   await registerOAuthRedirect(app, services);
-  registerRest(app, services);
+  registerRest(app, services, restRoutes());
   return { app, services };
 }
 
 /**
- * The REST surface: trpc-to-openapi runs the procedure that matches the method and path; this wrapper puts its
- * answer in the envelope (CONTRACT §1) and applies the success status the procedure declares.
+ * `/trpc/<path>`. A single call as the SDK's `httpLink` sends it (a query as GET with `?input=<json>`, a mutation as
+ * POST with the JSON input as its body) runs the procedure directly and is answered in tRPC's wire format
+ * (`{result: {data}}`, or `{error: <shape>}` with the error's HTTP status). Anything else (batches, streams, method
+ * overrides, unknown paths, a procedure of the other kind, input that is not JSON) goes to tRPC's own handler, which
+ * answers as tRPC does. The same procedures and context as REST: the transports cannot differ in what they check.
  */
-function registerRest(app: FastifyInstance, services: Services) {
-  const pathParameters = restRoutes();
-  const handle = createOpenApiNodeHttpHandler({
+async function registerTrpc(app: FastifyInstance, services: Services) {
+  const trpcOptions = {
     router: appRouter,
-    createContext: ({ req }) => {
-      const ctx = createContext(services, requestInfo(req as unknown as FastifyRequest));
-      contexts.set(req, ctx);
-      return ctx;
-    },
-    responseMeta: ({ ctx }) => ({ status: ctx?.response.status, headers: ctx?.response.headers }),
-    onError: ({ error, req }) => logOutsideProcedure((req as unknown as FastifyRequest).log, error),
-    maxBodySize: ONE_MIB,
+    createContext: ({ req }: { req: FastifyRequest }) => createContext(services, requestInfo(req)),
+    // CORS headers of end-user procedures (set by the origin check) reach tRPC callers too.
+    responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.response.headers }),
+    onError: ({ error, req }: { error: unknown; req: FastifyRequest }) => logOutsideProcedure(req.log, error),
+  };
+  /** The input of a single call, or `fallback` when tRPC's own handler must answer. */
+  const fallback = Symbol('fallback');
+  const singleCallInput = (request: FastifyRequest, type: string | undefined): unknown => {
+    const query = request.query as Record<string, unknown>;
+    if (!type || 'batch' in query || request.headers['trpc-accept'] || request.headers.accept === 'application/jsonl') {
+      return fallback;
+    }
+    try {
+      if (type === 'query' && request.method === 'GET') {
+        return typeof query.input === 'string' ? JSON.parse(query.input) : query.input === undefined ? undefined : fallback;
+      }
+      if (type === 'mutation' && request.method === 'POST') {
+        const body = request.body;
+        if (body === undefined) return undefined;
+        return typeof body === 'string' && request.headers['content-type']?.startsWith('application/json')
+          ? JSON.parse(body)
+          : fallback;
+      }
+    } catch {
+      // Not JSON: tRPC answers its PARSE_ERROR.
+    }
+    return fallback;
+  };
+  await app.register(async (scope) => {
+    // tRPC reads its bodies itself (its own handler parses them; the fast path with JSON.parse).
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      ['application/json', 'multipart/form-data'],
+      { parseAs: 'string', bodyLimit: ONE_MIB },
+      (_req, body, done) => done(null, body),
+    );
+    scope.all<{ Params: { path: string } }>('/trpc/:path', async (request, reply) => {
+      const path = request.params.path;
+      const type = procedureTypes.get(path);
+      const input = singleCallInput(request, type);
+      if (input === fallback) return fastifyRequestHandler({ ...trpcOptions, req: request, res: reply, path });
+      const ctx = createContext(services, requestInfo(request));
+      reply.header('vary', 'trpc-accept, accept').type('application/json');
+      try {
+        const data = await callProcedure(ctx, path, type!, input);
+        return reply.headers(ctx.response.headers).send(JSON.stringify({ result: { data } }));
+      } catch (cause) {
+        const error = getTRPCErrorFromUnknown(cause);
+        logOutsideProcedure(request.log, error);
+        const shape = getErrorShape({ config: appRouter._def._config, ctx, error, input, path, type: type as 'query' });
+        return reply
+          .code(getHTTPStatusCodeFromError(error))
+          .headers(ctx.response.headers)
+          .send(JSON.stringify({ error: shape }));
+      }
+    });
   });
+}
 
-  app.route({
-    method: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
-    url: '/v1/*',
-    handler: async (request, reply) => {
-      // A POST without a body (an action such as merge's siblings) is an empty JSON object, not a 415.
-      if (request.body === undefined && request.method !== 'GET' && request.method !== 'DELETE') {
-        request.body = {};
-        request.headers['content-type'] ??= 'application/json';
-      }
-      // A path parameter repeated in the body or query would be silently dropped (the path wins): refuse it, so
-      // that nobody believes they set an `id` (SECURITY 11, mass assignment).
-      const shadowed = shadowedParameters(pathParameters, request);
-      if (shadowed.length) {
-        return sendError(request, reply, {
-          code: 'validation_failed',
-          message: 'The request does not match the schema',
-          details: shadowed.map((name) => ({
-            path: name,
-            message: 'is a path parameter; it cannot be sent in the body or query',
-          })),
-        });
-      }
-      let status = 200;
-      const headers: Record<string, string> = {};
-      let matched = true;
-      const res = {
-        get statusCode() {
-          return status;
-        },
-        set statusCode(value: number) {
-          status = value;
-        },
-        setHeader: (key: string, value: string) => {
-          if (key.toLowerCase() !== 'content-type') headers[key] = value;
-        },
-        end: (body: string) => {
-          const prefix = `{"success":${status < 400},`;
-          // An idempotent replay repeats the first answer's meta, so the whole body is the same, byte for byte.
-          const tail = `"meta":${JSON.stringify(contexts.get(request)?.response.meta ?? meta(request))}}`;
-          let payload: string;
-          if (status < 400 && contexts.get(request)?.response.raw) payload = body;
-          else if (status < 400) payload = `${prefix}"data":${body ?? 'null'},"error":null,${tail}`;
-          else {
-            const parsed = JSON.parse(body) as { data?: { code?: string; details?: unknown }; message?: string; code?: string };
-            const error: ErrorBody =
-              parsed.data?.code && parsed.data.code in ERROR_CODES
-                ? {
-                    code: parsed.data.code as ErrorBody['code'],
-                    message: parsed.message ?? '',
-                    ...(parsed.data.details ? { details: parsed.data.details as ErrorBody['details'] } : {}),
-                  }
-                : errorBody(undefined);
-            status = ERROR_CODES[error.code].status;
-            payload = `${prefix}"data":null,"error":${JSON.stringify(error)},${tail}`;
+/**
+ * The REST surface (CONTRACT §1): one fastify route per procedure with OpenAPI meta. Its input is the JSON body (POST,
+ * PATCH, PUT) or the query (GET, DELETE), with the path parameters over it; the procedure's answer goes in the
+ * envelope with the success status it declares, its errors in the error envelope.
+ */
+function registerRest(app: FastifyInstance, services: Services, routes: RestRoute[]) {
+  for (const route of routes) {
+    app.route({
+      method: route.method,
+      url: route.path.replace(/\{(\w+)\}/g, ':$1'),
+      config: { route: route.path },
+      handler: async (request, reply) => {
+        const source = (route.body ? request.body : request.query) ?? {};
+        if (typeof source !== 'object' || Array.isArray(source)) {
+          return sendError(request, reply, {
+            code: 'validation_failed',
+            message: 'The request does not match the schema',
+            details: [{ path: '(root)', message: 'the body must be a JSON object' }],
+          });
+        }
+        // A path parameter repeated in the body or query would be silently dropped (the path wins): refuse it, so
+        // that nobody believes they set an `id` (SECURITY 11, mass assignment).
+        const shadowed = route.parameters.filter((name) => name in source);
+        if (shadowed.length) {
+          return sendError(request, reply, {
+            code: 'validation_failed',
+            message: 'The request does not match the schema',
+            details: shadowed.map((name) => ({
+              path: name,
+              message: 'is a path parameter; it cannot be sent in the body or query',
+            })),
+          });
+        }
+        const input: Record<string, unknown> = { ...source, ...(request.params as Record<string, string>) };
+        if (!route.body) {
+          for (const [key, value] of Object.entries(source)) {
+            // An empty query value (`?domain=`) is an absent one, as HTML forms send them; a repeated one is a list.
+            if (value === '') delete input[key];
+            else if (route.arrayFields.has(key) && !Array.isArray(value)) input[key] = [value];
           }
-          reply.code(status).headers(headers).type('application/json').send(payload);
-        },
-        once: reply.raw.once.bind(reply.raw),
-        on: reply.raw.on.bind(reply.raw),
-        off: reply.raw.off.bind(reply.raw),
-        removeListener: reply.raw.removeListener.bind(reply.raw),
-        emit: reply.raw.emit.bind(reply.raw),
-        socket: reply.raw.socket,
-        get headersSent() {
-          return reply.sent;
-        },
-        // Read by the adapter when the connection closes: without it, every request aborts a signal (and builds a
-        // DOMException) after it has already been answered.
-        get writableEnded() {
-          return reply.sent || reply.raw.writableEnded;
-        },
-      };
-      const req = Object.assign(request, {
-        once: request.raw.once.bind(request.raw),
-        on: request.raw.on.bind(request.raw),
-        off: request.raw.off.bind(request.raw),
-        destroy: request.raw.destroy.bind(request.raw),
-      });
-      await handle(req as never, res as never, () => {
-        matched = false;
-      });
-      if (!matched)
-        return sendError(request, reply, {
-          code: 'not_found',
-          message: `No route ${request.method} ${request.url.split('?')[0]}`,
-        });
-      return reply;
-    },
-  });
+        }
+        const ctx = createContext(services, requestInfo(request));
+        let data: unknown;
+        try {
+          data = await route.call(ctx, input);
+        } catch (error) {
+          logOutsideProcedure(request.log, error);
+          return sendError(request, reply, errorBody(error), ctx.response.headers);
+        }
+        reply
+          .code(ctx.response.status ?? 200)
+          .headers(ctx.response.headers)
+          .type('application/json');
+        if (ctx.response.raw) return reply.send(JSON.stringify(data));
+        // An idempotent replay repeats the first answer's meta, so the whole body is the same, byte for byte.
+        return reply.send(
+          `{"success":true,"data":${JSON.stringify(data) ?? 'null'},"error":null,"meta":${JSON.stringify(ctx.response.meta ?? meta(request))}}`,
+        );
+      },
+    });
+  }
 }
 
 /**
@@ -496,41 +507,6 @@ function registerCors(app: FastifyInstance, services: Services) {
       })
       .send();
   });
-}
-
-interface PathRoute {
-  method: string;
-  /** The OpenAPI path (`/v1/users/{id}`): the route's name in metrics. */
-  path: string;
-  pattern: RegExp;
-  parameters: string[];
-}
-
-/** Every REST route with path parameters, from the procedures' OpenAPI meta. */
-/** Every REST route, literal paths before those with parameters (`/v1/users/merge` before `/v1/users/{id}`). */
-function restRoutes(): PathRoute[] {
-  const routes: PathRoute[] = [];
-  for (const procedure of Object.values(appRouter._def.procedures) as unknown as Array<{ _def: { meta?: Meta } }>) {
-    const openapi = procedure._def.meta?.openapi;
-    if (!openapi) continue;
-    const parameters = [...openapi.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
-    const pattern = new RegExp(`^${openapi.path.replace(/[.]/g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`);
-    routes.push({ method: openapi.method, path: openapi.path, pattern, parameters });
-  }
-  return routes.sort((a, b) => a.parameters.length - b.parameters.length);
-}
-
-const routeOf = (routes: PathRoute[], request: FastifyRequest) => {
-  const path = request.url.split('?')[0]!;
-  return routes.find((r) => r.method === request.method && r.pattern.test(path));
-};
-
-function shadowedParameters(routes: PathRoute[], request: FastifyRequest): string[] {
-  const route = routeOf(routes, request);
-  if (!route) return [];
-  const body = request.body && typeof request.body === 'object' ? (request.body as Record<string, unknown>) : {};
-  const query = request.query as Record<string, unknown>;
-  return route.parameters.filter((name) => name in body || name in query);
 }
 
 const require = createRequire(import.meta.url);

@@ -256,6 +256,52 @@ describe('POST /v1/authz/check', () => {
     expectError(await ask({ mode: 'eventually' }), 422, 'validation_failed');
   });
 
+  it('checks its secret key inside the check statement with the answers and order of every other route', async () => {
+    const user = await createUser(app);
+    const doc = `doc:${unique('keyed')}`;
+    const { consistency_token } = await ok(write(app, [t(doc, 'viewer', `user:${user}`)]));
+    const body = { object: doc, relation: 'viewer', subject: `user:${user}` };
+    const ask = (headers: Record<string, string | undefined>, input: unknown = body) =>
+      app.rest('POST', '/v1/authz/check', input, headers);
+    const key = await ok(app.rest('POST', '/v1/api-keys', { name: 'to revoke', scopes: ['authz:write'] }), 201);
+    const writer = { authorization: `Bearer ${key.secret}` };
+    // authz:write implies authz:read, in the statement as in every other route.
+    expect((await ok(ask(writer))).allowed).toBe(true);
+    const other = await suite.server.createApp();
+    const otherKey = { authorization: `Bearer ${other.secretKey}` };
+    const cases: Array<[Record<string, string | undefined>, number, string]> = [
+      [{ authorization: 'Bearer sk_test_unknown' }, 401, 'invalid_api_key'],
+      [{ authorization: 'Bearer not-a-key' }, 401, 'invalid_api_key'],
+      // A key of another application, with this application's id: 401, never its answer.
+      [otherKey, 401, 'invalid_api_key'],
+      [{ 'x-application-id': '00000000-0000-7000-8000-000000000000' }, 401, 'application_not_resolved'],
+      [{ authorization: undefined }, 401, 'missing_credentials'],
+    ];
+    for (const [headers, status, code] of cases) {
+      expectError(await ask(headers), status, code, JSON.stringify(headers));
+      // The credential is judged first: a bad key with a bad body or a consistency token is still 401.
+      expectError(await ask(headers, { object: 'no-colon' }), status, code, `bad body, ${JSON.stringify(headers)}`);
+      expectError(
+        await ask(headers, { ...body, consistency: { mode: 'at_least_as_fresh', token: consistency_token } }),
+        status,
+        code,
+        `consistency, ${JSON.stringify(headers)}`,
+      );
+    }
+    expectError(await ask({}, { object: 'no-colon' }), 422, 'validation_failed');
+    // Revocation is immediate, on this process and on another one.
+    await ok(app.rest('DELETE', `/v1/api-keys/${key.id}`));
+    const answers = await acrossServers(suite.server, 4, (server) =>
+      app.via(server).rest('POST', '/v1/authz/check', body, writer),
+    );
+    for (const answer of answers) expectError(answer, 401, 'invalid_api_key');
+    // The key is marked used by a check, as by any other call.
+    const reader = await ok(app.rest('POST', '/v1/api-keys', { name: 'reader', scopes: ['authz:read'] }), 201);
+    await ok(ask({ authorization: `Bearer ${reader.secret}` }));
+    const keys = (await ok(app.rest('GET', '/v1/api-keys'))) as Array<{ id: string; last_used_at: string | null }>;
+    expect(keys.find((k) => k.id === reader.id)?.last_used_at).toEqual(isoDate);
+  });
+
   it("never sees another application's tuples or organizations", async () => {
     const other = await suite.server.createApp();
     const user = await createUser(app);

@@ -140,7 +140,15 @@ interface KernelContext extends RequestInfo {
   };
 }
 
-export interface Context extends KernelContext {}
+export interface Context extends KernelContext {
+  /**
+   * Set by an authenticator that leaves the credential check to the procedure's own statement (meta
+   * `credentialInStatement`, a hot path that saves the round trip): `settled` once the procedure has checked it.
+   * `settle()` checks it the ordinary way: a call that fails before the procedure did (invalid input, say) answers
+   * the credential's error first, as every other procedure does.
+   */
+  deferredCredential?: { settled: boolean; settle(): Promise<void> };
+}
 
 /** What an authenticator may add to the context: the fields the modules declare on it. */
 export type Authenticated = Partial<Omit<Context, keyof KernelContext>>;

@@ -20,5 +20,6 @@ export {
   type WebhookWorkerOptions,
 } from './modules/webhooks/webhook-worker.ts';
 export { buildOpenApiDocument } from './openapi.ts';
+export { callProcedure, procedureTypes, type RestRoute, restRoutes } from './rest.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export { describeError, errorBody, type Meta } from './trpc.ts';

@@ -1,5 +1,4 @@
 import { authRouter } from './auth.router.ts';
-import { pinDeclaredCoercion } from './lib/strict-input.ts';
 import { accessRulesRouter } from './modules/access-rules/access-rules.router.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
 import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
@@ -51,7 +50,5 @@ export const appRouter = router({
   oauth2: oauth2Router,
   auth: authRouter,
 });
-
-pinDeclaredCoercion(appRouter);
 
 export type AppRouter = typeof appRouter;

@@ -6,7 +6,7 @@ import { newId } from '../../lib/ids.ts';
 import { SCOPES, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
 import { registerAuthenticator } from '../../trpc.ts';
-import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
+import type { Application } from '../applications/application.entity.ts';
 import { applicationFromRow } from '../applications/applications.service.ts';
 import { allowOrigin } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
@@ -17,6 +17,8 @@ declare module '../../context.ts' {
   interface Context {
     /** Secret-key routes: the key that authenticated the call. */
     apiKey?: ApiKey;
+    /** A procedure with meta `credentialInStatement`: the key it checks inside its own statement. */
+    keyInStatement?: KeyInStatement;
   }
 }
 
@@ -24,10 +26,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** `last_used_at` is written at most this often per key, so reads do not turn into writes. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** `*` grants everything; `x:write` implies `x:read`. */
+/** The scopes that grant `needed`: `*`, itself, and for `x:read` also `x:write`. */
+export function scopesGranting(needed: string): string[] {
+  return needed.endsWith(':read') ? ['*', needed, `${needed.slice(0, -':read'.length)}:write`] : ['*', needed];
+}
+
 export function grants(held: readonly string[], needed: string): boolean {
-  if (held.includes('*') || held.includes(needed)) return true;
-  return needed.endsWith(':read') && held.includes(`${needed.slice(0, -':read'.length)}:write`);
+  const granting = scopesGranting(needed);
+  return held.some((scope) => granting.includes(scope));
 }
 
 function bearer(value: string | undefined): string | undefined {
@@ -54,38 +60,123 @@ export async function resolveApplication(ctx: Context): Promise<Application> {
 const KEY_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'secret_hash', 'created_at', 'last_used_at', 'revoked_at'];
 
 /**
- * The application of `x-application-id` and the bearer key, in the contract's order (application first, then the
- * key), read in one query: the hot path of every management call.
+ * The application of `$app` and the key of SHA-256 `$hash` in it, as one row (the key's columns prefixed `key_`,
+ * null when there is no such key): what a secret key authenticates against, alone or inside a procedure's statement.
  */
-export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise<{ application: Application; apiKey: ApiKey }> {
-  const id = header(ctx, 'x-application-id');
+const secretKeyRowSql = (app: string, hash: string) =>
+  `select a.*, ${KEY_COLUMNS.map((c) => `k.${c} as key_${c}`).join(', ')}
+     from applications a left join api_keys k on k.secret_hash = ${hash} and k.application_id = a.id
+    where a.id = ${app}`;
+
+interface PresentedKey {
+  applicationId: string;
+  secret: string;
+}
+
+/** The application id and secret presented; without both, the contract's answer (application first). */
+async function presentedKey(ctx: Context): Promise<PresentedKey> {
+  const applicationId = header(ctx, 'x-application-id');
   const secret = bearer(header(ctx, 'authorization'));
-  if (!id || !UUID.test(id) || secret === undefined) {
+  if (!applicationId || !UUID.test(applicationId) || secret === undefined) {
     await resolveApplication(ctx);
     throw new AppError('missing_credentials', 'A secret API key is required');
   }
-  const [row] = await preparedQuery<Record<string, unknown>>(
-    ctx.em,
-    'secret_key_authentication',
-    `select a.*, ${KEY_COLUMNS.map((c) => `k.${c} as key_${c}`).join(', ')}
-       from applications a left join api_keys k on k.secret_hash = ? and k.application_id = a.id
-      where a.id = ?`,
-    [sha256(secret), id],
-  );
+  return { applicationId, secret };
+}
+
+/** Judges the row of `secretKeyRowSql` for the presented key and scope, in the contract's order. */
+async function acceptSecretKey(
+  ctx: Context,
+  presented: PresentedKey,
+  row: Record<string, unknown> | undefined,
+  scope: Scope,
+): Promise<{ application: Application; apiKey: ApiKey }> {
   if (!row) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
-  const application = ctx.em.map(ApplicationEntity, row);
   // Unknown, revoked, malformed and other-application keys are one answer: nothing tells them apart.
-  if (!row.key_id || row.key_revoked_at || !secret.startsWith('sk_')) throw new AppError('invalid_api_key', 'Invalid API key');
-  const apiKey = ctx.em.map(ApiKeyEntity, {
-    ...Object.fromEntries(KEY_COLUMNS.map((c) => [c, row[`key_${c}`]])),
-    application_id: application.id,
-  });
+  if (!row.key_id || row.key_revoked_at || !presented.secret.startsWith('sk_')) {
+    throw new AppError('invalid_api_key', 'Invalid API key');
+  }
+  const application = applicationFromRow(row);
+  const apiKey: ApiKey = {
+    id: row.key_id as string,
+    application: application.id,
+    name: row.key_name as string,
+    scopes: row.key_scopes as string[],
+    prefix: row.key_prefix as string,
+    secretHash: row.key_secret_hash as string,
+    createdAt: new Date(row.key_created_at as string),
+    lastUsedAt: row.key_last_used_at === null ? null : new Date(row.key_last_used_at as string),
+    revokedAt: null,
+  };
   if (!grants(apiKey.scopes, scope)) throw new AppError('insufficient_scope', `This key lacks the ${scope} scope`);
   const now = new Date();
   if (!apiKey.lastUsedAt || now.getTime() - apiKey.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await ctx.em.nativeUpdate(ApiKeyEntity, { id: apiKey.id }, { lastUsedAt: now });
   }
   return { application, apiKey };
+}
+
+/**
+ * The application of `x-application-id` and the bearer key, in the contract's order (application first, then the
+ * key, then the scope), read in one query: the hot path of every management call.
+ */
+export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise<{ application: Application; apiKey: ApiKey }> {
+  const presented = await presentedKey(ctx);
+  const [row] = await preparedQuery<Record<string, unknown>>(ctx.em, 'secret_key_authentication', secretKeyRowSql('?', '?'), [
+    sha256(presented.secret),
+    presented.applicationId,
+  ]);
+  return acceptSecretKey(ctx, presented, row, scope);
+}
+
+/**
+ * The parts of a statement that checks the presented secret key itself (meta `credentialInStatement`), its
+ * parameters named by the caller: `cte` the key's row as the CTE `presented_key` (columns as `secretKeyRowSql`), and
+ * `valid` a condition true only for a live key of that application holding one of `scopes`: the statement gates all
+ * its work on it, so a caller without a valid key learns nothing from it, not even by its timing.
+ */
+export const secretKeyInStatement = (app: string, hash: string, scopes: string) => ({
+  cte: `presented_key as (${secretKeyRowSql(app, hash)})`,
+  valid: `exists (select 1 from presented_key where key_revoked_at is null and exists (
+            select 1 from jsonb_array_elements_text(key_scopes) held join jsonb_array_elements_text(${scopes}::jsonb) granting
+              on held = granting))`,
+});
+
+/** The secret key of a `credentialInStatement` procedure, for its statement (`secretKeyInStatement`). */
+export interface KeyInStatement {
+  /** The presented application id: the statement's tenant, trusted only once `accept` has passed. */
+  applicationId: string;
+  /** SHA-256 of the presented secret, and the scopes that grant the procedure's (a JSON array). */
+  hash: string;
+  scopes: string;
+  /** Judges the `presented_key` row the statement returned (undefined: no such application), as `authenticate` would. */
+  accept(ctx: Context, row: Record<string, unknown> | undefined): Promise<void>;
+  /** The ordinary check (its own query), for a call that needs the key settled before its statement. */
+  authenticate(ctx: Context): Promise<void>;
+}
+
+async function deferSecretKey(ctx: Context, scope: Scope) {
+  const presented = await presentedKey(ctx);
+  const deferredCredential = {
+    settled: false,
+    async settle() {
+      await authenticateSecretKey(ctx, scope);
+    },
+  };
+  const keyInStatement: KeyInStatement = {
+    applicationId: presented.applicationId,
+    hash: sha256(presented.secret),
+    scopes: JSON.stringify(scopesGranting(scope)),
+    async accept(procedureCtx, row) {
+      deferredCredential.settled = true;
+      Object.assign(procedureCtx, await acceptSecretKey(procedureCtx, presented, row, scope));
+    },
+    async authenticate(procedureCtx) {
+      deferredCredential.settled = true;
+      Object.assign(procedureCtx, await authenticateSecretKey(procedureCtx, scope));
+    },
+  };
+  return { keyInStatement, deferredCredential };
 }
 
 export const toApiKeyRecord = (key: ApiKey): ApiKeyRecord => ({
@@ -158,7 +249,9 @@ registerAuthenticator('operator', async (ctx) => {
   authenticateOperator(ctx.services.operatorTokenHash, header(ctx, 'authorization'));
   return {};
 });
-registerAuthenticator('secret_key', (ctx, meta) => authenticateSecretKey(ctx, meta!.scope!));
+registerAuthenticator('secret_key', (ctx, meta) =>
+  meta?.credentialInStatement ? deferSecretKey(ctx, meta.scope!) : authenticateSecretKey(ctx, meta!.scope!),
+);
 registerAuthenticator('end_user', async (ctx) => {
   const application = await resolveApplication(ctx);
   allowOrigin(ctx, application);

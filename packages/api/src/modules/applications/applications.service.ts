@@ -131,10 +131,7 @@ export async function updateApplication(
   const settings = input.settings ? mergeSettings(app.settings, input.settings) : ApplicationSettingsSchema.parse(app.settings);
   const origins = input.allowed_origins ?? app.allowedOrigins;
   checkRedirects(settings, origins);
-  if (input.name !== undefined) app.name = input.name;
-  app.allowedOrigins = origins;
-  app.settings = settings;
-  app.updatedAt = new Date();
-  await ctx.em.flush();
-  return toApplicationRecord(app);
+  const changes = { name: input.name ?? app.name, allowedOrigins: origins, settings, updatedAt: new Date() };
+  await ctx.em.nativeUpdate(ApplicationEntity, { id: app.id }, changes);
+  return toApplicationRecord({ ...app, ...changes });
 }

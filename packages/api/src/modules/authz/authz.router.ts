@@ -42,6 +42,7 @@ export const authzRouter = router({
   }),
   check: secretKeyProcedure('authz:read')
     .meta({
+      credentialInStatement: true,
       openapi: {
         method: 'POST',
         path: '/v1/authz/check',

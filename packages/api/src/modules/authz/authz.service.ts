@@ -3,6 +3,7 @@ import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, type ErrorDetail } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
+import { secretKeyInStatement } from '../api-keys/api-keys.service.ts';
 import { registerDeleteStep } from '../users/users.hooks.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { MAX_DEPTH, type RelationshipTuple, type TupleInput } from './authz.schema.ts';
@@ -201,8 +202,7 @@ const DOWNWARD = `with recursive reach(t, i, r, d) as (
  * a reached userset itself, or a direct subject of a reached userset, or a member (with the role, for `#<role>`) of a
  * reached organization userset.
  */
-const CHECK_SQL = `${DOWNWARD}
-  select (
+const CHECK_ANSWER = `(
       exists (select 1 from reach where reach.d < $limit and reach.t = $5::text and reach.i = $6::text and reach.r = $7::text)
    or exists (select 1 from reach join authz_tuples x
                 on x.application_id = $1 and x.object_type = reach.t and x.object_id = reach.i and x.relation = reach.r
@@ -211,17 +211,41 @@ const CHECK_SQL = `${DOWNWARD}
                 on reach.t = 'organization' and reach.i = m.organization_id::text and (reach.r = 'member' or reach.r = m.role)
                where m.user_id = $8::uuid and m.application_id = $1 and reach.d < $limit)
     ) as allowed,
-    ${EXCEEDED} as exceeded`.replaceAll('$limit', String(MAX_DEPTH + 1));
+    ${EXCEEDED} as exceeded`;
+
+const CHECK_SQL = `${DOWNWARD}
+  select ${CHECK_ANSWER}`.replaceAll('$limit', String(MAX_DEPTH + 1));
+
+/**
+ * The check that also checks the secret key ($9 its hash, $10 the scopes granting `authz:read` as JSON; $1 the presented
+ * application): one round trip on the hot path. The walk starts only for a valid key; the key's row comes back beside
+ * the answer (all null when the application does not exist) and is judged before the answer is used.
+ */
+const KEY = secretKeyInStatement('$1', '$9', '$10');
+const KEYED_CHECK_SQL = `${DOWNWARD.replace('with recursive', `with recursive ${KEY.cte},`).replace(
+  'select $2::text, $3::text, $4::text, 0',
+  `select $2::text, $3::text, $4::text, 0 where ${KEY.valid}`,
+)}
+  select presented_key.*, ${CHECK_ANSWER} from (select 1) as one left join presented_key on true`.replaceAll(
+  '$limit',
+  String(MAX_DEPTH + 1),
+);
 
 export async function check(
   ctx: Context,
   input: { object: string; relation: string; subject: string; consistency?: { mode: string; token?: string } },
 ) {
-  await honourConsistency(ctx, input.consistency);
+  const key = ctx.keyInStatement!;
+  // A consistency token is judged after the key, which then needs its own query first (not the hot path).
+  const keyFirst = input.consistency?.mode === 'at_least_as_fresh';
+  if (keyFirst) {
+    await key.authenticate(ctx);
+    await honourConsistency(ctx, input.consistency);
+  }
   const object = parseObject(input.object);
   const subject = parseSubject(input.subject);
-  const [sql, params] = positional(CHECK_SQL, [
-    ctx.application!.id,
+  const values = [
+    key.applicationId,
     object.type,
     object.id,
     input.relation,
@@ -229,8 +253,15 @@ export async function check(
     subject.id,
     subject.relation,
     directUser(subject),
-  ]);
-  const [row] = await preparedQuery<{ allowed: boolean; exceeded: boolean }>(ctx.em, 'authz_check', sql, params);
+  ];
+  const [sql, params] = keyFirst ? positional(CHECK_SQL, values) : positional(KEYED_CHECK_SQL, [...values, key.hash, key.scopes]);
+  const [row] = await preparedQuery<{ id: string | null; allowed: boolean; exceeded: boolean }>(
+    ctx.em,
+    keyFirst ? 'authz_check' : 'authz_keyed_check',
+    sql,
+    params,
+  );
+  if (!keyFirst) await key.accept(ctx, row!.id === null ? undefined : row);
   if (!row!.allowed && row!.exceeded) throw depthExceeded();
   return { allowed: row!.allowed };
 }
