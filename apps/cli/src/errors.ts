@@ -33,7 +33,9 @@ export function reportError(error: unknown, stderr: NodeJS.WritableStream = proc
     return 2;
   }
   if (error instanceof GatehouseError) {
-    const details = error.details?.length ? ` (${error.details.map((d) => `${d.path}: ${d.message}`).join('; ')})` : '';
+    // A detail that only repeats the message (a one-field refusal worded for people) is not printed twice.
+    const extra = error.details?.filter((d) => d.message !== error.message) ?? [];
+    const details = extra.length ? ` (${extra.map((d) => `${d.path}: ${d.message}`).join('; ')})` : '';
     stderr.write(`error: ${error.code}: ${oneLine(error.message + details)}\n`);
     return 1;
   }

@@ -168,6 +168,14 @@ describe('error reporting', () => {
     );
   });
 
+  it('does not repeat a detail that says what the message says', () => {
+    const out = capture();
+    const message = 'Shared development credentials are for development applications only.';
+    const error = new GatehouseError('validation_failed', 422, message, [{ path: 'use_shared_dev_credentials', message }]);
+    expect(reportError(error, out.stream)).toBe(1);
+    expect(out.text()).toBe(`error: validation_failed: ${message}\n`);
+  });
+
   it('prints usage errors without a code, exit 2', () => {
     const out = capture();
     expect(reportError(new UsageError('not logged in'), out.stream)).toBe(2);

@@ -72,11 +72,20 @@ async function main() {
   );
 }
 
+/**
+ * A database (or Redis) that cannot be reached or opened: refused or unknown address, no such database, wrong
+ * credentials (SQLSTATE classes 08, 28 and 3D). Its own message says what is wrong; a stack adds nothing.
+ */
+const unreachable = (code: unknown) =>
+  typeof code === 'string' &&
+  (['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', '57P03'].includes(code) || /^(08|28|3D)[0-9A-Z]{3}$/.test(code));
+
 try {
   await main();
 } catch (error) {
   // Known start-up problems are one message, no stack; anything else keeps its stack for whoever debugs it.
-  const known = error instanceof StartupError || (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+  const code = (error as NodeJS.ErrnoException).code;
+  const known = error instanceof StartupError || code === 'EADDRINUSE' || unreachable(code);
   process.stderr.write(`gatehouse: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(1);
 }

@@ -34,10 +34,12 @@ async function dataDir(): Promise<string> {
 }
 
 function run(command: string, args: string[], env: Record<string, string>): Run {
-  const full: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', GATEHOUSE_LOG_LEVEL: 'info', ...env };
+  // The embedded database and generated secrets unless the test names others.
+  const full: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', GATEHOUSE_LOG_LEVEL: 'info' };
   delete full.DATABASE_URL;
   delete full.GATEHOUSE_OPERATOR_TOKEN;
   delete full.GATEHOUSE_MASTER_KEY;
+  Object.assign(full, env);
   const child = spawn(command, args, { cwd: root, env: full, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
@@ -150,6 +152,17 @@ describe('process lifecycle', { timeout: 90_000 }, () => {
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
+  });
+
+  it('a PostgreSQL that cannot be reached is one line, without a stack trace', async () => {
+    const closed = await freePort();
+    const server = serve({
+      PORT: String(await freePort()),
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${closed}/gatehouse`,
+      GATEHOUSE_DATA_DIR: await dataDir(),
+    });
+    expect(await server.exited).toBe(1);
+    expect(server.stderr()).toBe(`gatehouse: connect ECONNREFUSED 127.0.0.1:${closed}\n`);
   });
 
   it('a configuration error lists every problem, without a stack trace', async () => {

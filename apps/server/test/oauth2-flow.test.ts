@@ -184,7 +184,7 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
       issuer: issuerOf(app),
       audience: API_RESOURCE,
     });
-    expect(claims.sub).toBe(payload.sub);
+    expect(claims).toMatchObject({ sub: payload.sub, scope: 'read:docs', client_id: client.id });
 
     // Application B: its issuer and key set refuse A's token; its introspection does not know it.
     const other = await oauthApp(suite.server);

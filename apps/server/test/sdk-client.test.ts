@@ -314,6 +314,8 @@ describe('verifyToken: the stateless check for backends', () => {
       org: null,
       org_role: null,
       host: null,
+      scope: null,
+      client_id: null,
       iat: expect.any(Number),
       exp: expect.any(Number),
     });

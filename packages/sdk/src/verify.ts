@@ -18,6 +18,12 @@ export interface AccessTokenClaims {
   org_role: string | null;
   /** The host the session signed in to (host access rules): a host checks it is its own id; null otherwise. */
   host: string | null;
+  /**
+   * An OAuth access token the application issued to a third-party app (`issuer` `{baseUrl}/oauth2/{applicationId}`):
+   * the approved scopes, space-separated (`"read:docs"`), and the client's id. Null on the application's own tokens.
+   */
+  scope: string | null;
+  client_id: string | null;
   /** Issued-at and expiry, in seconds since the epoch. */
   iat: number;
   exp: number;
@@ -161,6 +167,8 @@ export async function verifyToken(token: string, options: VerifyTokenOptions): P
     org: nullableString(payload.org),
     org_role: nullableString(payload.org_role),
     host: nullableString(payload.host),
+    scope: nullableString(payload.scope),
+    client_id: nullableString(payload.client_id),
     iat: payload.iat as number,
     exp: payload.exp as number,
   });
