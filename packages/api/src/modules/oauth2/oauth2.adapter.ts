@@ -1,6 +1,7 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { EVENT_COLUMNS, eventRow } from '../events/events.service.ts';
 
@@ -25,6 +26,101 @@ const GRANT_BOUND = new Set([
   'DeviceCode',
   'BackchannelAuthenticationRequest',
 ]);
+
+/**
+ * What one provider request has read: the artifact statement also returns the artifact's grant and user, which the
+ * provider asks for next (a refresh, an introspection, userinfo: three reads in one statement). Kept for the request
+ * only (never across requests: revocation on any process is seen by the next request), and dropped at its first
+ * write, so nothing read before a change is served after it.
+ */
+interface RequestReads {
+  reads: Map<string, Promise<unknown>>;
+}
+const requestReads = new AsyncLocalStorage<RequestReads>();
+
+/** Runs one provider request with its own reads (see `RequestReads`). */
+export const withRequestReads = <T>(run: () => Promise<T>): Promise<T> => requestReads.run({ reads: new Map() }, run);
+
+/** `load()`, or what this request already read under `key`. */
+function remembered<T>(key: string, load: () => Promise<T>): Promise<T> {
+  const scope = requestReads.getStore();
+  if (!scope) return load();
+  let read = scope.reads.get(key) as Promise<T> | undefined;
+  if (!read) {
+    read = load();
+    scope.reads.set(key, read);
+  }
+  return read;
+}
+
+/** Records what a statement returned beside what was asked, unless the request wrote since it was sent. */
+function alsoRead(
+  scope: RequestReads | undefined,
+  reads: Map<string, Promise<unknown>> | undefined,
+  key: string,
+  value: unknown,
+) {
+  if (scope && scope.reads === reads) scope.reads.set(key, Promise.resolve(value));
+}
+
+/** Before a write: what the request read may no longer be so. */
+function forgetReads() {
+  const scope = requestReads.getStore();
+  if (scope) scope.reads = new Map();
+}
+
+/** The user columns the provider's `findAccount` reads. */
+export interface AccountRow {
+  id: string;
+  primary_email: string | null;
+  email_verified: boolean;
+  profile: Record<string, unknown>;
+  updated_at: Date;
+}
+
+/**
+ * An active user of the application, as the provider's account (a banned, merged or deleted user has none): read
+ * with the artifact that names it when the request read one, else by itself.
+ */
+export function findAccountRow(services: Services, applicationId: string, id: string): Promise<AccountRow | undefined> {
+  if (!UUID.test(id)) return Promise.resolve(undefined);
+  return remembered(`account:${id}`, async () => {
+    const [row] = await preparedQuery<AccountRow>(
+      services.orm.em as EntityManager,
+      'oauth2_account',
+      `select id, primary_email, email_verified, profile, updated_at from users
+          where id = ? and application_id = ? and status = 'active'`,
+      [id, applicationId],
+    );
+    return row;
+  });
+}
+
+/**
+ * Any artifact by its hashed id (ids are random, so at most one row of any kind), with its grant as `Grant.find` sees
+ * it and its user as `findAccountRow` does. A code or refresh token spent within the last REPLAY_GRACE is shown
+ * unspent (see `find`).
+ */
+const ARTIFACT_FIND = `select a.kind, a.payload, a.consumed_at, a.consumed_at < now() - interval '${REPLAY_GRACE}' as replayed,
+    a.grant_id, g.payload as grant_payload, a.account_id,
+    u.id as user_id, u.primary_email, u.email_verified, u.profile, u.updated_at
+  from oauth2_artifacts a
+  left join oauth2_grants g on g.id = a.grant_id and g.application_id = a.application_id and g.expires_at > now()
+  left join users u on u.id = (case when a.account_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+      then a.account_id::uuid end)
+    and u.application_id = a.application_id and u.status = 'active'
+  where a.id = ? and a.application_id = ? and a.expires_at > now()`;
+
+type ArtifactRow = Omit<AccountRow, 'id'> & {
+  kind: string;
+  payload: Payload;
+  consumed_at: Date | null;
+  replayed: boolean | null;
+  grant_id: string | null;
+  grant_payload: Payload | null;
+  account_id: string | null;
+  user_id: string | null;
+};
 
 /** The client metadata the provider reads, from a row of `oauth2_clients`. */
 interface ClientRow {
@@ -80,7 +176,9 @@ function grantScopes(payload: Payload): string[] {
  * request: nothing lives in memory.
  */
 export function adapterFor(services: Services, applicationId: string) {
-  const em = (): EntityManager => services.orm.em.fork() as EntityManager;
+  // Plain statements need no identity map: the root manager's connection, no fork per statement.
+  const em = services.orm.em as EntityManager;
+  const fork = (): EntityManager => services.orm.em.fork() as EntityManager;
 
   return class MikroOrmAdapter {
     readonly name: string;
@@ -90,11 +188,14 @@ export function adapterFor(services: Services, applicationId: string) {
     }
 
     async upsert(id: string, payload: Payload, expiresIn: number): Promise<void> {
+      forgetReads();
       const expiresAt = new Date(Date.now() + (expiresIn > 0 ? expiresIn : 1) * 1000);
-      if (this.name === 'Grant') return upsertGrant(em(), applicationId, id, payload, expiresAt);
-      if (this.name === 'Client') return upsertClient(em(), applicationId, id, payload);
+      if (this.name === 'Grant') return upsertGrant(fork(), applicationId, id, payload, expiresAt);
+      if (this.name === 'Client') return upsertClient(fork(), applicationId, id, payload);
       const grantId = GRANT_BOUND.has(this.name) ? (payload.grantId ?? null) : null;
-      await em().execute(
+      await preparedQuery(
+        em,
+        'oauth2_artifact_upsert',
         `insert into oauth2_artifacts (id, kind, application_id, grant_id, uid, account_id, client_id, payload, expires_at, consumed_at, created_at)
           values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, now())
           on conflict (id) do update set payload = excluded.payload, expires_at = excluded.expires_at, uid = excluded.uid,
@@ -117,15 +218,21 @@ export function adapterFor(services: Services, applicationId: string) {
     async find(id: string): Promise<Payload | undefined> {
       if (typeof id !== 'string' || id.length === 0 || id.length > 512) return undefined;
       if (this.name === 'Grant') {
-        const [row] = await em().execute<Array<{ payload: Payload }>>(
-          'select payload from oauth2_grants where id = ? and application_id = ? and expires_at > now()',
-          [id, applicationId],
-        );
-        return row?.payload;
+        return remembered(`grant:${id}`, async () => {
+          const [row] = await preparedQuery<{ payload: Payload }>(
+            em,
+            'oauth2_grant_find',
+            'select payload from oauth2_grants where id = ? and application_id = ? and expires_at > now()',
+            [id, applicationId],
+          );
+          return row?.payload;
+        });
       }
       if (this.name === 'Client') {
         if (!UUID.test(id)) return undefined;
-        const [row] = await em().execute<ClientRow[]>(
+        const [row] = await preparedQuery<ClientRow>(
+          em,
+          'oauth2_client_find',
           'select id, name, type, redirect_uris, scopes, logo_url, secret_hash from oauth2_clients where id = ? and application_id = ?',
           [id, applicationId],
         );
@@ -135,19 +242,30 @@ export function adapterFor(services: Services, applicationId: string) {
       // within the last REPLAY_GRACE is shown unspent: a request racing the one that spent it then loses at `consume`
       // (refused, nothing revoked). Shown spent, the provider would take the racer for a replay and revoke the grant,
       // tokens of the winning exchange included. A replay after the grace is a replay: the grant is revoked.
-      const [row] = await em().execute<Array<{ payload: Payload; consumed_at: Date | null; replayed: boolean }>>(
-        `select payload, consumed_at, consumed_at < now() - interval '${REPLAY_GRACE}' as replayed
-           from oauth2_artifacts where id = ? and kind = ? and application_id = ? and expires_at > now()`,
-        [sha256(id), this.name, applicationId],
-      );
-      if (!row) return undefined;
+      // Introspection asks for the same id as three kinds at once: one statement answers them all.
+      const hashed = sha256(id);
+      const row = await remembered(`artifact:${hashed}`, async () => {
+        const scope = requestReads.getStore();
+        const reads = scope?.reads;
+        const [found] = await preparedQuery<ArtifactRow>(em, 'oauth2_artifact_find', ARTIFACT_FIND, [hashed, applicationId]);
+        if (found?.grant_id) alsoRead(scope, reads, `grant:${found.grant_id}`, found.grant_payload ?? undefined);
+        if (found?.account_id && UUID.test(found.account_id)) {
+          const { user_id, primary_email, email_verified, profile, updated_at } = found;
+          const account = user_id ? { id: user_id, primary_email, email_verified, profile, updated_at } : undefined;
+          alsoRead(scope, reads, `account:${found.account_id}`, account);
+        }
+        return found;
+      });
+      if (!row || row.kind !== this.name) return undefined;
       return row.consumed_at && row.replayed
         ? { ...row.payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) }
         : row.payload;
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
-      const [row] = await em().execute<Array<{ payload: Payload }>>(
+      const [row] = await preparedQuery<{ payload: Payload }>(
+        em,
+        'oauth2_artifact_by_uid',
         'select payload from oauth2_artifacts where uid = ? and kind = ? and application_id = ? and expires_at > now()',
         [uid, this.name, applicationId],
       );
@@ -164,7 +282,10 @@ export function adapterFor(services: Services, applicationId: string) {
      * artifact consumed, and the provider then revokes the whole grant (RFC 9700 §4.14: it may have been stolen).
      */
     async consume(id: string): Promise<void> {
-      const rows = await em().execute<Array<{ id: string }>>(
+      forgetReads();
+      const rows = await preparedQuery<{ id: string }>(
+        em,
+        'oauth2_artifact_consume',
         `update oauth2_artifacts set consumed_at = now()
           where id = ? and kind = ? and application_id = ? and consumed_at is null and expires_at > now()
           returning id`,
@@ -174,16 +295,18 @@ export function adapterFor(services: Services, applicationId: string) {
     }
 
     async destroy(id: string): Promise<void> {
-      if (this.name === 'Grant') return void (await revokeGrant(em(), applicationId, id, 'revoked'));
+      forgetReads();
+      if (this.name === 'Grant') return void (await revokeGrant(fork(), applicationId, id, 'revoked'));
       if (this.name === 'Client') {
-        await em().execute('delete from oauth2_clients where id = ? and application_id = ? and dynamic', [id, applicationId]);
+        await em.execute('delete from oauth2_clients where id = ? and application_id = ? and dynamic', [id, applicationId]);
         return;
       }
-      await em().execute('delete from oauth2_artifacts where id = ? and application_id = ?', [sha256(id), applicationId]);
+      await em.execute('delete from oauth2_artifacts where id = ? and application_id = ?', [sha256(id), applicationId]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
-      await em().execute('delete from oauth2_artifacts where grant_id = ? and kind = ? and application_id = ?', [
+      forgetReads();
+      await em.execute('delete from oauth2_artifacts where grant_id = ? and kind = ? and application_id = ?', [
         grantId,
         this.name,
         applicationId,

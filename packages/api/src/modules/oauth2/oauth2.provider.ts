@@ -6,9 +6,9 @@ import type { EntityManager } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
+import { applicationById, settingsOf } from '../applications/applications.service.ts';
 import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
-import { adapterFor } from './oauth2.adapter.ts';
+import { adapterFor, findAccountRow, withRequestReads } from './oauth2.adapter.ts';
 
 /** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
 export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
@@ -29,12 +29,6 @@ interface Built {
 
 const caches = new WeakMap<Services, Map<string, Built>>();
 
-async function loadApplication(em: EntityManager, applicationId: string): Promise<Application | undefined> {
-  if (!UUID.test(applicationId)) return undefined;
-  const [row] = await em.execute<Array<Record<string, unknown>>>('select * from applications where id = ?', [applicationId]);
-  return row ? applicationFromRow(row) : undefined;
-}
-
 /**
  * The application's provider, built on first use and kept (bounded) per process. It is rebuilt when the active
  * signing key or the application changes, so a rotation or a settings PATCH on another process is picked up within
@@ -42,7 +36,7 @@ async function loadApplication(em: EntityManager, applicationId: string): Promis
  */
 export async function providerFor(services: Services, applicationId: string): Promise<Built | undefined> {
   const em = services.orm.em.fork() as EntityManager;
-  const application = await loadApplication(em, applicationId);
+  const application = await applicationById(em, applicationId);
   if (!application) return undefined;
   const signing = await activeSigningKey(em, services, applicationId);
   const version = `${signing.kid}/${application.updatedAt.getTime()}`;
@@ -93,20 +87,7 @@ function buildProvider(
       profile: ['name', 'picture', 'updated_at'],
     },
     async findAccount(_ctx, id) {
-      if (!UUID.test(id)) return undefined;
-      const [user] = await (services.orm.em.fork() as EntityManager).execute<
-        Array<{
-          id: string;
-          primary_email: string | null;
-          email_verified: boolean;
-          profile: Record<string, unknown>;
-          updated_at: Date;
-        }>
-      >(
-        `select id, primary_email, email_verified, profile, updated_at from users
-            where id = ? and application_id = ? and status = 'active'`,
-        [id, applicationId],
-      );
+      const user = await findAccountRow(services, applicationId, id);
       // A banned, merged or deleted user has no account: the provider refuses their tokens and sessions.
       if (!user) return undefined;
       return {
@@ -291,6 +272,6 @@ export async function handleProviderRequest(
   delete req.headers.forwarded;
   req.originalUrl = `${new URL(issuerOf(services, applicationId)).pathname}${path}`;
   req.url = path;
-  await built.handle(req, res);
+  await withRequestReads(() => built.handle(req, res));
   return true;
 }
