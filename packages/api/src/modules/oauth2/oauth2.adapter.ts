@@ -28,22 +28,30 @@ const GRANT_BOUND = new Set([
 ]);
 
 /**
- * What one provider request has read: the artifact statement also returns the artifact's grant and user, which the
- * provider asks for next (a refresh, an introspection, userinfo: three reads in one statement). Kept for the request
- * only (never across requests: revocation on any process is seen by the next request), and dropped at its first
- * write, so nothing read before a change is served after it.
+ * What one provider request has read, and the rotation it has not written yet. Kept for the request only (never
+ * across requests: a revocation on any process is seen by the next request).
+ *
+ * Reads: the artifact statement also returns the artifact's grant and user, which the provider asks for next (a
+ * refresh, an introspection, userinfo: three reads in one statement). They are dropped at the request's first write,
+ * so nothing read before a change is served after it.
+ *
+ * The rotation: a refresh spends its token (`consume`), then saves the new refresh token and the access token. The
+ * spending is held back and written with those saves in one statement (the conditional update, and the inserts only
+ * if it took the row), at the request's next other statement or when the provider has built its answer, before it is
+ * sent: a request that loses the race answers `invalid_grant` as it would at `consume`, and nothing is saved for it.
  */
-interface RequestReads {
+interface RequestScope {
   reads: Map<string, Promise<unknown>>;
+  rotation?: { em: EntityManager; applicationId: string; spent: string; saves: unknown[][] };
 }
-const requestReads = new AsyncLocalStorage<RequestReads>();
+const requestScope = new AsyncLocalStorage<RequestScope>();
 
-/** Runs one provider request with its own reads (see `RequestReads`). */
-export const withRequestReads = <T>(run: () => Promise<T>): Promise<T> => requestReads.run({ reads: new Map() }, run);
+/** Runs one provider request in its own scope (see `RequestScope`). */
+export const inRequestScope = <T>(run: () => Promise<T>): Promise<T> => requestScope.run({ reads: new Map() }, run);
 
 /** `load()`, or what this request already read under `key`. */
 function remembered<T>(key: string, load: () => Promise<T>): Promise<T> {
-  const scope = requestReads.getStore();
+  const scope = requestScope.getStore();
   if (!scope) return load();
   let read = scope.reads.get(key) as Promise<T> | undefined;
   if (!read) {
@@ -55,7 +63,7 @@ function remembered<T>(key: string, load: () => Promise<T>): Promise<T> {
 
 /** Records what a statement returned beside what was asked, unless the request wrote since it was sent. */
 function alsoRead(
-  scope: RequestReads | undefined,
+  scope: RequestScope | undefined,
   reads: Map<string, Promise<unknown>> | undefined,
   key: string,
   value: unknown,
@@ -65,8 +73,44 @@ function alsoRead(
 
 /** Before a write: what the request read may no longer be so. */
 function forgetReads() {
-  const scope = requestReads.getStore();
+  const scope = requestScope.getStore();
   if (scope) scope.reads = new Map();
+}
+
+const ARTIFACT_COLUMNS = 'id, kind, application_id, grant_id, uid, account_id, client_id, payload, expires_at';
+const ARTIFACT_CONFLICT = `on conflict (id) do update set payload = excluded.payload, expires_at = excluded.expires_at,
+    uid = excluded.uid, account_id = excluded.account_id
+  where oauth2_artifacts.application_id = excluded.application_id`;
+const SPEND = `update oauth2_artifacts set consumed_at = now()
+  where id = ? and kind = ? and application_id = ? and consumed_at is null and expires_at > now()
+  returning id`;
+
+/**
+ * Writes the request's held-back rotation (see `RequestScope`): the refresh token spent and the tokens saved since, in
+ * one statement. Throws `invalid_grant` when another request spent the token first; then nothing is saved.
+ */
+export async function writeRotation(): Promise<void> {
+  const scope = requestScope.getStore();
+  const rotation = scope?.rotation;
+  if (!rotation) return;
+  scope.rotation = undefined;
+  const { em, applicationId, spent, saves } = rotation;
+  const rows = saves.length
+    ? await preparedQuery(
+        em,
+        `oauth2_rotate_${saves.length}`,
+        `with spent as (${SPEND})
+          insert into oauth2_artifacts (${ARTIFACT_COLUMNS}, consumed_at, created_at)
+            select v.id, v.kind, v.application_id::uuid, v.grant_id, v.uid, v.account_id, v.client_id, v.payload::jsonb,
+                v.expires_at::timestamptz, null, now()
+              from (values ${saves.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}) as v(${ARTIFACT_COLUMNS})
+              where exists (select from spent)
+          ${ARTIFACT_CONFLICT}
+          returning id`,
+        [spent, 'RefreshToken', applicationId, ...saves.flat()],
+      )
+    : await preparedQuery(em, 'oauth2_artifact_consume', SPEND, [spent, 'RefreshToken', applicationId]);
+  if (!rows[0]) throw new errors.InvalidGrant('refresh token already used');
 }
 
 /** The user columns the provider's `findAccount` reads. */
@@ -188,35 +232,39 @@ export function adapterFor(services: Services, applicationId: string) {
     }
 
     async upsert(id: string, payload: Payload, expiresIn: number): Promise<void> {
-      forgetReads();
       const expiresAt = new Date(Date.now() + (expiresIn > 0 ? expiresIn : 1) * 1000);
+      const grantBound = GRANT_BOUND.has(this.name);
+      const row = [
+        sha256(id),
+        this.name,
+        applicationId,
+        grantBound ? (payload.grantId ?? null) : null,
+        payload.uid ?? null,
+        payload.accountId ?? null,
+        payload.clientId ?? null,
+        JSON.stringify(payload),
+        expiresAt,
+      ];
+      const rotation = requestScope.getStore()?.rotation;
+      // The tokens a refresh issues go with the spending of its refresh token (see `RequestScope`).
+      if (rotation && grantBound) return void rotation.saves.push(row);
+      await writeRotation();
+      forgetReads();
       if (this.name === 'Grant') return upsertGrant(fork(), applicationId, id, payload, expiresAt);
       if (this.name === 'Client') return upsertClient(fork(), applicationId, id, payload);
-      const grantId = GRANT_BOUND.has(this.name) ? (payload.grantId ?? null) : null;
       await preparedQuery(
         em,
         'oauth2_artifact_upsert',
-        `insert into oauth2_artifacts (id, kind, application_id, grant_id, uid, account_id, client_id, payload, expires_at, consumed_at, created_at)
+        `insert into oauth2_artifacts (${ARTIFACT_COLUMNS}, consumed_at, created_at)
           values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, now())
-          on conflict (id) do update set payload = excluded.payload, expires_at = excluded.expires_at, uid = excluded.uid,
-            account_id = excluded.account_id
-          where oauth2_artifacts.application_id = excluded.application_id`,
-        [
-          sha256(id),
-          this.name,
-          applicationId,
-          grantId,
-          payload.uid ?? null,
-          payload.accountId ?? null,
-          payload.clientId ?? null,
-          JSON.stringify(payload),
-          expiresAt,
-        ],
+          ${ARTIFACT_CONFLICT}`,
+        row,
       );
     }
 
     async find(id: string): Promise<Payload | undefined> {
       if (typeof id !== 'string' || id.length === 0 || id.length > 512) return undefined;
+      await writeRotation();
       if (this.name === 'Grant') {
         return remembered(`grant:${id}`, async () => {
           const [row] = await preparedQuery<{ payload: Payload }>(
@@ -245,7 +293,7 @@ export function adapterFor(services: Services, applicationId: string) {
       // Introspection asks for the same id as three kinds at once: one statement answers them all.
       const hashed = sha256(id);
       const row = await remembered(`artifact:${hashed}`, async () => {
-        const scope = requestReads.getStore();
+        const scope = requestScope.getStore();
         const reads = scope?.reads;
         const [found] = await preparedQuery<ArtifactRow>(em, 'oauth2_artifact_find', ARTIFACT_FIND, [hashed, applicationId]);
         if (found?.grant_id) alsoRead(scope, reads, `grant:${found.grant_id}`, found.grant_payload ?? undefined);
@@ -263,6 +311,7 @@ export function adapterFor(services: Services, applicationId: string) {
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
+      await writeRotation();
       const [row] = await preparedQuery<{ payload: Payload }>(
         em,
         'oauth2_artifact_by_uid',
@@ -282,19 +331,23 @@ export function adapterFor(services: Services, applicationId: string) {
      * artifact consumed, and the provider then revokes the whole grant (RFC 9700 §4.14: it may have been stolen).
      */
     async consume(id: string): Promise<void> {
+      await writeRotation();
       forgetReads();
-      const rows = await preparedQuery<{ id: string }>(
-        em,
-        'oauth2_artifact_consume',
-        `update oauth2_artifacts set consumed_at = now()
-          where id = ? and kind = ? and application_id = ? and consumed_at is null and expires_at > now()
-          returning id`,
-        [sha256(id), this.name, applicationId],
-      );
+      const scope = requestScope.getStore();
+      if (scope && this.name === 'RefreshToken') {
+        scope.rotation = { em, applicationId, spent: sha256(id), saves: [] };
+        return;
+      }
+      const rows = await preparedQuery<{ id: string }>(em, 'oauth2_artifact_consume', SPEND, [
+        sha256(id),
+        this.name,
+        applicationId,
+      ]);
       if (!rows[0]) throw new errors.InvalidGrant(`${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
     }
 
     async destroy(id: string): Promise<void> {
+      await writeRotation();
       forgetReads();
       if (this.name === 'Grant') return void (await revokeGrant(fork(), applicationId, id, 'revoked'));
       if (this.name === 'Client') {
@@ -305,6 +358,7 @@ export function adapterFor(services: Services, applicationId: string) {
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
+      await writeRotation();
       forgetReads();
       await em.execute('delete from oauth2_artifacts where grant_id = ? and kind = ? and application_id = ?', [
         grantId,

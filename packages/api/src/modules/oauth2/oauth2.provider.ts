@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationById, settingsOf } from '../applications/applications.service.ts';
 import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
-import { adapterFor, findAccountRow, withRequestReads } from './oauth2.adapter.ts';
+import { adapterFor, findAccountRow, inRequestScope, writeRotation } from './oauth2.adapter.ts';
 
 /** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
 export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
@@ -210,6 +210,18 @@ function buildProvider(
   };
 
   const provider = new Provider(issuer, configuration);
+  // A refresh's rotation is written with the tokens it issues (oauth2.adapter.ts, `RequestScope`): at the latest here,
+  // once the answer is built and before it is sent. Lost to another request, the answer is `invalid_grant` instead.
+  provider.use(async (ctx, next) => {
+    await next();
+    try {
+      await writeRotation();
+    } catch (error) {
+      if (!(error instanceof errors.InvalidGrant)) throw error;
+      ctx.status = error.status;
+      ctx.body = { error: error.error, error_description: error.error_description };
+    }
+  });
   // Links come from configuration, never from the request (SECURITY 10): the HTTP host sets the forwarded headers
   // from GATEHOUSE_BASE_URL on every request it hands over, and nothing else.
   provider.proxy = true;
@@ -272,6 +284,6 @@ export async function handleProviderRequest(
   delete req.headers.forwarded;
   req.originalUrl = `${new URL(issuerOf(services, applicationId)).pathname}${path}`;
   req.url = path;
-  await withRequestReads(() => built.handle(req, res));
+  await inRequestScope(() => built.handle(req, res));
   return true;
 }
