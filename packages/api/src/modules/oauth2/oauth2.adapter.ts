@@ -3,6 +3,8 @@ import { errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
+import type { Application } from '../applications/application.entity.ts';
+import { applicationById, applicationFromRow } from '../applications/applications.service.ts';
 import { EVENT_COLUMNS, eventRow } from '../events/events.service.ts';
 
 /** How long after a code or refresh token is spent a second use counts as a racing request, not a replay. */
@@ -177,6 +179,36 @@ interface ClientRow {
   secret_hash: string | null;
 }
 
+const CLIENT_COLUMNS = 'id, name, type, redirect_uris, scopes, logo_url, secret_hash';
+
+/**
+ * The application, and the client a request names in its `Basic` Authorization header (a confidential client at the
+ * token, introspection and revocation endpoints) as `Client.find` reads it, in one statement: the client is kept for
+ * the request (see `RequestScope`). Without such a header, or outside a request scope, the application alone.
+ */
+export async function applicationWithClient(
+  em: EntityManager,
+  applicationId: string,
+  authorization: string | undefined,
+): Promise<Application | undefined> {
+  const scope = requestScope.getStore();
+  const clientId = authorization?.startsWith('Basic ')
+    ? Buffer.from(authorization.slice(6), 'base64').toString().split(':')[0]
+    : undefined;
+  if (!scope || !clientId || !UUID.test(clientId) || !UUID.test(applicationId)) return applicationById(em, applicationId);
+  const [row] = await preparedQuery<Record<string, unknown> & { client: ClientRow | null }>(
+    em,
+    'oauth2_application_client',
+    `select a.*, (select row_to_json(c) from (select ${CLIENT_COLUMNS} from oauth2_clients
+        where id = ? and application_id = a.id) c) as client
+      from applications a where a.id = ?`,
+    [clientId, applicationId],
+  );
+  if (!row) return undefined;
+  scope.reads.set(`client:${clientId}`, Promise.resolve(row.client ?? undefined));
+  return applicationFromRow(row);
+}
+
 /** Native apps (RFC 8252): a loopback `http` redirect or a private-use URI scheme. */
 const isNativeRedirect = (uri: string): boolean => {
   const url = new URL(uri);
@@ -278,12 +310,15 @@ export function adapterFor(services: Services, applicationId: string) {
       }
       if (this.name === 'Client') {
         if (!UUID.test(id)) return undefined;
-        const [row] = await preparedQuery<ClientRow>(
-          em,
-          'oauth2_client_find',
-          'select id, name, type, redirect_uris, scopes, logo_url, secret_hash from oauth2_clients where id = ? and application_id = ?',
-          [id, applicationId],
-        );
+        const row = await remembered(`client:${id}`, async () => {
+          const [found] = await preparedQuery<ClientRow>(
+            em,
+            'oauth2_client_find',
+            `select ${CLIENT_COLUMNS} from oauth2_clients where id = ? and application_id = ?`,
+            [id, applicationId],
+          );
+          return found;
+        });
         return row ? clientMetadata(row) : undefined;
       }
       // Expiry by the database clock (SECURITY 4): an expired artifact is not found. A code or refresh token spent
