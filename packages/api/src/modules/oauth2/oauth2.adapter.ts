@@ -34,8 +34,9 @@ const GRANT_BOUND = new Set([
  * across requests: a revocation on any process is seen by the next request).
  *
  * Reads: the artifact statement also returns the artifact's grant and user, which the provider asks for next (a
- * refresh, an introspection, userinfo: three reads in one statement). They are dropped at the request's first write,
- * so nothing read before a change is served after it.
+ * refresh, an introspection, userinfo: three reads in one statement), and the application statement the client of a
+ * `Basic` Authorization header (`applicationWithClient`). They are dropped at the request's first write, so nothing
+ * read before a change is served after it.
  *
  * The rotation: a refresh spends its token (`consume`), then saves the new refresh token and the access token. The
  * spending is held back and written with those saves in one statement (the conditional update, and the inserts only
@@ -265,12 +266,11 @@ export function adapterFor(services: Services, applicationId: string) {
 
     async upsert(id: string, payload: Payload, expiresIn: number): Promise<void> {
       const expiresAt = new Date(Date.now() + (expiresIn > 0 ? expiresIn : 1) * 1000);
-      const grantBound = GRANT_BOUND.has(this.name);
-      const row = [
+      const row = () => [
         sha256(id),
         this.name,
         applicationId,
-        grantBound ? (payload.grantId ?? null) : null,
+        GRANT_BOUND.has(this.name) ? (payload.grantId ?? null) : null,
         payload.uid ?? null,
         payload.accountId ?? null,
         payload.clientId ?? null,
@@ -279,7 +279,7 @@ export function adapterFor(services: Services, applicationId: string) {
       ];
       const rotation = requestScope.getStore()?.rotation;
       // The tokens a refresh issues go with the spending of its refresh token (see `RequestScope`).
-      if (rotation && grantBound) return void rotation.saves.push(row);
+      if (rotation && GRANT_BOUND.has(this.name)) return void rotation.saves.push(row());
       await writeRotation();
       forgetReads();
       if (this.name === 'Grant') return upsertGrant(fork(), applicationId, id, payload, expiresAt);
@@ -290,7 +290,7 @@ export function adapterFor(services: Services, applicationId: string) {
         `insert into oauth2_artifacts (${ARTIFACT_COLUMNS}, consumed_at, created_at)
           values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, now())
           ${ARTIFACT_CONFLICT}`,
-        row,
+        row(),
       );
     }
 
@@ -322,8 +322,8 @@ export function adapterFor(services: Services, applicationId: string) {
         return row ? clientMetadata(row) : undefined;
       }
       // Expiry by the database clock (SECURITY 4): an expired artifact is not found. A code or refresh token spent
-      // within the last REPLAY_GRACE is shown unspent: a request racing the one that spent it then loses at `consume`
-      // (refused, nothing revoked). Shown spent, the provider would take the racer for a replay and revoke the grant,
+      // within the last REPLAY_GRACE is shown unspent: a request racing the one that spent it then loses when its own
+      // spending is written (`consume`, or a refresh's rotation: refused, nothing revoked). Shown spent, the provider would take the racer for a replay and revoke the grant,
       // tokens of the winning exchange included. A replay after the grace is a replay: the grant is revoked.
       // Introspection asks for the same id as three kinds at once: one statement answers them all.
       const hashed = sha256(id);
