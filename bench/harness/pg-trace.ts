@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
 import { sleep } from './env.ts';
 import { type ConnectionState, type Scenario, send } from './load.ts';
+import { num } from './report.ts';
 
 export interface RoundTrip {
   /** Which proxied connection (numbered in order of connection). */
@@ -192,4 +193,19 @@ export async function traceRequests(
     afterResponse: Math.max(...traced.map((t) => t.after.length)),
     typical: (traced.find((t) => t.during.length === roundTrips) ?? traced[0]!).during,
   };
+}
+
+/** One traced request's round trips as a collapsed Markdown list (statements shortened), for a suite's details. */
+export function roundTripList(name: string, t: TracedScenario): string {
+  const shorten = (s: string) => (s.length > 200 ? `${s.slice(0, 199)}…` : s);
+  return [
+    `<details><summary>The round trips of one ${name}</summary>`,
+    '',
+    ...t.typical.map(
+      (trip, i) =>
+        `${i + 1}. ${trip.statements.map((s) => `\`${shorten(s).replaceAll('`', "'")}\``).join(' ; ') || '(sync)'} — ${num(trip.answered - trip.sent, 2)} ms`,
+    ),
+    '',
+    '</details>',
+  ].join('\n');
 }

@@ -184,8 +184,10 @@ export async function authzSuite(): Promise<SuiteResult> {
         `${num(baselineHalf.p95Ms, 1)} ms at half of its own maximum).`,
       `Where the difference goes, per check at 64 connections: server CPU ${num(cpuMs(gatehouse), 2)} ms against ` +
         `${num(cpuMs(baseline), 2)} ms, PostgreSQL CPU ${num(dbMs(gatehouse), 2)} ms against ${num(dbMs(baseline), 2)} ms. ` +
-        'The check statement is the same; Gatehouse adds what every management call does: the secret key and application ' +
-        'read (one more round trip), tRPC and trpc-to-openapi, zod input and output, the envelope, the request id and logging.',
+        'The check statement is the same walk; Gatehouse\u2019s also reads the application and the secret key (a live key ' +
+          'with the scope gates the walk, so it is still one round trip), and the call goes through what every management ' +
+          'call does: its fastify route, tRPC\u2019s middlewares (the key judged, errors mapped), zod input and output, the ' +
+          'envelope, the request id, metrics and logging.',
       `The check itself at this scale: ${plan.match(/Execution Time: [\d.]+ ms/)?.[0] ?? 'see the plan'} (the plan below).`,
     ],
   };

@@ -25,7 +25,7 @@ import {
   startGatehouse,
 } from '../harness/gatehouse.ts';
 import { type ConnectionState, load, type Measurement, own, type Scenario } from '../harness/load.ts';
-import { startPgTrace, type TracedScenario, traceRequests } from '../harness/pg-trace.ts';
+import { roundTripList, startPgTrace, type TracedScenario, traceRequests } from '../harness/pg-trace.ts';
 import { type ScratchDatabase, scratchDatabase } from '../harness/postgres.ts';
 import { startServer } from '../harness/processes.ts';
 import { cpuMs, limitTarget, num, type SuiteResult } from '../harness/report.ts';
@@ -302,7 +302,6 @@ export async function mfaSuite(): Promise<SuiteResult> {
   ];
   await traced.stop();
 
-  const shorten = (s: string) => (s.length > 200 ? `${s.slice(0, 199)}…` : s);
   return {
     title: 'MFA: a passkey MFA finish and a TOTP verify, their load and their PostgreSQL round trips',
     software: [db.version],
@@ -333,18 +332,7 @@ export async function mfaSuite(): Promise<SuiteResult> {
             `| ${name} | ${t.roundTrips} | ${t.classified['rate limiter']} | ${num(t.databaseMs, 1)} | ${num(t.latencyMs, 1)} | ${t.afterResponse} |`,
         ),
       ].join('\n'),
-      ...traces.map(([name, t]) =>
-        [
-          `<details><summary>The round trips of one ${name}</summary>`,
-          '',
-          ...t.typical.map(
-            (trip, i) =>
-              `${i + 1}. ${trip.statements.map((s) => `\`${shorten(s).replaceAll('`', "'")}\``).join(' ; ') || '(sync)'} — ${num(trip.answered - trip.sent, 2)} ms`,
-          ),
-          '',
-          '</details>',
-        ].join('\n'),
-      ),
+      ...traces.map(([name, t]) => roundTripList(name, t)),
     ],
     notes: [
       `Server CPU per request under load: passkey finish ${num(cpuMs(passkey), 2)} ms, TOTP verify ${num(cpuMs(totp), 2)} ms.`,

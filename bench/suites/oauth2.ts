@@ -3,15 +3,18 @@
  * beside the minimal refresh of the sign-in suite (bench/minimal/sign-in.ts) in the same run.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { config } from '../harness/env.ts';
+import { config, onCleanup } from '../harness/env.ts';
 import { api, MANY_SIGN_INS, type SignedIn, signIn, startGatehouse } from '../harness/gatehouse.ts';
 import { type ConnectionState, load, own, type Scenario } from '../harness/load.ts';
+import { roundTripList, startPgTrace, type TracedScenario, traceRequests } from '../harness/pg-trace.ts';
 import { scratchDatabase } from '../harness/postgres.ts';
+import { startServer } from '../harness/processes.ts';
 import { cpuMs, num, ratioTarget, type SuiteResult } from '../harness/report.ts';
 import { refresh as minimalRefresh, startMinimalSignIn } from './sign-in.ts';
 
 const CALLBACK = 'https://partner.bench.example/callback';
 const LOGIN = 'https://app.bench.example/login';
+const TRACE = { warmup: 100, count: 10 };
 
 /** One user's authorization code + PKCE flow through the provider, as a browser and the third-party app run it. */
 async function authorizeOne(url: string, appId: string, client: { id: string; secret: string }, user: SignedIn) {
@@ -102,7 +105,7 @@ function introspection(appId: string, client: { id: string; secret: string }, to
 
 export async function oauth2Suite(): Promise<SuiteResult> {
   const db = await scratchDatabase();
-  const { server, app } = await startGatehouse('Gatehouse', db.url, {
+  const { server, app, env } = await startGatehouse('Gatehouse', db.url, {
     settings: { ...MANY_SIGN_INS, oauth2: { login_url: LOGIN } },
   });
   const created = await api(
@@ -119,9 +122,10 @@ export async function oauth2Suite(): Promise<SuiteResult> {
     201,
   );
   const client = { id: created.id as string, secret: created.client_secret as string };
-  const users = await signIn(server.url, app, config.connections + 1);
+  const users = await signIn(server.url, app, config.connections + 2); // one per connection, one spare, the trace
   const grants = [];
   for (const user of users) grants.push(await authorizeOne(server.url, app.id, client, user));
+  const traceGrant = grants.pop()!;
   const gIntrospect = await load(
     server,
     introspection(
@@ -141,6 +145,19 @@ export async function oauth2Suite(): Promise<SuiteResult> {
     db,
   );
   await server.stop();
+
+  // The round trips: the server again, behind the protocol tracer, one request at a time.
+  const trace = await startPgTrace(new URL(db.url));
+  onCleanup('close the PostgreSQL tracer', () => trace.close());
+  const traced = await startServer('Gatehouse (traced)', { ...env, DATABASE_URL: trace.url });
+  const traces: Array<[string, TracedScenario]> = [];
+  for (const scenario of [
+    introspection(app.id, client, [traceGrant.access_token]),
+    oauthRefresh(app.id, client, [traceGrant.refresh_token]),
+  ])
+    traces.push([`${scenario.method} ${scenario.path}`, await traceRequests(traced.url, scenario, trace, TRACE)]);
+  await traced.stop();
+
   const { rows } = await db.client.query('select count(*)::int as n from oauth2_grants');
   if (rows[0].n !== users.length)
     throw new Error(`${users.length - rows[0].n} grants were revoked: a refresh token was presented twice`);
@@ -177,6 +194,9 @@ export async function oauth2Suite(): Promise<SuiteResult> {
       'Introspection: each connection asks about its user\u2019s access token (client_secret_basic). Refresh: each connection ' +
         'owns one grant and presents the refresh token the previous response gave it (rotation; a reuse would revoke the ' +
         'grant and fail the run — the grants are counted afterwards).',
+      `Round trips: the server started again with \`DATABASE_URL\` pointing at a PostgreSQL protocol tracer ` +
+        `(harness/pg-trace.ts); one more user\u2019s grant, one request at a time, ${TRACE.warmup} uncounted, then ` +
+        `${TRACE.count} (medians); a round trip is a Sync or a simple Query up to its ReadyForQuery.`,
       'minimal: the sign-in suite\u2019s minimal server (fastify + jose + pg) rotating a SHA-256 refresh token with one UPDATE … ' +
         'RETURNING and signing an access token, on the same database, in the same run.',
     ],
@@ -185,6 +205,16 @@ export async function oauth2Suite(): Promise<SuiteResult> {
       `Introspection ${num(gIntrospect.requestsPerSecond)} req/s. Refresh ${num(gRefresh.requestsPerSecond)} req/s on ` +
         `${cores} vCPU shared with PostgreSQL and the load generator: ${num(perCore)} refresh/s per vCPU, beside ` +
         'Keycloak\u2019s sizing guide (120 refresh/s per vCPU).',
+      [
+        '| scenario (traced, one client) | round trips | statements | waiting on PostgreSQL ms | latency ms | after the response |',
+        '|---|---:|---:|---:|---:|---:|',
+        ...traces.map(
+          ([name, t]) =>
+            `| ${name} | ${t.roundTrips} | ${t.typical.reduce((n, trip) => n + trip.statements.length, 0)} | ` +
+            `${num(t.databaseMs, 1)} | ${num(t.latencyMs, 1)} | ${t.afterResponse} |`,
+        ),
+      ].join('\n'),
+      ...traces.map(([name, t]) => roundTripList(name, t)),
     ],
     notes: [
       `Server CPU per request: refresh ${num(cpuMs(gRefresh), 2)} ms against ${num(cpuMs(bRefresh), 2)} ms for the minimal ` +

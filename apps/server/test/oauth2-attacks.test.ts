@@ -201,6 +201,19 @@ describe('OAuth provider attacks', () => {
     // The racers lost without revoking anything: the winner's tokens work.
     const winner = results.find((r) => r.status === 200)!;
     expect((await oidc.tokenIntrospection(config, winner.body.access_token)).active).toBe(true);
+    // Nothing was stored for the losers: the code's tokens and the winner's, one refresh token spent.
+    const stored = await sql<{ kind: string; consumed: boolean }>(
+      suite.server,
+      `select kind, consumed_at is not null as consumed from oauth2_artifacts
+        where application_id = ? and kind in ('AccessToken', 'RefreshToken') order by kind, consumed`,
+      [app.id],
+    );
+    expect(stored).toEqual([
+      { kind: 'AccessToken', consumed: false },
+      { kind: 'AccessToken', consumed: false },
+      { kind: 'RefreshToken', consumed: false },
+      { kind: 'RefreshToken', consumed: true },
+    ]);
   });
 
   it('scope escalation on refresh is refused (invalid_scope)', async () => {

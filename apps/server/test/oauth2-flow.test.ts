@@ -12,7 +12,7 @@ import {
   startAuthorization,
   WEB_CALLBACK,
 } from './helpers/oauth2.ts';
-import { expectError, ok, rawRequest } from './helpers/server.ts';
+import { expectError, ok, rawRequest, sql } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
@@ -209,5 +209,36 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     expect(refused?.cause?.[0]?.parameters.error).toBe('invalid_client');
     // A Gatehouse session route refuses the OAuth token (another issuer).
     expectError(await endUser(app, 'GET', '/v1/auth/me', undefined, tokens.access_token), 401, 'invalid_token');
+  });
+
+  it('a refresh for a resource server rotates: a new JWT and refresh token, the old one spent, nothing else stored', async () => {
+    const app = await oauthApp(suite.server);
+    const client = await createClient(app);
+    const config = await relyingParty(suite.server, app, client);
+    const flow = await authorize(suite.server, suite.smtp, app, config, { resource: API_RESOURCE });
+    const tokens = await oidc.authorizationCodeGrant(
+      config,
+      flow.callback,
+      { pkceCodeVerifier: flow.verifier, expectedState: flow.state },
+      { resource: API_RESOURCE },
+    );
+    const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!, { resource: API_RESOURCE });
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+    const verify = (token: string) =>
+      verifyToken(token, { baseUrl: suite.server.url, applicationId: app.id, issuer: issuerOf(app), audience: API_RESOURCE });
+    const [before, after] = [await verify(tokens.access_token), await verify(refreshed.access_token)];
+    expect([after.sub, after.sid]).toEqual([before.sub, before.sid]);
+    // JWT access tokens are not stored: the rotation wrote the spent mark and the new refresh token only.
+    const stored = await sql<{ kind: string; consumed: boolean }>(
+      suite.server,
+      `select kind, consumed_at is not null as consumed from oauth2_artifacts
+        where application_id = ? and kind in ('AccessToken', 'RefreshToken') order by kind, consumed`,
+      [app.id],
+    );
+    expect(stored).toEqual([
+      { kind: 'RefreshToken', consumed: false },
+      { kind: 'RefreshToken', consumed: true },
+    ]);
+    expect((await oidc.tokenIntrospection(config, refreshed.refresh_token!)).active).toBe(true);
   });
 });

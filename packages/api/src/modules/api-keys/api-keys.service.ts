@@ -7,7 +7,7 @@ import { SCOPES, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
 import { registerAuthenticator } from '../../trpc.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { applicationFromRow } from '../applications/applications.service.ts';
+import { applicationById, applicationFromRow } from '../applications/applications.service.ts';
 import { allowOrigin } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type ApiKey, ApiKeyEntity } from './api-key.entity.ts';
@@ -51,10 +51,9 @@ export function authenticateOperator(operatorTokenHash: string, authorization: s
 /** Resolves the application of `x-application-id` (401 `application_not_resolved`); public routes use it too. */
 export async function resolveApplication(ctx: Context): Promise<Application> {
   const id = header(ctx, 'x-application-id');
-  const [row] =
-    id && UUID.test(id) ? await preparedQuery(ctx.em, 'application_by_id', 'select * from applications where id = ?', [id]) : [];
-  if (!row) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
-  return applicationFromRow(row);
+  const application = id ? await applicationById(ctx.em, id) : undefined;
+  if (!application) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
+  return application;
 }
 
 const KEY_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'secret_hash', 'created_at', 'last_used_at', 'revoked_at'];

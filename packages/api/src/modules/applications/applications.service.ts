@@ -1,5 +1,5 @@
 import type { Context } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
@@ -71,6 +71,17 @@ export const applicationFromRow = (a: Record<string, any>): Application => ({
   createdAt: new Date(a.created_at),
   updatedAt: new Date(a.updated_at),
 });
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The application with this id as a plain record (one prepared statement), or undefined; any string may be asked. */
+export async function applicationById(em: EntityManager, id: string): Promise<Application | undefined> {
+  if (!UUID.test(id)) return undefined;
+  const [row] = await preparedQuery<Record<string, unknown>>(em, 'application_by_id', 'select * from applications where id = ?', [
+    id,
+  ]);
+  return row ? applicationFromRow(row) : undefined;
+}
 
 const mergeSettings = (current: unknown, patch: ApplicationSettingsPatch): ApplicationSettings =>
   ApplicationSettingsSchema.parse({ ...ApplicationSettingsSchema.parse(current ?? {}), ...patch });

@@ -1,7 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
+import type { Application } from '../applications/application.entity.ts';
+import { applicationById, applicationFromRow } from '../applications/applications.service.ts';
 import { EVENT_COLUMNS, eventRow } from '../events/events.service.ts';
 
 /** How long after a code or refresh token is spent a second use counts as a racing request, not a replay. */
@@ -26,6 +29,146 @@ const GRANT_BOUND = new Set([
   'BackchannelAuthenticationRequest',
 ]);
 
+/**
+ * What one provider request has read, and the rotation it has not written yet. Kept for the request only (never
+ * across requests: a revocation on any process is seen by the next request).
+ *
+ * Reads: the artifact statement also returns the artifact's grant and user, which the provider asks for next (a
+ * refresh, an introspection, userinfo: three reads in one statement), and the application statement the client of a
+ * `Basic` Authorization header (`applicationWithClient`). They are dropped at the request's first write, so nothing
+ * read before a change is served after it.
+ *
+ * The rotation: a refresh spends its token (`consume`), then saves the new refresh token and the access token. The
+ * spending is held back and written with those saves in one statement (the conditional update, and the inserts only
+ * if it took the row), at the request's next other statement or when the provider has built its answer, before it is
+ * sent: a request that loses the race answers `invalid_grant` as it would at `consume`, and nothing is saved for it.
+ */
+interface RequestScope {
+  reads: Map<string, Promise<unknown>>;
+  rotation?: { em: EntityManager; applicationId: string; spent: string; saves: unknown[][] };
+}
+const requestScope = new AsyncLocalStorage<RequestScope>();
+
+/** Runs one provider request in its own scope (see `RequestScope`). */
+export const inRequestScope = <T>(run: () => Promise<T>): Promise<T> => requestScope.run({ reads: new Map() }, run);
+
+/** `load()`, or what this request already read under `key`. */
+function remembered<T>(key: string, load: () => Promise<T>): Promise<T> {
+  const scope = requestScope.getStore();
+  if (!scope) return load();
+  let read = scope.reads.get(key) as Promise<T> | undefined;
+  if (!read) {
+    read = load();
+    scope.reads.set(key, read);
+  }
+  return read;
+}
+
+/** Records what a statement returned beside what was asked, unless the request wrote since it was sent. */
+function alsoRead(
+  scope: RequestScope | undefined,
+  reads: Map<string, Promise<unknown>> | undefined,
+  key: string,
+  value: unknown,
+) {
+  if (scope && scope.reads === reads) scope.reads.set(key, Promise.resolve(value));
+}
+
+/** Before a write: what the request read may no longer be so. */
+function forgetReads() {
+  const scope = requestScope.getStore();
+  if (scope) scope.reads = new Map();
+}
+
+const ARTIFACT_COLUMNS = 'id, kind, application_id, grant_id, uid, account_id, client_id, payload, expires_at';
+const ARTIFACT_CONFLICT = `on conflict (id) do update set payload = excluded.payload, expires_at = excluded.expires_at,
+    uid = excluded.uid, account_id = excluded.account_id
+  where oauth2_artifacts.application_id = excluded.application_id`;
+const SPEND = `update oauth2_artifacts set consumed_at = now()
+  where id = ? and kind = ? and application_id = ? and consumed_at is null and expires_at > now()
+  returning id`;
+
+/**
+ * Writes the request's held-back rotation (see `RequestScope`): the refresh token spent and the tokens saved since, in
+ * one statement. Throws `invalid_grant` when another request spent the token first; then nothing is saved.
+ */
+export async function writeRotation(): Promise<void> {
+  const scope = requestScope.getStore();
+  const rotation = scope?.rotation;
+  if (!rotation) return;
+  scope.rotation = undefined;
+  const { em, applicationId, spent, saves } = rotation;
+  const rows = saves.length
+    ? await preparedQuery(
+        em,
+        `oauth2_rotate_${saves.length}`,
+        `with spent as (${SPEND})
+          insert into oauth2_artifacts (${ARTIFACT_COLUMNS}, consumed_at, created_at)
+            select v.id, v.kind, v.application_id::uuid, v.grant_id, v.uid, v.account_id, v.client_id, v.payload::jsonb,
+                v.expires_at::timestamptz, null, now()
+              from (values ${saves.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}) as v(${ARTIFACT_COLUMNS})
+              where exists (select from spent)
+          ${ARTIFACT_CONFLICT}
+          returning id`,
+        [spent, 'RefreshToken', applicationId, ...saves.flat()],
+      )
+    : await preparedQuery(em, 'oauth2_artifact_consume', SPEND, [spent, 'RefreshToken', applicationId]);
+  if (!rows[0]) throw new errors.InvalidGrant('refresh token already used');
+}
+
+/** The user columns the provider's `findAccount` reads. */
+export interface AccountRow {
+  id: string;
+  primary_email: string | null;
+  email_verified: boolean;
+  profile: Record<string, unknown>;
+  updated_at: Date;
+}
+
+/**
+ * An active user of the application, as the provider's account (a banned, merged or deleted user has none): read
+ * with the artifact that names it when the request read one, else by itself.
+ */
+export function findAccountRow(services: Services, applicationId: string, id: string): Promise<AccountRow | undefined> {
+  if (!UUID.test(id)) return Promise.resolve(undefined);
+  return remembered(`account:${id}`, async () => {
+    const [row] = await preparedQuery<AccountRow>(
+      services.orm.em as EntityManager,
+      'oauth2_account',
+      `select id, primary_email, email_verified, profile, updated_at from users
+          where id = ? and application_id = ? and status = 'active'`,
+      [id, applicationId],
+    );
+    return row;
+  });
+}
+
+/**
+ * Any artifact by its hashed id (ids are random, so at most one row of any kind), with its grant as `Grant.find` sees
+ * it and its user as `findAccountRow` does. A code or refresh token spent within the last REPLAY_GRACE is shown
+ * unspent (see `find`).
+ */
+const ARTIFACT_FIND = `select a.kind, a.payload, a.consumed_at, a.consumed_at < now() - interval '${REPLAY_GRACE}' as replayed,
+    a.grant_id, g.payload as grant_payload, a.account_id,
+    u.id as user_id, u.primary_email, u.email_verified, u.profile, u.updated_at
+  from oauth2_artifacts a
+  left join oauth2_grants g on g.id = a.grant_id and g.application_id = a.application_id and g.expires_at > now()
+  left join users u on u.id = (case when a.account_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+      then a.account_id::uuid end)
+    and u.application_id = a.application_id and u.status = 'active'
+  where a.id = ? and a.application_id = ? and a.expires_at > now()`;
+
+type ArtifactRow = Omit<AccountRow, 'id'> & {
+  kind: string;
+  payload: Payload;
+  consumed_at: Date | null;
+  replayed: boolean | null;
+  grant_id: string | null;
+  grant_payload: Payload | null;
+  account_id: string | null;
+  user_id: string | null;
+};
+
 /** The client metadata the provider reads, from a row of `oauth2_clients`. */
 interface ClientRow {
   id: string;
@@ -35,6 +178,36 @@ interface ClientRow {
   scopes: string[];
   logo_url: string | null;
   secret_hash: string | null;
+}
+
+const CLIENT_COLUMNS = 'id, name, type, redirect_uris, scopes, logo_url, secret_hash';
+
+/**
+ * The application, and the client a request names in its `Basic` Authorization header (a confidential client at the
+ * token, introspection and revocation endpoints) as `Client.find` reads it, in one statement: the client is kept for
+ * the request (see `RequestScope`). Without such a header, or outside a request scope, the application alone.
+ */
+export async function applicationWithClient(
+  em: EntityManager,
+  applicationId: string,
+  authorization: string | undefined,
+): Promise<Application | undefined> {
+  const scope = requestScope.getStore();
+  const clientId = authorization?.startsWith('Basic ')
+    ? Buffer.from(authorization.slice(6), 'base64').toString().split(':')[0]
+    : undefined;
+  if (!scope || !clientId || !UUID.test(clientId) || !UUID.test(applicationId)) return applicationById(em, applicationId);
+  const [row] = await preparedQuery<Record<string, unknown> & { client: ClientRow | null }>(
+    em,
+    'oauth2_application_client',
+    `select a.*, (select row_to_json(c) from (select ${CLIENT_COLUMNS} from oauth2_clients
+        where id = ? and application_id = a.id) c) as client
+      from applications a where a.id = ?`,
+    [clientId, applicationId],
+  );
+  if (!row) return undefined;
+  scope.reads.set(`client:${clientId}`, Promise.resolve(row.client ?? undefined));
+  return applicationFromRow(row);
 }
 
 /** Native apps (RFC 8252): a loopback `http` redirect or a private-use URI scheme. */
@@ -80,7 +253,9 @@ function grantScopes(payload: Payload): string[] {
  * request: nothing lives in memory.
  */
 export function adapterFor(services: Services, applicationId: string) {
-  const em = (): EntityManager => services.orm.em.fork() as EntityManager;
+  // Plain statements need no identity map: the root manager's connection, no fork per statement.
+  const em = services.orm.em as EntityManager;
+  const fork = (): EntityManager => services.orm.em.fork() as EntityManager;
 
   return class MikroOrmAdapter {
     readonly name: string;
@@ -91,63 +266,90 @@ export function adapterFor(services: Services, applicationId: string) {
 
     async upsert(id: string, payload: Payload, expiresIn: number): Promise<void> {
       const expiresAt = new Date(Date.now() + (expiresIn > 0 ? expiresIn : 1) * 1000);
-      if (this.name === 'Grant') return upsertGrant(em(), applicationId, id, payload, expiresAt);
-      if (this.name === 'Client') return upsertClient(em(), applicationId, id, payload);
-      const grantId = GRANT_BOUND.has(this.name) ? (payload.grantId ?? null) : null;
-      await em().execute(
-        `insert into oauth2_artifacts (id, kind, application_id, grant_id, uid, account_id, client_id, payload, expires_at, consumed_at, created_at)
+      const row = () => [
+        sha256(id),
+        this.name,
+        applicationId,
+        GRANT_BOUND.has(this.name) ? (payload.grantId ?? null) : null,
+        payload.uid ?? null,
+        payload.accountId ?? null,
+        payload.clientId ?? null,
+        JSON.stringify(payload),
+        expiresAt,
+      ];
+      const rotation = requestScope.getStore()?.rotation;
+      // The tokens a refresh issues go with the spending of its refresh token (see `RequestScope`).
+      if (rotation && GRANT_BOUND.has(this.name)) return void rotation.saves.push(row());
+      await writeRotation();
+      forgetReads();
+      if (this.name === 'Grant') return upsertGrant(fork(), applicationId, id, payload, expiresAt);
+      if (this.name === 'Client') return upsertClient(fork(), applicationId, id, payload);
+      await preparedQuery(
+        em,
+        'oauth2_artifact_upsert',
+        `insert into oauth2_artifacts (${ARTIFACT_COLUMNS}, consumed_at, created_at)
           values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, now())
-          on conflict (id) do update set payload = excluded.payload, expires_at = excluded.expires_at, uid = excluded.uid,
-            account_id = excluded.account_id
-          where oauth2_artifacts.application_id = excluded.application_id`,
-        [
-          sha256(id),
-          this.name,
-          applicationId,
-          grantId,
-          payload.uid ?? null,
-          payload.accountId ?? null,
-          payload.clientId ?? null,
-          JSON.stringify(payload),
-          expiresAt,
-        ],
+          ${ARTIFACT_CONFLICT}`,
+        row(),
       );
     }
 
     async find(id: string): Promise<Payload | undefined> {
       if (typeof id !== 'string' || id.length === 0 || id.length > 512) return undefined;
+      await writeRotation();
       if (this.name === 'Grant') {
-        const [row] = await em().execute<Array<{ payload: Payload }>>(
-          'select payload from oauth2_grants where id = ? and application_id = ? and expires_at > now()',
-          [id, applicationId],
-        );
-        return row?.payload;
+        return remembered(`grant:${id}`, async () => {
+          const [row] = await preparedQuery<{ payload: Payload }>(
+            em,
+            'oauth2_grant_find',
+            'select payload from oauth2_grants where id = ? and application_id = ? and expires_at > now()',
+            [id, applicationId],
+          );
+          return row?.payload;
+        });
       }
       if (this.name === 'Client') {
         if (!UUID.test(id)) return undefined;
-        const [row] = await em().execute<ClientRow[]>(
-          'select id, name, type, redirect_uris, scopes, logo_url, secret_hash from oauth2_clients where id = ? and application_id = ?',
-          [id, applicationId],
-        );
+        const row = await remembered(`client:${id}`, async () => {
+          const [found] = await preparedQuery<ClientRow>(
+            em,
+            'oauth2_client_find',
+            `select ${CLIENT_COLUMNS} from oauth2_clients where id = ? and application_id = ?`,
+            [id, applicationId],
+          );
+          return found;
+        });
         return row ? clientMetadata(row) : undefined;
       }
       // Expiry by the database clock (SECURITY 4): an expired artifact is not found. A code or refresh token spent
-      // within the last REPLAY_GRACE is shown unspent: a request racing the one that spent it then loses at `consume`
-      // (refused, nothing revoked). Shown spent, the provider would take the racer for a replay and revoke the grant,
+      // within the last REPLAY_GRACE is shown unspent: a request racing the one that spent it then loses when its own
+      // spending is written (`consume`, or a refresh's rotation: refused, nothing revoked). Shown spent, the provider would take the racer for a replay and revoke the grant,
       // tokens of the winning exchange included. A replay after the grace is a replay: the grant is revoked.
-      const [row] = await em().execute<Array<{ payload: Payload; consumed_at: Date | null; replayed: boolean }>>(
-        `select payload, consumed_at, consumed_at < now() - interval '${REPLAY_GRACE}' as replayed
-           from oauth2_artifacts where id = ? and kind = ? and application_id = ? and expires_at > now()`,
-        [sha256(id), this.name, applicationId],
-      );
-      if (!row) return undefined;
+      // Introspection asks for the same id as three kinds at once: one statement answers them all.
+      const hashed = sha256(id);
+      const row = await remembered(`artifact:${hashed}`, async () => {
+        const scope = requestScope.getStore();
+        const reads = scope?.reads;
+        const [found] = await preparedQuery<ArtifactRow>(em, 'oauth2_artifact_find', ARTIFACT_FIND, [hashed, applicationId]);
+        if (found?.grant_id) alsoRead(scope, reads, `grant:${found.grant_id}`, found.grant_payload ?? undefined);
+        if (found?.account_id && UUID.test(found.account_id)) {
+          const { user_id, primary_email, email_verified, profile, updated_at } = found;
+          const account = user_id ? { id: user_id, primary_email, email_verified, profile, updated_at } : undefined;
+          alsoRead(scope, reads, `account:${found.account_id}`, account);
+        }
+        return found;
+      });
+      if (!row || row.kind !== this.name) return undefined;
       return row.consumed_at && row.replayed
         ? { ...row.payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) }
         : row.payload;
     }
 
     async findByUid(uid: string): Promise<Payload | undefined> {
-      const [row] = await em().execute<Array<{ payload: Payload }>>(
+      await writeRotation();
+      const [row] = await preparedQuery<{ payload: Payload }>(
+        em,
+        'oauth2_artifact_by_uid',
         'select payload from oauth2_artifacts where uid = ? and kind = ? and application_id = ? and expires_at > now()',
         [uid, this.name, applicationId],
       );
@@ -164,26 +366,36 @@ export function adapterFor(services: Services, applicationId: string) {
      * artifact consumed, and the provider then revokes the whole grant (RFC 9700 §4.14: it may have been stolen).
      */
     async consume(id: string): Promise<void> {
-      const rows = await em().execute<Array<{ id: string }>>(
-        `update oauth2_artifacts set consumed_at = now()
-          where id = ? and kind = ? and application_id = ? and consumed_at is null and expires_at > now()
-          returning id`,
-        [sha256(id), this.name, applicationId],
-      );
+      await writeRotation();
+      forgetReads();
+      const scope = requestScope.getStore();
+      if (scope && this.name === 'RefreshToken') {
+        scope.rotation = { em, applicationId, spent: sha256(id), saves: [] };
+        return;
+      }
+      const rows = await preparedQuery<{ id: string }>(em, 'oauth2_artifact_consume', SPEND, [
+        sha256(id),
+        this.name,
+        applicationId,
+      ]);
       if (!rows[0]) throw new errors.InvalidGrant(`${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
     }
 
     async destroy(id: string): Promise<void> {
-      if (this.name === 'Grant') return void (await revokeGrant(em(), applicationId, id, 'revoked'));
+      await writeRotation();
+      forgetReads();
+      if (this.name === 'Grant') return void (await revokeGrant(fork(), applicationId, id, 'revoked'));
       if (this.name === 'Client') {
-        await em().execute('delete from oauth2_clients where id = ? and application_id = ? and dynamic', [id, applicationId]);
+        await em.execute('delete from oauth2_clients where id = ? and application_id = ? and dynamic', [id, applicationId]);
         return;
       }
-      await em().execute('delete from oauth2_artifacts where id = ? and application_id = ?', [sha256(id), applicationId]);
+      await em.execute('delete from oauth2_artifacts where id = ? and application_id = ?', [sha256(id), applicationId]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
-      await em().execute('delete from oauth2_artifacts where grant_id = ? and kind = ? and application_id = ?', [
+      await writeRotation();
+      forgetReads();
+      await em.execute('delete from oauth2_artifacts where grant_id = ? and kind = ? and application_id = ?', [
         grantId,
         this.name,
         applicationId,

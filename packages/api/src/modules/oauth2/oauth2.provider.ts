@@ -6,9 +6,9 @@ import type { EntityManager } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
+import { settingsOf } from '../applications/applications.service.ts';
 import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
-import { adapterFor } from './oauth2.adapter.ts';
+import { adapterFor, applicationWithClient, findAccountRow, inRequestScope, writeRotation } from './oauth2.adapter.ts';
 
 /** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
 export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
@@ -29,20 +29,14 @@ interface Built {
 
 const caches = new WeakMap<Services, Map<string, Built>>();
 
-async function loadApplication(em: EntityManager, applicationId: string): Promise<Application | undefined> {
-  if (!UUID.test(applicationId)) return undefined;
-  const [row] = await em.execute<Array<Record<string, unknown>>>('select * from applications where id = ?', [applicationId]);
-  return row ? applicationFromRow(row) : undefined;
-}
-
 /**
- * The application's provider, built on first use and kept (bounded) per process. It is rebuilt when the active
- * signing key or the application changes, so a rotation or a settings PATCH on another process is picked up within
- * the signing-key cache's 30 s.
+ * The application's provider, built on first use and kept (bounded) per process. The application row is read on
+ * every request, so a settings PATCH on another process is picked up at once; a new signing key within the
+ * signing-key cache's 30 s. `authorization`: the request's header, whose client is read with the application.
  */
-export async function providerFor(services: Services, applicationId: string): Promise<Built | undefined> {
+export async function providerFor(services: Services, applicationId: string, authorization?: string): Promise<Built | undefined> {
   const em = services.orm.em.fork() as EntityManager;
-  const application = await loadApplication(em, applicationId);
+  const application = await applicationWithClient(em, applicationId, authorization);
   if (!application) return undefined;
   const signing = await activeSigningKey(em, services, applicationId);
   const version = `${signing.kid}/${application.updatedAt.getTime()}`;
@@ -93,20 +87,7 @@ function buildProvider(
       profile: ['name', 'picture', 'updated_at'],
     },
     async findAccount(_ctx, id) {
-      if (!UUID.test(id)) return undefined;
-      const [user] = await (services.orm.em.fork() as EntityManager).execute<
-        Array<{
-          id: string;
-          primary_email: string | null;
-          email_verified: boolean;
-          profile: Record<string, unknown>;
-          updated_at: Date;
-        }>
-      >(
-        `select id, primary_email, email_verified, profile, updated_at from users
-            where id = ? and application_id = ? and status = 'active'`,
-        [id, applicationId],
-      );
+      const user = await findAccountRow(services, applicationId, id);
       // A banned, merged or deleted user has no account: the provider refuses their tokens and sessions.
       if (!user) return undefined;
       return {
@@ -229,6 +210,18 @@ function buildProvider(
   };
 
   const provider = new Provider(issuer, configuration);
+  // A refresh's rotation is written with the tokens it issues (oauth2.adapter.ts, `RequestScope`): at the latest here,
+  // once the answer is built and before it is sent. Lost to another request, the answer is `invalid_grant` instead.
+  provider.use(async (ctx, next) => {
+    await next();
+    try {
+      await writeRotation();
+    } catch (error) {
+      if (!(error instanceof errors.InvalidGrant)) throw error;
+      ctx.status = error.status;
+      ctx.body = { error: error.error, error_description: error.error_description };
+    }
+  });
   // Links come from configuration, never from the request (SECURITY 10): the HTTP host sets the forwarded headers
   // from GATEHOUSE_BASE_URL on every request it hands over, and nothing else.
   provider.proxy = true;
@@ -276,21 +269,23 @@ export async function handleProviderRequest(
   req: IncomingMessage & { originalUrl?: string },
   res: ServerResponse,
 ): Promise<boolean> {
-  const built = await providerFor(services, applicationId);
-  if (!built) return false;
-  if (path === '/jwks' && req.method === 'GET') {
-    // One key set per application: the provider publishes the service's document (active and still-valid retired keys).
-    res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'public, max-age=300' });
-    res.end(JSON.stringify(await jwks(services.orm.em.fork() as EntityManager, applicationId)));
+  return inRequestScope(async () => {
+    const built = await providerFor(services, applicationId, req.headers.authorization);
+    if (!built) return false;
+    if (path === '/jwks' && req.method === 'GET') {
+      // One key set per application: the provider publishes the service's document (active and still-valid retired keys).
+      res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'public, max-age=300' });
+      res.end(JSON.stringify(await jwks(services.orm.em.fork() as EntityManager, applicationId)));
+      return true;
+    }
+    const base = new URL(services.baseUrl);
+    req.headers['x-forwarded-host'] = base.host;
+    req.headers['x-forwarded-proto'] = base.protocol.slice(0, -1);
+    delete req.headers['x-forwarded-for'];
+    delete req.headers.forwarded;
+    req.originalUrl = `${new URL(issuerOf(services, applicationId)).pathname}${path}`;
+    req.url = path;
+    await built.handle(req, res);
     return true;
-  }
-  const base = new URL(services.baseUrl);
-  req.headers['x-forwarded-host'] = base.host;
-  req.headers['x-forwarded-proto'] = base.protocol.slice(0, -1);
-  delete req.headers['x-forwarded-for'];
-  delete req.headers.forwarded;
-  req.originalUrl = `${new URL(issuerOf(services, applicationId)).pathname}${path}`;
-  req.url = path;
-  await built.handle(req, res);
-  return true;
+  });
 }
