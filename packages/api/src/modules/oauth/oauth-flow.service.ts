@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { generateCodeVerifier } from 'arctic';
 import type { Context } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound, stepUpRequired } from '../../errors.ts';
 import { randomBase62, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
@@ -12,7 +12,7 @@ import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject, secondFactorMethods } from '../sign-in/sign-in.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
-import { createExternalIdentity, normalizeEmail, toUserRecord } from '../users/users.service.ts';
+import { createExternalIdentity, normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
 import { OAuthStateEntity } from './oauth.entity.ts';
 import {
   authorizationUrl,
@@ -25,7 +25,7 @@ import {
   usesNonce,
 } from './oauth.providers.ts';
 import type { IdentityRecord } from './oauth.schema.ts';
-import { providerClient } from './oauth.service.ts';
+import { PROVIDER_SETTING_SQL, type ProviderSettingRow, providerClient } from './oauth.service.ts';
 
 const STATE_TTL_MS = 10 * 60_000;
 const LINKABLE_KINDS = ['oauth', 'saml'];
@@ -123,7 +123,8 @@ const PROVIDER_ERRORS: Record<string, string> = {
 
 /**
  * Spends a state once (a conditional update: of 20 concurrent callbacks with it, one wins), bound to this
- * application, provider and purpose (and user, when linking). Then redeems the code outside any transaction.
+ * application, provider and purpose (and user, when linking), and reads the provider setting in the same statement
+ * (a setting changed or disabled since the start counts). Then redeems the code outside any transaction.
  */
 async function finish(
   ctx: Context,
@@ -133,14 +134,19 @@ async function finish(
 ): Promise<{ client: ProviderClient; result: ExchangeResult; hostId: string | null }> {
   const application = ctx.application!;
   const stateHash = sha256(input.state);
-  const rows = await ctx.em.execute<Array<{ secrets_sealed: string; host_id: string | null }>>(
-    `update oauth_states set consumed_at = now()
-      where state_hash = ? and application_id = ? and provider = ? and purpose = ? and user_id is not distinct from ?
-        and consumed_at is null and expires_at > now()
-      returning secrets_sealed, host_id`,
-    [stateHash, application.id, input.provider, purpose, user?.id ?? null],
+  const [spent] = await preparedQuery<{ secrets_sealed: string; host_id: string | null; setting: ProviderSettingRow | null }>(
+    ctx.em,
+    'oauth_state_spend',
+    `with spent as (
+       update oauth_states set consumed_at = now()
+        where state_hash = ? and application_id = ? and provider = ? and purpose = ? and user_id is not distinct from ?
+          and consumed_at is null and expires_at > now()
+        returning secrets_sealed, host_id
+     )
+     select secrets_sealed, host_id, (${PROVIDER_SETTING_SQL}) as setting from spent`,
+    [stateHash, application.id, input.provider, purpose, user?.id ?? null, application.id, input.provider],
   );
-  if (!rows[0]) {
+  if (!spent) {
     throw new AppError(
       'invalid_verification',
       'This sign-in attempt is unknown, expired (10 minutes) or already finished. Start again from the sign-in button.',
@@ -153,14 +159,14 @@ async function finish(
     );
   }
   const { verifier, nonce } = JSON.parse(
-    ctx.services.secretBox.decrypt(rows[0].secrets_sealed, stateContext(application.id, stateHash)),
+    ctx.services.secretBox.decrypt(spent.secrets_sealed, stateContext(application.id, stateHash)),
   );
-  const client = await providerClient(ctx, application, input.provider);
+  const client = await providerClient(ctx, application, input.provider, spent.setting);
   try {
     return {
       client,
       result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
-      hostId: rows[0].host_id,
+      hostId: spent.host_id,
     };
   } catch (error) {
     throw providerError(ctx, error as ProviderFailure);
@@ -272,6 +278,21 @@ export async function oauthCallback(
 ) {
   const application = ctx.application!;
   const { client, result, hostId } = await finish(ctx, input, 'sign_in', null);
+  if (!settingsOf(application).oauth.store_provider_tokens) {
+    // A returning person (the common case) in one statement: the identity is found and marked used, its user read;
+    // nothing else is written before the decision, so no transaction is needed.
+    const [known] = await preparedQuery<{ u: Record<string, unknown> }>(
+      ctx.em,
+      'oauth_identity_use',
+      `with used as (
+         update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
+          returning user_id
+       )
+       select row_to_json(u) as u from used join users u on u.id = used.user_id`,
+      [application.id, subjectOf(client, result.profile.subject)],
+    );
+    if (known) return completeSignIn(ctx, application, { user: userFromRow(known.u), aal: 1, firstFactor: 'oauth', hostId });
+  }
   const step = async (em: EntityManager) => ({ ...(await signInByOAuth(ctx, em, application, client, result)), hostId });
   try {
     return await completeSignIn(ctx, application, step);
