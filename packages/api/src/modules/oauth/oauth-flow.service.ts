@@ -261,6 +261,8 @@ async function signInByOAuth(
       recordEvent(em, application.id, 'user.created', toUserRecord(user));
     }
     identity = newIdentity(em, application, user, client, result);
+    // Written at once: a concurrent first sign-in of the same person collides here, before the decision's reads.
+    await em.flush();
   }
   await keepTokens(ctx, em, application, identity, result);
   return { user, aal: 1, firstFactor: 'oauth' };
@@ -278,30 +280,39 @@ export async function oauthCallback(
 ) {
   const application = ctx.application!;
   const { client, result, hostId } = await finish(ctx, input, 'sign_in', null);
-  if (!settingsOf(application).oauth.store_provider_tokens) {
-    // A returning person (the common case) in one statement: the identity is found and marked used, its user read;
-    // nothing else is written before the decision, so no transaction is needed.
-    const [known] = await preparedQuery<{ u: Record<string, unknown> }>(
-      ctx.em,
-      'oauth_identity_use',
-      `with used as (
-         update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
-          returning user_id
-       )
-       select row_to_json(u) as u from used join users u on u.id = used.user_id`,
-      [application.id, subjectOf(client, result.profile.subject)],
-    );
-    if (known) return completeSignIn(ctx, application, { user: userFromRow(known.u), aal: 1, firstFactor: 'oauth', hostId });
-  }
+  // Provider tokens, when kept, are written with the sign-in in its transaction: then every pass is the full step.
+  const lean = !settingsOf(application).oauth.store_provider_tokens;
+  const subject = subjectOf(client, result.profile.subject);
   const step = async (em: EntityManager) => ({ ...(await signInByOAuth(ctx, em, application, client, result)), hostId });
-  try {
-    return await completeSignIn(ctx, application, step);
-  } catch (error) {
-    // Two first sign-ins of one person at once: the loser's new user or identity collides with the winner's. Those
-    // rows exist now, so one more pass signs in the user the winner created.
-    if (!(error instanceof UniqueConstraintViolationException)) throw error;
-    return completeSignIn(ctx, application, step);
+  for (let retried = false; ; retried = true) {
+    const known = lean ? await useIdentity(ctx.em, application, subject) : null;
+    if (known) return completeSignIn(ctx, application, { user: known, aal: 1, firstFactor: 'oauth', hostId });
+    try {
+      return await completeSignIn(ctx, application, step);
+    } catch (error) {
+      // Two first sign-ins of one person at once: the loser's new user or identity collides with the winner's. Those
+      // rows exist now, so one more pass signs in the user the winner created.
+      if (retried || !(error instanceof UniqueConstraintViolationException)) throw error;
+    }
   }
+}
+
+/**
+ * A returning person (the common case) in one statement: the identity is found and marked used, and its user read.
+ * Nothing else is written before the decision, so the sign-in needs no transaction.
+ */
+async function useIdentity(em: EntityManager, application: Application, subject: string): Promise<User | null> {
+  const [row] = await preparedQuery<{ u: Record<string, unknown> }>(
+    em,
+    'oauth_identity_use',
+    `with used as (
+       update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
+        returning user_id
+     )
+     select row_to_json(u) as u from used join users u on u.id = used.user_id`,
+    [application.id, subject],
+  );
+  return row ? userFromRow(row.u) : null;
 }
 
 /**
