@@ -8,11 +8,11 @@ import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../l
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import { recordEvent } from '../events/events.service.ts';
+import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject, secondFactorMethods } from '../sign-in/sign-in.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
-import { type User, UserEntity } from '../users/user.entity.ts';
-import { createExternalIdentity, normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
+import type { User } from '../users/user.entity.ts';
+import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
 import { OAuthStateEntity } from './oauth.entity.ts';
 import {
   authorizationUrl,
@@ -173,29 +173,62 @@ async function finish(
   }
 }
 
-function newIdentity(em: EntityManager, application: Application, user: User, client: ProviderClient, result: ExchangeResult) {
+/**
+ * Links a new OAuth identity to `userId`, with `before` (the user's own change, if any) and their events, in one
+ * statement. The identity's unique key makes a concurrent first link of the same provider account wait for the
+ * other's transaction and then fail with a unique violation. Answers the identity's record.
+ */
+async function linkNew(
+  em: EntityManager,
+  application: Application,
+  userId: string,
+  client: ProviderClient,
+  result: ExchangeResult,
+  before: { sql: string; params: unknown[]; event: ReturnType<typeof eventRow> } | null,
+): Promise<IdentityRecord> {
   const label = providerLabel(client.provider);
-  const name = result.profile.email ? `${label} (${result.profile.email})` : label;
-  const identity = createExternalIdentity(em, {
-    application: application.id,
-    user: user.id,
+  const now = new Date();
+  const record: IdentityRecord = {
+    id: newId(),
     kind: 'oauth',
-    subject: subjectOf(client, result.profile.subject),
-    name,
-  });
-  recordEvent(em, application.id, 'user.identity_linked', { user_id: user.id, identity: toIdentityRecord(identity) });
-  return identity;
+    provider: client.provider,
+    name: (result.profile.email ? `${label} (${result.profile.email})` : label).slice(0, 200),
+    created_at: now.toISOString(),
+    last_used_at: now.toISOString(),
+  };
+  const events = [
+    ...(before ? [before.event] : []),
+    eventRow(application.id, 'user.identity_linked', { user_id: userId, identity: record }),
+  ];
+  await em.execute(
+    `with ${before ? `changed as (${before.sql}), ` : ''}linked as (
+       insert into identities (id, application_id, user_id, kind, subject, name, created_at, last_used_at)
+       values (?, ?, ?, 'oauth', ?, ?, ?, ?)
+     )
+     insert into events (${EVENT_COLUMNS}) values ${events.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+    [
+      ...(before?.params ?? []),
+      record.id,
+      application.id,
+      userId,
+      subjectOf(client, result.profile.subject),
+      record.name,
+      now,
+      now,
+      ...events.flat(),
+    ],
+  );
+  return record;
 }
 
 /** The provider's tokens, only when the application asked for them (`settings.oauth.store_provider_tokens`), sealed. */
-async function keepTokens(ctx: Context, em: EntityManager, application: Application, identity: Identity, result: ExchangeResult) {
+async function keepTokens(ctx: Context, em: EntityManager, application: Application, identityId: string, result: ExchangeResult) {
   if (!settingsOf(application).oauth.store_provider_tokens) return;
-  const sealed = ctx.services.secretBox.encrypt(JSON.stringify(result.tokens), tokenContext(application.id, identity.id));
-  await em.flush();
+  const sealed = ctx.services.secretBox.encrypt(JSON.stringify(result.tokens), tokenContext(application.id, identityId));
   await em.execute(
     `insert into oauth_provider_tokens (id, identity_id, application_id, tokens_sealed, updated_at) values (?, ?, ?, ?, now())
       on conflict (identity_id) do update set tokens_sealed = excluded.tokens_sealed, updated_at = now()`,
-    [newId(), identity.id, application.id, sealed],
+    [newId(), identityId, application.id, sealed],
   );
 }
 
@@ -211,61 +244,82 @@ async function signInByOAuth(
   client: ProviderClient,
   result: ExchangeResult,
 ): Promise<SignInSubject> {
-  const label = providerLabel(client.provider);
-  let identity = await em.findOne(IdentityEntity, {
-    application: application.id,
-    kind: 'oauth',
-    subject: subjectOf(client, result.profile.subject),
-  });
-  let user: User;
-  if (identity) {
-    identity.lastUsedAt = new Date();
-    user = await em.findOneOrFail(UserEntity, { id: identity.user });
-  } else {
-    const { email, emailVerified } = result.profile;
-    const normalized = email ? normalizeEmail(email) : null;
-    const existing = normalized
-      ? await em.findOne(UserEntity, { application: application.id, emailNormalized: normalized })
-      : null;
-    if (existing && !emailVerified) {
-      throw new AppError(
-        'email_taken',
-        `An account with this email already exists, and ${label} does not say the address is verified. Sign in to that account another way first, then link ${label} from the account's settings.`,
-      );
-    }
-    if (existing) {
-      user = existing;
-      if (!user.emailVerified && user.status === 'active') {
-        user.emailVerified = true;
-        user.updatedAt = new Date();
-        recordEvent(em, application.id, 'user.updated', toUserRecord(user));
-      }
-    } else {
-      if (settingsOf(application).sign_up !== 'open')
-        throw new AppError('access_denied', 'Sign-up is closed for this application');
-      // An unverified address is not claimed: it would reserve someone else's email for this account (pre-hijacking).
-      const claimed = emailVerified ? email : null;
-      const profile: Record<string, unknown> = {};
-      if (result.profile.name) profile.name = result.profile.name.slice(0, 200);
-      if (result.profile.picture) profile.picture = result.profile.picture.slice(0, 2048);
-      user = em.create(UserEntity, {
-        id: newId(),
-        application: application.id,
-        primaryEmail: claimed,
-        emailNormalized: claimed ? normalizeEmail(claimed) : null,
-        emailVerified: !!claimed,
-        status: 'active',
-        profile,
-        mergedInto: null,
-      });
-      recordEvent(em, application.id, 'user.created', toUserRecord(user));
-    }
-    identity = newIdentity(em, application, user, client, result);
-    // Written at once: a concurrent first sign-in of the same person collides here, before the decision's reads.
-    await em.flush();
-  }
-  await keepTokens(ctx, em, application, identity, result);
+  const known = await useIdentity(em, application, subjectOf(client, result.profile.subject));
+  const { user, identityId } = known ?? (await firstSignIn(em, application, client, result));
+  await keepTokens(ctx, em, application, identityId, result);
   return { user, aal: 1, firstFactor: 'oauth' };
+}
+
+async function firstSignIn(
+  em: EntityManager,
+  application: Application,
+  client: ProviderClient,
+  result: ExchangeResult,
+): Promise<{ user: User; identityId: string }> {
+  const label = providerLabel(client.provider);
+  const { email, emailVerified } = result.profile;
+  const normalized = email ? normalizeEmail(email) : null;
+  const [existing] = normalized
+    ? await em.execute<Array<{ u: Record<string, unknown> }>>(
+        'select row_to_json(u) as u from users u where application_id = ? and email_normalized = ?',
+        [application.id, normalized],
+      )
+    : [];
+  if (existing && !emailVerified) {
+    throw new AppError(
+      'email_taken',
+      `An account with this email already exists, and ${label} does not say the address is verified. Sign in to that account another way first, then link ${label} from the account's settings.`,
+    );
+  }
+  const now = new Date();
+  if (existing) {
+    let user = userFromRow(existing.u);
+    let verify = null;
+    if (!user.emailVerified && user.status === 'active') {
+      user = { ...user, emailVerified: true, updatedAt: now };
+      verify = {
+        sql: 'update users set email_verified = true, updated_at = ? where id = ?',
+        params: [now, user.id],
+        event: eventRow(application.id, 'user.updated', toUserRecord(user)),
+      };
+    }
+    return { user, identityId: (await linkNew(em, application, user.id, client, result, verify)).id };
+  }
+  if (settingsOf(application).sign_up !== 'open') throw new AppError('access_denied', 'Sign-up is closed for this application');
+  // An unverified address is not claimed: it would reserve someone else's email for this account (pre-hijacking).
+  const claimed = emailVerified ? email : null;
+  const profile: Record<string, unknown> = {};
+  if (result.profile.name) profile.name = result.profile.name.slice(0, 200);
+  if (result.profile.picture) profile.picture = result.profile.picture.slice(0, 2048);
+  const user: User = {
+    id: newId(),
+    application: application.id,
+    primaryEmail: claimed,
+    emailNormalized: claimed ? normalizeEmail(claimed) : null,
+    emailVerified: !!claimed,
+    status: 'active',
+    profile,
+    mergedInto: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const create = {
+    sql: `insert into users (id, application_id, primary_email, email_normalized, email_verified, status, profile, merged_into,
+                             created_at, updated_at)
+          values (?, ?, ?, ?, ?, 'active', ?, null, ?, ?)`,
+    params: [
+      user.id,
+      user.application,
+      user.primaryEmail,
+      user.emailNormalized,
+      user.emailVerified,
+      JSON.stringify(profile),
+      now,
+      now,
+    ],
+    event: eventRow(application.id, 'user.created', toUserRecord(user)),
+  };
+  return { user, identityId: (await linkNew(em, application, user.id, client, result, create)).id };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -286,7 +340,7 @@ export async function oauthCallback(
   const step = async (em: EntityManager) => ({ ...(await signInByOAuth(ctx, em, application, client, result)), hostId });
   for (let retried = false; ; retried = true) {
     const known = lean ? await useIdentity(ctx.em, application, subject) : null;
-    if (known) return completeSignIn(ctx, application, { user: known, aal: 1, firstFactor: 'oauth', hostId });
+    if (known) return completeSignIn(ctx, application, { user: known.user, aal: 1, firstFactor: 'oauth', hostId });
     try {
       return await completeSignIn(ctx, application, step);
     } catch (error) {
@@ -301,18 +355,22 @@ export async function oauthCallback(
  * A returning person (the common case) in one statement: the identity is found and marked used, and its user read.
  * Nothing else is written before the decision, so the sign-in needs no transaction.
  */
-async function useIdentity(em: EntityManager, application: Application, subject: string): Promise<User | null> {
-  const [row] = await preparedQuery<{ u: Record<string, unknown> }>(
+async function useIdentity(
+  em: EntityManager,
+  application: Application,
+  subject: string,
+): Promise<{ user: User; identityId: string } | null> {
+  const [row] = await preparedQuery<{ id: string; u: Record<string, unknown> }>(
     em,
     'oauth_identity_use',
     `with used as (
        update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
-        returning user_id
+        returning id, user_id
      )
-     select row_to_json(u) as u from used join users u on u.id = used.user_id`,
+     select used.id, row_to_json(u) as u from used join users u on u.id = used.user_id`,
     [application.id, subject],
   );
-  return row ? userFromRow(row.u) : null;
+  return row ? { user: userFromRow(row.u), identityId: row.id } : null;
 }
 
 /**
@@ -358,14 +416,13 @@ export async function linkCallback(
   const { client, result } = await finish(ctx, input, 'link', user);
   return ctx.em.transactional(async (em) => {
     const subject = subjectOf(client, result.profile.subject);
-    let identity = await em.findOne(IdentityEntity, { application: application.id, kind: 'oauth', subject });
+    const identity = await em.findOne(IdentityEntity, { application: application.id, kind: 'oauth', subject });
     if (identity && identity.user !== user.id) {
       throw new AppError('conflict', `This ${providerLabel(client.provider)} account is already linked to another user`);
     }
-    identity ??= newIdentity(em, application, user, client, result);
-    await keepTokens(ctx, em, application, identity, result);
-    await em.flush();
-    return toIdentityRecord(identity);
+    const record = identity ? toIdentityRecord(identity) : await linkNew(em, application, user.id, client, result, null);
+    await keepTokens(ctx, em, application, record.id, result);
+    return record;
   });
 }
 
