@@ -9,7 +9,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
-import { completeSignIn, type SignInSubject, secondFactorMethods } from '../sign-in/sign-in.service.ts';
+import { completeSignIn, type SignInSubject, secondFactorMethods, secondFactorsSql } from '../sign-in/sign-in.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import type { User } from '../users/user.entity.ts';
 import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
@@ -340,7 +340,10 @@ export async function oauthCallback(
   const step = async (em: EntityManager) => ({ ...(await signInByOAuth(ctx, em, application, client, result)), hostId });
   for (let retried = false; ; retried = true) {
     const known = lean ? await useIdentity(ctx.em, application, subject) : null;
-    if (known) return completeSignIn(ctx, application, { user: known.user, aal: 1, firstFactor: 'oauth', hostId });
+    if (known) {
+      const { user, secondFactors } = known;
+      return completeSignIn(ctx, application, { user, aal: 1, firstFactor: 'oauth', hostId, secondFactors });
+    }
     try {
       return await completeSignIn(ctx, application, step);
     } catch (error) {
@@ -352,25 +355,27 @@ export async function oauthCallback(
 }
 
 /**
- * A returning person (the common case) in one statement: the identity is found and marked used, and its user read.
+ * A returning person (the common case) in one statement: the identity is found and marked used, its user and the
+ * user's second factors read.
  * Nothing else is written before the decision, so the sign-in needs no transaction.
  */
 async function useIdentity(
   em: EntityManager,
   application: Application,
   subject: string,
-): Promise<{ user: User; identityId: string } | null> {
-  const [row] = await preparedQuery<{ id: string; u: Record<string, unknown> }>(
+): Promise<{ user: User; identityId: string; secondFactors: string[] } | null> {
+  const [row] = await preparedQuery<{ id: string; u: Record<string, unknown>; second_factors: string[] }>(
     em,
     'oauth_identity_use',
     `with used as (
        update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
         returning id, user_id
      )
-     select used.id, row_to_json(u) as u from used join users u on u.id = used.user_id`,
+     select used.id, row_to_json(u) as u, ${secondFactorsSql('u.id')} as second_factors
+       from used join users u on u.id = used.user_id`,
     [application.id, subject],
   );
-  return row ? { user: userFromRow(row.u), identityId: row.id } : null;
+  return row ? { user: userFromRow(row.u), identityId: row.id, secondFactors: row.second_factors } : null;
 }
 
 /**

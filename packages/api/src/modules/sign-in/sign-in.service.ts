@@ -24,6 +24,8 @@ export interface SignInSubject {
   firstFactor: string;
   /** The host the person signs in to, when the first factor's start named one (carried through every later step). */
   hostId?: string | null;
+  /** The user's second factors, when the first factor read them with the user (`secondFactorsSql`). */
+  secondFactors?: string[];
 }
 
 /** Why a sign-in check refused: the `access.denied` event's data (never shown to the caller). */
@@ -62,16 +64,25 @@ const secondFactorSources: SecondFactorSource[] = [];
 export const registerSignInCheck = (check: SignInCheck) => void checks.push(check);
 export const registerSecondFactorSource = (source: SecondFactorSource) => void secondFactorSources.push(source);
 
+/**
+ * The second factors of the user `userId` names (a column, or `?`) as one SQL expression answering an array of
+ * methods: a first factor that reads its user in one statement reads these with it (`SignInSubject.secondFactors`).
+ */
+export function secondFactorsSql(userId: string): string {
+  if (!secondFactorSources.length) return "'{}'::text[]";
+  return `array(${secondFactorSources.map((source) => `(${source.replaceAll('?', userId)})`).join(' union all ')})`;
+}
+
+const inOrder = (found: string[]): MfaMethod[] => MFA_METHODS.filter((method) => found.includes(method));
+
 export async function secondFactorMethods(em: EntityManager, user: User): Promise<MfaMethod[]> {
-  if (!secondFactorSources.length) return [];
-  const rows = await preparedQuery<{ method: MfaMethod }>(
+  const [row] = await preparedQuery<{ methods: string[] }>(
     em,
     'second_factor_methods',
-    secondFactorSources.map((source) => `(${source})`).join(' union all '),
+    `select ${secondFactorsSql('?')} as methods`,
     secondFactorSources.map(() => user.id),
   );
-  const found = new Set(rows.map((row) => row.method));
-  return MFA_METHODS.filter((method) => found.has(method));
+  return inOrder(row?.methods ?? []);
 }
 
 /** Follows `merged_into` to the user who now owns a tombstoned user's identities. */
@@ -125,7 +136,8 @@ async function decide(em: EntityManager, application: Application, subject: Sign
     return { result: { status: 'consent_required', pending_token: token, consent_documents: missing } };
   }
   // At aal 2 a second factor was just used (or the first factor was one): nothing to ask, nothing to enrol.
-  const methods = subject.aal < 2 ? await secondFactorMethods(em, user) : [];
+  const known = user === subject.user ? subject.secondFactors : undefined;
+  const methods = subject.aal >= 2 ? [] : known ? inOrder(known) : await secondFactorMethods(em, user);
   if (methods.length) {
     const token = await pending(em, application, resolved, 'mfa');
     return { result: { status: 'mfa_required', pending_token: token, mfa: { methods, pending_token: token } } };
