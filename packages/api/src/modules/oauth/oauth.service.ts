@@ -137,28 +137,6 @@ export async function resetOAuthProvider(ctx: Context, input: { id: string; prov
   return { id: input.provider, deleted: true as const };
 }
 
-/**
- * Client secrets this process opened (per secret box), by context and sealed text: a changed secret is a new sealed
- * text (a fresh IV), and the setting row itself is read on every sign-in, so a changed or disabled provider takes
- * effect at once on every process; this only spares decrypting the same secret on every callback.
- */
-const openedSecrets = new WeakMap<object, Map<string, string>>();
-const MAX_OPENED_SECRETS = 10_000;
-
-function openSecret(ctx: Context, sealed: string, context: string): string {
-  const box = ctx.services.secretBox;
-  const opened = openedSecrets.get(box) ?? new Map<string, string>();
-  openedSecrets.set(box, opened);
-  const key = `${context}\u0000${sealed}`;
-  let secret = opened.get(key);
-  if (secret === undefined) {
-    secret = box.decrypt(sealed, context);
-    if (opened.size >= MAX_OPENED_SECRETS) opened.clear();
-    opened.set(key, secret);
-  }
-  return secret;
-}
-
 /** An application's setting of one provider as its row (`row_to_json`): what signing in reads of it. */
 export interface ProviderSettingRow {
   enabled: boolean;
@@ -205,7 +183,7 @@ export async function providerClient(
   return {
     provider,
     clientId: row.client_id,
-    clientSecret: openSecret(ctx, row.client_secret_sealed, secretContext(application.id, provider)),
+    clientSecret: ctx.services.secretBox.decrypt(row.client_secret_sealed, secretContext(application.id, provider)),
     scopes: row.scopes,
     issuer: row.issuer ?? null,
     redirectUri,
