@@ -175,8 +175,8 @@ async function finish(
 
 /**
  * Links a new OAuth identity to `userId`, with `before` (the user's own change, if any) and their events, in one
- * statement. The identity's unique key makes a concurrent first link of the same provider account wait for the
- * other's transaction and then fail with a unique violation. Answers the identity's record.
+ * statement. The unique keys (the identity's; a new user's email) make a concurrent first link of the same account
+ * wait for the other's transaction, then fail with a unique violation. Answers the identity's record.
  */
 async function linkNew(
   em: EntityManager,
