@@ -245,9 +245,9 @@ async function signInByOAuth(
   result: ExchangeResult,
 ): Promise<SignInSubject> {
   const known = await useIdentity(em, application, subjectOf(client, result.profile.subject));
-  const { user, identityId } = known ?? (await firstSignIn(em, application, client, result));
+  const { user, identityId, secondFactors } = known ?? (await firstSignIn(em, application, client, result));
   await keepTokens(ctx, em, application, identityId, result);
-  return { user, aal: 1, firstFactor: 'oauth' };
+  return { user, aal: 1, firstFactor: 'oauth', secondFactors };
 }
 
 async function firstSignIn(
@@ -255,7 +255,7 @@ async function firstSignIn(
   application: Application,
   client: ProviderClient,
   result: ExchangeResult,
-): Promise<{ user: User; identityId: string }> {
+): Promise<{ user: User; identityId: string; secondFactors?: string[] }> {
   const label = providerLabel(client.provider);
   const { email, emailVerified } = result.profile;
   const normalized = email ? normalizeEmail(email) : null;
