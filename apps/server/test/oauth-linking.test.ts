@@ -148,6 +148,38 @@ describe('linking accounts (ES★)', () => {
     );
   });
 
+  it('a returning person with a second factor stops at mfa_required, as on a first sign-in that links their account', async () => {
+    const app = await appWithProviders();
+    const person = { sub: `m-${++seq}`, email: unique('mfa'), email_verified: true };
+    const token = (await googleSignIn(app, person)).tokens.access_token;
+    const enrolled = await ok(endUser(app, 'POST', '/v1/auth/mfa/totp/enroll', undefined, token), 201);
+    await ok(
+      endUser(
+        app,
+        'POST',
+        '/v1/auth/mfa/totp/confirm',
+        { factor_id: enrolled.factor_id, code: totpCode(enrolled.secret) },
+        token,
+      ),
+    );
+    const sessions = async () => (await sql(server, 'select id from sessions where application_id = ?', [app.id])).length;
+    const before = await sessions();
+    const signIn = async (provider: 'google' | 'github') => {
+      const { authorization_url } = await ok(startOAuth(app, provider));
+      const { code, state } = await throughRelay(server, await standIn.authorize(authorization_url));
+      return ok(callback(app, provider, { code, state }));
+    };
+    const returning = await signIn('google');
+    expect(returning.status).toBe('mfa_required');
+    expect(returning.mfa.methods).toContain('totp');
+    // GitHub vouches for the same address: its first sign-in links the account, and the account's factor still applies.
+    standIn.user.github = { sub: `${80_000 + ++seq}`, email: person.email, email_verified: true };
+    const linked = await signIn('github');
+    expect(linked.status).toBe('mfa_required');
+    expect(linked.mfa.methods).toContain('totp');
+    expect(await sessions()).toBe(before);
+  });
+
   it('never unlinks the last way to sign in (409); needs aal 2 when the user has a second factor (403)', async () => {
     const app = await appWithProviders();
     // GitHub with no verified email: the user has no email, so GitHub is their only way in.

@@ -241,6 +241,28 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect(rows[0]!.tokens_sealed).toMatch(/^v1\./);
   });
 
+  it('the callback uses the provider setting as it is then: a changed secret or a disabled provider counts at once', async () => {
+    const app = await oauthApp(server);
+    await useIdp(app);
+    idp.accounts.set('cid', { email: `cid.${Date.now()}@example.com`, email_verified: true });
+    const started = async () => {
+      const { authorization_url } = await ok(startOAuth(app, 'oidc'));
+      const { code, state } = await throughRelay(server, await idp.authorize(authorization_url, 'cid'));
+      return { code, state };
+    };
+    expect((await ok(callback(app, 'oidc', await started()))).status).toBe('complete');
+    // Started with the right secret, finished after it changed: the exchange uses the new (wrong) one.
+    let attempt = await started();
+    await ok(putProvider(app, 'oidc', { client_secret: 'not-the-secret', enabled: true }));
+    expectError(await callback(app, 'oidc', attempt), 401, 'invalid_verification');
+    await ok(putProvider(app, 'oidc', { client_secret: idp.clientSecret, enabled: true }));
+    attempt = await started();
+    await ok(putProvider(app, 'oidc', { enabled: false }));
+    expectError(await callback(app, 'oidc', attempt), 404, 'not_found');
+    await ok(putProvider(app, 'oidc', { enabled: true }));
+    expect((await ok(callback(app, 'oidc', await started()))).status).toBe('complete');
+  });
+
   it('the person declining at the provider is 401 invalid_verification with a helpful message; nothing is created', async () => {
     const app = await oauthApp(server);
     await useIdp(app);

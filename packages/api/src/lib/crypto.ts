@@ -1,4 +1,14 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+} from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -27,11 +37,12 @@ export function constantTimeEqual(a: string, b: string): boolean {
  * `context` is bound as additional data, so a ciphertext copied into another row or tenant does not decrypt.
  */
 export class SecretBox {
-  readonly #key: Buffer;
+  /** A KeyObject: node:crypto takes it as it is, where a raw Buffer is probed (KeyObject? CryptoKey?) on every call. */
+  readonly #key: KeyObject;
 
   constructor(masterKey: Buffer) {
     if (masterKey.length !== 32) throw new Error('The master key must be 32 bytes');
-    this.#key = masterKey;
+    this.#key = createSecretKey(masterKey);
   }
 
   /** A key for one purpose (`label`), derived from the master key: signing keys of cookies, for instance. */

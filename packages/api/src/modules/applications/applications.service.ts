@@ -33,12 +33,17 @@ function checkRedirects(settings: ApplicationSettings, allowedOrigins: string[])
 }
 
 /**
- * Marks that the application has had traffic (a user or a session was created), in the caller's transaction. The
+ * Marks that the application has had traffic (a user or a session was created), in the caller's transaction if any. The
  * loaded application tells whether it is already marked, so this writes once per application, not per request.
  */
 export async function markTraffic(em: EntityManager, application: Application): Promise<void> {
   if (application.firstTrafficAt) return;
-  await em.nativeUpdate(ApplicationEntity, { id: application.id, firstTrafficAt: null }, { firstTrafficAt: new Date() });
+  await preparedQuery(
+    em,
+    'mark_traffic',
+    'update applications set first_traffic_at = now() where id = ? and first_traffic_at is null',
+    [application.id],
+  );
 }
 
 const parsedSettings = new WeakMap<object, ApplicationSettings>();

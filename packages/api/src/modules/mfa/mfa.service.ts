@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Limit } from '../../lib/rate-limit.ts';
 import { iso } from '../../lib/time.ts';
 import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
-import type { MfaMethod, SignInResult } from '../sign-in/sign-in.schema.ts';
+import type { SignInResult } from '../sign-in/sign-in.schema.ts';
 import {
   completeSignIn,
   consumePendingToken,
@@ -360,16 +360,11 @@ export function verifyBackupCode(ctx: Context, input: { pending_token: string; c
 // Extension points: the sign-in state machine and user merges
 
 /** `mfa_required` lists TOTP when confirmed, and backup codes while an unused one remains. */
-registerSecondFactorSource(async (em, user): Promise<MfaMethod[]> => {
-  const rows = await em.execute<Array<{ kind: string }>>(
-    `select f.kind from mfa_factors f
-      where f.user_id = ? and f.confirmed_at is not null
-        and (f.kind = 'totp' or exists (select 1 from mfa_backup_codes c where c.factor_id = f.id and c.used_at is null))`,
-    [user.id],
-  );
-  const kinds = new Set(rows.map((r) => r.kind));
-  return (['totp', 'backup_code'] as const).filter((kind) => kinds.has(kind));
-});
+registerSecondFactorSource(
+  `select f.kind as method from mfa_factors f
+    where f.user_id = ? and f.confirmed_at is not null
+      and (f.kind = 'totp' or exists (select 1 from mfa_backup_codes c where c.factor_id = f.id and c.used_at is null))`,
+);
 
 /**
  * Merge: the source's factors move to the target. A kind the target already has wins (its TOTP, its set of backup

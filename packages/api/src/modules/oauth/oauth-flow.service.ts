@@ -1,18 +1,18 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { generateCodeVerifier } from 'arctic';
 import type { Context } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound, stepUpRequired } from '../../errors.ts';
 import { randomBase62, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import { recordEvent } from '../events/events.service.ts';
-import { completeSignIn, type SignInSubject, secondFactorMethods } from '../sign-in/sign-in.service.ts';
+import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
+import { completeSignIn, type SignInSubject, secondFactorMethods, secondFactorsSql } from '../sign-in/sign-in.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
-import { type User, UserEntity } from '../users/user.entity.ts';
-import { createExternalIdentity, normalizeEmail, toUserRecord } from '../users/users.service.ts';
+import type { User } from '../users/user.entity.ts';
+import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
 import { OAuthStateEntity } from './oauth.entity.ts';
 import {
   authorizationUrl,
@@ -25,7 +25,7 @@ import {
   usesNonce,
 } from './oauth.providers.ts';
 import type { IdentityRecord } from './oauth.schema.ts';
-import { providerClient } from './oauth.service.ts';
+import { PROVIDER_SETTING_SQL, type ProviderSettingRow, providerClient } from './oauth.service.ts';
 
 const STATE_TTL_MS = 10 * 60_000;
 const LINKABLE_KINDS = ['oauth', 'saml'];
@@ -123,7 +123,8 @@ const PROVIDER_ERRORS: Record<string, string> = {
 
 /**
  * Spends a state once (a conditional update: of 20 concurrent callbacks with it, one wins), bound to this
- * application, provider and purpose (and user, when linking). Then redeems the code outside any transaction.
+ * application, provider and purpose (and user, when linking), and reads the provider setting in the same statement
+ * (a setting changed or disabled since the start counts). Then redeems the code outside any transaction.
  */
 async function finish(
   ctx: Context,
@@ -133,14 +134,19 @@ async function finish(
 ): Promise<{ client: ProviderClient; result: ExchangeResult; hostId: string | null }> {
   const application = ctx.application!;
   const stateHash = sha256(input.state);
-  const rows = await ctx.em.execute<Array<{ secrets_sealed: string; host_id: string | null }>>(
-    `update oauth_states set consumed_at = now()
-      where state_hash = ? and application_id = ? and provider = ? and purpose = ? and user_id is not distinct from ?
-        and consumed_at is null and expires_at > now()
-      returning secrets_sealed, host_id`,
-    [stateHash, application.id, input.provider, purpose, user?.id ?? null],
+  const [spent] = await preparedQuery<{ secrets_sealed: string; host_id: string | null; setting: ProviderSettingRow | null }>(
+    ctx.em,
+    'oauth_state_spend',
+    `with spent as (
+       update oauth_states set consumed_at = now()
+        where state_hash = ? and application_id = ? and provider = ? and purpose = ? and user_id is not distinct from ?
+          and consumed_at is null and expires_at > now()
+        returning secrets_sealed, host_id
+     )
+     select secrets_sealed, host_id, (${PROVIDER_SETTING_SQL}) as setting from spent`,
+    [stateHash, application.id, input.provider, purpose, user?.id ?? null, application.id, input.provider],
   );
-  if (!rows[0]) {
+  if (!spent) {
     throw new AppError(
       'invalid_verification',
       'This sign-in attempt is unknown, expired (10 minutes) or already finished. Start again from the sign-in button.',
@@ -153,43 +159,76 @@ async function finish(
     );
   }
   const { verifier, nonce } = JSON.parse(
-    ctx.services.secretBox.decrypt(rows[0].secrets_sealed, stateContext(application.id, stateHash)),
+    ctx.services.secretBox.decrypt(spent.secrets_sealed, stateContext(application.id, stateHash)),
   );
-  const client = await providerClient(ctx, application, input.provider);
+  const client = await providerClient(ctx, application, input.provider, spent.setting);
   try {
     return {
       client,
       result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
-      hostId: rows[0].host_id,
+      hostId: spent.host_id,
     };
   } catch (error) {
     throw providerError(ctx, error as ProviderFailure);
   }
 }
 
-function newIdentity(em: EntityManager, application: Application, user: User, client: ProviderClient, result: ExchangeResult) {
+/**
+ * Links a new OAuth identity to `userId`, with `before` (the user's own change, if any) and their events, in one
+ * statement. The unique keys (the identity's; a new user's email) make a concurrent first link of the same account
+ * wait for the other's transaction, then fail with a unique violation. Answers the identity's record.
+ */
+async function linkNew(
+  em: EntityManager,
+  application: Application,
+  userId: string,
+  client: ProviderClient,
+  result: ExchangeResult,
+  before: { sql: string; params: unknown[]; event: ReturnType<typeof eventRow> } | null,
+): Promise<IdentityRecord> {
   const label = providerLabel(client.provider);
-  const name = result.profile.email ? `${label} (${result.profile.email})` : label;
-  const identity = createExternalIdentity(em, {
-    application: application.id,
-    user: user.id,
+  const now = new Date();
+  const record: IdentityRecord = {
+    id: newId(),
     kind: 'oauth',
-    subject: subjectOf(client, result.profile.subject),
-    name,
-  });
-  recordEvent(em, application.id, 'user.identity_linked', { user_id: user.id, identity: toIdentityRecord(identity) });
-  return identity;
+    provider: client.provider,
+    name: (result.profile.email ? `${label} (${result.profile.email})` : label).slice(0, 200),
+    created_at: now.toISOString(),
+    last_used_at: now.toISOString(),
+  };
+  const events = [
+    ...(before ? [before.event] : []),
+    eventRow(application.id, 'user.identity_linked', { user_id: userId, identity: record }),
+  ];
+  await em.execute(
+    `with ${before ? `changed as (${before.sql}), ` : ''}linked as (
+       insert into identities (id, application_id, user_id, kind, subject, name, created_at, last_used_at)
+       values (?, ?, ?, 'oauth', ?, ?, ?, ?)
+     )
+     insert into events (${EVENT_COLUMNS}) values ${events.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+    [
+      ...(before?.params ?? []),
+      record.id,
+      application.id,
+      userId,
+      subjectOf(client, result.profile.subject),
+      record.name,
+      now,
+      now,
+      ...events.flat(),
+    ],
+  );
+  return record;
 }
 
 /** The provider's tokens, only when the application asked for them (`settings.oauth.store_provider_tokens`), sealed. */
-async function keepTokens(ctx: Context, em: EntityManager, application: Application, identity: Identity, result: ExchangeResult) {
+async function keepTokens(ctx: Context, em: EntityManager, application: Application, identityId: string, result: ExchangeResult) {
   if (!settingsOf(application).oauth.store_provider_tokens) return;
-  const sealed = ctx.services.secretBox.encrypt(JSON.stringify(result.tokens), tokenContext(application.id, identity.id));
-  await em.flush();
+  const sealed = ctx.services.secretBox.encrypt(JSON.stringify(result.tokens), tokenContext(application.id, identityId));
   await em.execute(
     `insert into oauth_provider_tokens (id, identity_id, application_id, tokens_sealed, updated_at) values (?, ?, ?, ?, now())
       on conflict (identity_id) do update set tokens_sealed = excluded.tokens_sealed, updated_at = now()`,
-    [newId(), identity.id, application.id, sealed],
+    [newId(), identityId, application.id, sealed],
   );
 }
 
@@ -205,59 +244,82 @@ async function signInByOAuth(
   client: ProviderClient,
   result: ExchangeResult,
 ): Promise<SignInSubject> {
+  const known = await useIdentity(em, application, subjectOf(client, result.profile.subject));
+  const { user, identityId, secondFactors } = known ?? (await firstSignIn(em, application, client, result));
+  await keepTokens(ctx, em, application, identityId, result);
+  return { user, aal: 1, firstFactor: 'oauth', secondFactors };
+}
+
+async function firstSignIn(
+  em: EntityManager,
+  application: Application,
+  client: ProviderClient,
+  result: ExchangeResult,
+): Promise<{ user: User; identityId: string; secondFactors?: string[] }> {
   const label = providerLabel(client.provider);
-  let identity = await em.findOne(IdentityEntity, {
-    application: application.id,
-    kind: 'oauth',
-    subject: subjectOf(client, result.profile.subject),
-  });
-  let user: User;
-  if (identity) {
-    identity.lastUsedAt = new Date();
-    user = await em.findOneOrFail(UserEntity, { id: identity.user });
-  } else {
-    const { email, emailVerified } = result.profile;
-    const normalized = email ? normalizeEmail(email) : null;
-    const existing = normalized
-      ? await em.findOne(UserEntity, { application: application.id, emailNormalized: normalized })
-      : null;
-    if (existing && !emailVerified) {
-      throw new AppError(
-        'email_taken',
-        `An account with this email already exists, and ${label} does not say the address is verified. Sign in to that account another way first, then link ${label} from the account's settings.`,
-      );
-    }
-    if (existing) {
-      user = existing;
-      if (!user.emailVerified && user.status === 'active') {
-        user.emailVerified = true;
-        user.updatedAt = new Date();
-        recordEvent(em, application.id, 'user.updated', toUserRecord(user));
-      }
-    } else {
-      if (settingsOf(application).sign_up !== 'open')
-        throw new AppError('access_denied', 'Sign-up is closed for this application');
-      // An unverified address is not claimed: it would reserve someone else's email for this account (pre-hijacking).
-      const claimed = emailVerified ? email : null;
-      const profile: Record<string, unknown> = {};
-      if (result.profile.name) profile.name = result.profile.name.slice(0, 200);
-      if (result.profile.picture) profile.picture = result.profile.picture.slice(0, 2048);
-      user = em.create(UserEntity, {
-        id: newId(),
-        application: application.id,
-        primaryEmail: claimed,
-        emailNormalized: claimed ? normalizeEmail(claimed) : null,
-        emailVerified: !!claimed,
-        status: 'active',
-        profile,
-        mergedInto: null,
-      });
-      recordEvent(em, application.id, 'user.created', toUserRecord(user));
-    }
-    identity = newIdentity(em, application, user, client, result);
+  const { email, emailVerified } = result.profile;
+  const normalized = email ? normalizeEmail(email) : null;
+  const [existing] = normalized
+    ? await em.execute<Array<{ u: Record<string, unknown> }>>(
+        'select row_to_json(u) as u from users u where application_id = ? and email_normalized = ?',
+        [application.id, normalized],
+      )
+    : [];
+  if (existing && !emailVerified) {
+    throw new AppError(
+      'email_taken',
+      `An account with this email already exists, and ${label} does not say the address is verified. Sign in to that account another way first, then link ${label} from the account's settings.`,
+    );
   }
-  await keepTokens(ctx, em, application, identity, result);
-  return { user, aal: 1, firstFactor: 'oauth' };
+  const now = new Date();
+  if (existing) {
+    let user = userFromRow(existing.u);
+    let verify = null;
+    if (!user.emailVerified && user.status === 'active') {
+      user = { ...user, emailVerified: true, updatedAt: now };
+      verify = {
+        sql: 'update users set email_verified = true, updated_at = ? where id = ?',
+        params: [now, user.id],
+        event: eventRow(application.id, 'user.updated', toUserRecord(user)),
+      };
+    }
+    return { user, identityId: (await linkNew(em, application, user.id, client, result, verify)).id };
+  }
+  if (settingsOf(application).sign_up !== 'open') throw new AppError('access_denied', 'Sign-up is closed for this application');
+  // An unverified address is not claimed: it would reserve someone else's email for this account (pre-hijacking).
+  const claimed = emailVerified ? email : null;
+  const profile: Record<string, unknown> = {};
+  if (result.profile.name) profile.name = result.profile.name.slice(0, 200);
+  if (result.profile.picture) profile.picture = result.profile.picture.slice(0, 2048);
+  const user: User = {
+    id: newId(),
+    application: application.id,
+    primaryEmail: claimed,
+    emailNormalized: claimed ? normalizeEmail(claimed) : null,
+    emailVerified: !!claimed,
+    status: 'active',
+    profile,
+    mergedInto: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const create = {
+    sql: `insert into users (id, application_id, primary_email, email_normalized, email_verified, status, profile, merged_into,
+                             created_at, updated_at)
+          values (?, ?, ?, ?, ?, 'active', ?, null, ?, ?)`,
+    params: [
+      user.id,
+      user.application,
+      user.primaryEmail,
+      user.emailNormalized,
+      user.emailVerified,
+      JSON.stringify(profile),
+      now,
+      now,
+    ],
+    event: eventRow(application.id, 'user.created', toUserRecord(user)),
+  };
+  return { user, identityId: (await linkNew(em, application, user.id, client, result, create)).id };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -272,15 +334,48 @@ export async function oauthCallback(
 ) {
   const application = ctx.application!;
   const { client, result, hostId } = await finish(ctx, input, 'sign_in', null);
+  // Provider tokens, when kept, are written with the sign-in in its transaction: then every pass is the full step.
+  const lean = !settingsOf(application).oauth.store_provider_tokens;
+  const subject = subjectOf(client, result.profile.subject);
   const step = async (em: EntityManager) => ({ ...(await signInByOAuth(ctx, em, application, client, result)), hostId });
-  try {
-    return await completeSignIn(ctx, application, step);
-  } catch (error) {
-    // Two first sign-ins of one person at once: the loser's new user or identity collides with the winner's. Those
-    // rows exist now, so one more pass signs in the user the winner created.
-    if (!(error instanceof UniqueConstraintViolationException)) throw error;
-    return completeSignIn(ctx, application, step);
+  for (let retried = false; ; retried = true) {
+    const known = lean ? await useIdentity(ctx.em, application, subject) : null;
+    if (known) {
+      const { user, secondFactors } = known;
+      return completeSignIn(ctx, application, { user, aal: 1, firstFactor: 'oauth', hostId, secondFactors });
+    }
+    try {
+      return await completeSignIn(ctx, application, step);
+    } catch (error) {
+      // Two first sign-ins of one person at once: the loser's new user or identity collides with the winner's. Those
+      // rows exist now, so one more pass signs in the user the winner created.
+      if (retried || !(error instanceof UniqueConstraintViolationException)) throw error;
+    }
   }
+}
+
+/**
+ * A returning person (the common case) in one statement: the identity is found and marked used, its user and the
+ * user's second factors read.
+ * Nothing else is written before the decision, so the sign-in needs no transaction.
+ */
+async function useIdentity(
+  em: EntityManager,
+  application: Application,
+  subject: string,
+): Promise<{ user: User; identityId: string; secondFactors: string[] } | null> {
+  const [row] = await preparedQuery<{ id: string; u: Record<string, unknown>; second_factors: string[] }>(
+    em,
+    'oauth_identity_use',
+    `with used as (
+       update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
+        returning id, user_id
+     )
+     select used.id, row_to_json(u) as u, ${secondFactorsSql('u.id')} as second_factors
+       from used join users u on u.id = used.user_id`,
+    [application.id, subject],
+  );
+  return row ? { user: userFromRow(row.u), identityId: row.id, secondFactors: row.second_factors } : null;
 }
 
 /**
@@ -326,14 +421,13 @@ export async function linkCallback(
   const { client, result } = await finish(ctx, input, 'link', user);
   return ctx.em.transactional(async (em) => {
     const subject = subjectOf(client, result.profile.subject);
-    let identity = await em.findOne(IdentityEntity, { application: application.id, kind: 'oauth', subject });
+    const identity = await em.findOne(IdentityEntity, { application: application.id, kind: 'oauth', subject });
     if (identity && identity.user !== user.id) {
       throw new AppError('conflict', `This ${providerLabel(client.provider)} account is already linked to another user`);
     }
-    identity ??= newIdentity(em, application, user, client, result);
-    await keepTokens(ctx, em, application, identity, result);
-    await em.flush();
-    return toIdentityRecord(identity);
+    const record = identity ? toIdentityRecord(identity) : await linkNew(em, application, user.id, client, result, null);
+    await keepTokens(ctx, em, application, record.id, result);
+    return record;
   });
 }
 

@@ -1,4 +1,5 @@
 import type { Context } from '../../context.ts';
+import { preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
@@ -136,30 +137,53 @@ export async function resetOAuthProvider(ctx: Context, input: { id: string; prov
   return { id: input.provider, deleted: true as const };
 }
 
+/** An application's setting of one provider as its row (`row_to_json`): what signing in reads of it. */
+export interface ProviderSettingRow {
+  enabled: boolean;
+  client_id: string | null;
+  client_secret_sealed: string | null;
+  issuer: string | null;
+  scopes: string[];
+  use_shared_dev_credentials: boolean;
+}
+
+/** The setting row of (application, provider) as JSON, `?` the application id and the provider. */
+export const PROVIDER_SETTING_SQL = 'select row_to_json(p) from oauth_providers p where p.application_id = ? and p.provider = ?';
+
 /**
  * The client an application signs in with: its own credentials, or (development applications only) the operator's
- * shared ones. A provider that is not enabled is 404 for the browser, as if it did not exist.
+ * shared ones. A provider that is not enabled is 404 for the browser, as if it did not exist. `row`: the setting when
+ * the caller read it already (the callback reads it with the state it spends), else it is read here.
  */
 export async function providerClient(
   ctx: Context,
   application: Application,
   provider: OAuthProviderName,
+  row?: ProviderSettingRow | null,
 ): Promise<ProviderClient> {
-  const row = await ctx.em.findOne(OAuthProviderEntity, { application: application.id, provider });
+  if (row === undefined) {
+    const [found] = await preparedQuery<{ p: ProviderSettingRow }>(
+      ctx.em,
+      'oauth_provider_setting',
+      `select (${PROVIDER_SETTING_SQL}) as p`,
+      [application.id, provider],
+    );
+    row = found?.p ?? null;
+  }
   if (!row?.enabled) throw notFound(`The ${providerLabel(provider)} provider of this application`);
   const redirectUri = providerRedirectUri(ctx.services.baseUrl);
-  if (row.useSharedDevCredentials) {
+  if (row.use_shared_dev_credentials) {
     const shared = ctx.services.oauth.sharedCredentials[provider];
     if (application.environment !== 'development' || !shared || provider === 'oidc') {
       throw notFound(`Shared ${providerLabel(provider)} credentials for this application`);
     }
     return { provider, ...shared, scopes: row.scopes, issuer: null, redirectUri };
   }
-  if (!row.clientId || !row.clientSecretSealed) throw notFound(`The ${providerLabel(provider)} provider of this application`);
+  if (!row.client_id || !row.client_secret_sealed) throw notFound(`The ${providerLabel(provider)} provider of this application`);
   return {
     provider,
-    clientId: row.clientId,
-    clientSecret: ctx.services.secretBox.decrypt(row.clientSecretSealed, secretContext(application.id, provider)),
+    clientId: row.client_id,
+    clientSecret: ctx.services.secretBox.decrypt(row.client_secret_sealed, secretContext(application.id, provider)),
     scopes: row.scopes,
     issuer: row.issuer ?? null,
     redirectUri,

@@ -19,7 +19,7 @@ import { settingsOf } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { requireStepUpWhenEnrolled, secondFactorAttempt } from '../mfa/mfa.service.ts';
 import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
-import type { MfaMethod, SignInResult } from '../sign-in/sign-in.schema.ts';
+import type { SignInResult } from '../sign-in/sign-in.schema.ts';
 import { completeSignIn, peekPendingToken, registerSecondFactorSource, type Statement } from '../sign-in/sign-in.service.ts';
 import { sendSecurityNotice } from '../templates/templates.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
@@ -449,10 +449,7 @@ export async function removePasskeyOfUser(em: EntityManager, userId: string, id:
 // ---------------------------------------------------------------------------------------------------------------
 // Extension points
 
-registerSecondFactorSource(
-  async (em, user): Promise<MfaMethod[]> =>
-    (await em.count(IdentityEntity, { user: user.id, kind: 'passkey' })) ? ['passkey'] : [],
-);
+registerSecondFactorSource(`select 'passkey' as method from identities where user_id = ? and kind = 'passkey' limit 1`);
 
 /** Ceremony starts need no credential, so their rows must not pile up. */
 registerPurgeStep('webauthn_challenges', (em) => deleteInBatches(em, 'webauthn_challenges', SPENT_ONE_TIME_ROWS));

@@ -63,7 +63,9 @@ export async function openSession(
     revokedAt: null,
   };
   const event = eventRow(application.id, 'session.created', { id: session.id, user_id: user.id, aal: options.aal });
-  await em.execute(
+  await preparedQuery(
+    em,
+    'open_session',
     `with s as (
        insert into sessions (id, application_id, user_id, aal, refresh_token_hash, mfa_enrollment_required, host_id, user_agent,
                              ip, created_at, last_active_at, expires_at)

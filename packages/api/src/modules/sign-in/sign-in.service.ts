@@ -1,5 +1,5 @@
 import type { Context } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
@@ -24,6 +24,8 @@ export interface SignInSubject {
   firstFactor: string;
   /** The host the person signs in to, when the first factor's start named one (carried through every later step). */
   hostId?: string | null;
+  /** The user's second factors, when the first factor read them with the user (`secondFactorsSql`). */
+  secondFactors?: string[];
 }
 
 /** Why a sign-in check refused: the `access.denied` event's data (never shown to the caller). */
@@ -51,18 +53,36 @@ class SignInDenied extends AppError {
     this.event = event;
   }
 }
-/** The second factors a user has; each capability that provides one registers a source. */
-export type SecondFactorSource = (em: EntityManager, user: User) => Promise<MfaMethod[]>;
+/**
+ * The second factors a user has; each capability that provides one registers a source: a query answering a `method`
+ * row per method the user has, whose one `?` is the user's id. All of them run as one statement.
+ */
+export type SecondFactorSource = string;
 
 const checks: SignInCheck[] = [];
 const secondFactorSources: SecondFactorSource[] = [];
 export const registerSignInCheck = (check: SignInCheck) => void checks.push(check);
 export const registerSecondFactorSource = (source: SecondFactorSource) => void secondFactorSources.push(source);
 
+/**
+ * The second factors of the user `userId` names (a column, or `?`) as one SQL expression answering an array of
+ * methods: a first factor that reads its user in one statement reads these with it (`SignInSubject.secondFactors`).
+ */
+export function secondFactorsSql(userId: string): string {
+  if (!secondFactorSources.length) return "'{}'::text[]";
+  return `array(${secondFactorSources.map((source) => `(${source.replaceAll('?', userId)})`).join(' union all ')})`;
+}
+
+const inOrder = (found: string[]): MfaMethod[] => MFA_METHODS.filter((method) => found.includes(method));
+
 export async function secondFactorMethods(em: EntityManager, user: User): Promise<MfaMethod[]> {
-  const found = new Set<MfaMethod>();
-  for (const source of secondFactorSources) for (const method of await source(em, user)) found.add(method);
-  return MFA_METHODS.filter((method) => found.has(method));
+  const [row] = await preparedQuery<{ methods: string[] }>(
+    em,
+    'second_factor_methods',
+    `select ${secondFactorsSql('?')} as methods`,
+    secondFactorSources.map(() => user.id),
+  );
+  return inOrder(row?.methods ?? []);
 }
 
 /** Follows `merged_into` to the user who now owns a tombstoned user's identities. */
@@ -116,7 +136,8 @@ async function decide(em: EntityManager, application: Application, subject: Sign
     return { result: { status: 'consent_required', pending_token: token, consent_documents: missing } };
   }
   // At aal 2 a second factor was just used (or the first factor was one): nothing to ask, nothing to enrol.
-  const methods = subject.aal < 2 ? await secondFactorMethods(em, user) : [];
+  const known = user === subject.user ? subject.secondFactors : undefined;
+  const methods = subject.aal >= 2 ? [] : known ? inOrder(known) : await secondFactorMethods(em, user);
   if (methods.length) {
     const token = await pending(em, application, resolved, 'mfa');
     return { result: { status: 'mfa_required', pending_token: token, mfa: { methods, pending_token: token } } };
@@ -135,31 +156,36 @@ async function decide(em: EntityManager, application: Application, subject: Sign
 /**
  * Every first factor (magic link, passkey, OAuth, SAML) and every resumed step ends here. `step` runs inside one
  * transaction with the state machine: it consumes its one-time secret and says who signs in, so a failure anywhere
- * consumes nothing. Tokens are signed after the commit (never holding a transaction across key loading).
+ * consumes nothing. A first factor that has nothing to write before the decision (its secret is spent already, the
+ * user exists) passes the subject instead: then every statement is atomic on its own (the decision only reads, and
+ * writes one row: the pending token, or the session with its refresh token and event), with no transaction to open.
+ * Tokens are signed after the commit (never holding a transaction across key loading).
  */
 export async function completeSignIn(
   ctx: Context,
   application: Application,
-  step: (em: EntityManager) => Promise<SignInSubject>,
+  step: ((em: EntityManager) => Promise<SignInSubject>) | SignInSubject,
 ): Promise<SignInResult> {
-  const opened = await ctx.em
-    .transactional(async (em) => {
-      const decision = await decide(em, application, await step(em));
+  const open = async (em: EntityManager, subject: SignInSubject) => {
+    const decision = await decide(em, application, subject);
+    await em.flush();
+    if ('result' in decision) return decision;
+    const { user, aal, mfaEnrollmentRequired, hostId } = decision.open;
+    const userAgent = typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined;
+    const options = { aal, ip: ctx.ip, userAgent, mfaEnrollmentRequired, hostId };
+    return { user, ...(await openSession(em, application, user, options)) };
+  };
+  const opened = await (typeof step === 'function'
+    ? ctx.em.transactional(async (em) => open(em, await step(em)))
+    : open(ctx.em, step)
+  ).catch(async (error: unknown) => {
+    if (error instanceof SignInDenied) {
+      const em = ctx.em.fork();
+      recordEvent(em, application.id, 'access.denied', error.event);
       await em.flush();
-      if ('result' in decision) return decision;
-      const { user, aal, mfaEnrollmentRequired, hostId } = decision.open;
-      const userAgent = typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined;
-      const options = { aal, ip: ctx.ip, userAgent, mfaEnrollmentRequired, hostId };
-      return { user, ...(await openSession(em, application, user, options)) };
-    })
-    .catch(async (error: unknown) => {
-      if (error instanceof SignInDenied) {
-        const em = ctx.em.fork();
-        recordEvent(em, application.id, 'access.denied', error.event);
-        await em.flush();
-      }
-      throw error;
-    });
+    }
+    throw error;
+  });
   if ('result' in opened) return opened.result;
   const tokens = await issueTokens(ctx.em, ctx.services, application, opened.session, opened.refreshToken);
   return { status: 'complete', tokens, user: toUserRecord(opened.user) };
