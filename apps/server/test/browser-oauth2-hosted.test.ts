@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
 import { createClient, oauthApp, oidc, type RegisteredClient, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
 import { ok, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
-import { endUser } from './helpers/sign-in.ts';
-import { linkIn, type SmtpSink, startSmtpSink } from './helpers/smtp.ts';
+import { endUser, type SmtpSink } from './helpers/sign-in.ts';
+import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 import { uniqueEmail } from './helpers/suite.ts';
 
 /**
