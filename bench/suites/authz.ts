@@ -185,9 +185,9 @@ export async function authzSuite(): Promise<SuiteResult> {
       `Where the difference goes, per check at 64 connections: server CPU ${num(cpuMs(gatehouse), 2)} ms against ` +
         `${num(cpuMs(baseline), 2)} ms, PostgreSQL CPU ${num(dbMs(gatehouse), 2)} ms against ${num(dbMs(baseline), 2)} ms. ` +
         'The check statement is the same walk; Gatehouse\u2019s also reads the application and the secret key (a live key ' +
-          'with the scope gates the walk, so it is still one round trip), and the call goes through what every management ' +
-          'call does: its fastify route, tRPC\u2019s middlewares (the key judged, errors mapped), zod input and output, the ' +
-          'envelope, the request id, metrics and logging.',
+        'with the scope gates the walk, so it is still one round trip), and the call goes through what every management ' +
+        'call does: its fastify route, tRPC\u2019s middlewares (the key judged, errors mapped), zod input and output, the ' +
+        'envelope, the request id, metrics and logging.',
       `The check itself at this scale: ${plan.match(/Execution Time: [\d.]+ ms/)?.[0] ?? 'see the plan'} (the plan below).`,
     ],
   };
