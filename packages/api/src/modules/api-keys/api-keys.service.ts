@@ -60,10 +60,11 @@ const KEY_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'secret_hash', 'created_a
 
 /**
  * The application of `$app` and the key of SHA-256 `$hash` in it, as one row (the key's columns prefixed `key_`,
- * null when there is no such key): what a secret key authenticates against, alone or inside a procedure's statement.
+ * null when there is no such key): what a secret key authenticates against, alone (`a.*`: the whole application) or
+ * inside a procedure's statement (`a.id`).
  */
-const secretKeyRowSql = (app: string, hash: string) =>
-  `select a.*, ${KEY_COLUMNS.map((c) => `k.${c} as key_${c}`).join(', ')}
+const secretKeyRowSql = (app: string, hash: string, applicationColumns: 'a.*' | 'a.id') =>
+  `select ${applicationColumns}, ${KEY_COLUMNS.map((c) => `k.${c} as key_${c}`).join(', ')}
      from applications a left join api_keys k on k.secret_hash = ${hash} and k.application_id = a.id
     where a.id = ${app}`;
 
@@ -83,22 +84,24 @@ async function presentedKey(ctx: Context): Promise<PresentedKey> {
   return { applicationId, secret };
 }
 
-/** Judges the row of `secretKeyRowSql` for the presented key and scope, in the contract's order. */
+/**
+ * Judges the row of `secretKeyRowSql` for the presented key and scope, in the contract's order, and marks the key used
+ * (at most once a minute).
+ */
 async function acceptSecretKey(
   ctx: Context,
   presented: PresentedKey,
   row: Record<string, unknown> | undefined,
   scope: Scope,
-): Promise<{ application: Application; apiKey: ApiKey }> {
+): Promise<ApiKey> {
   if (!row) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
   // Unknown, revoked, malformed and other-application keys are one answer: nothing tells them apart.
   if (!row.key_id || row.key_revoked_at || !presented.secret.startsWith('sk_')) {
     throw new AppError('invalid_api_key', 'Invalid API key');
   }
-  const application = applicationFromRow(row);
   const apiKey: ApiKey = {
     id: row.key_id as string,
-    application: application.id,
+    application: row.id as string,
     name: row.key_name as string,
     scopes: row.key_scopes as string[],
     prefix: row.key_prefix as string,
@@ -112,7 +115,7 @@ async function acceptSecretKey(
   if (!apiKey.lastUsedAt || now.getTime() - apiKey.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await ctx.em.nativeUpdate(ApiKeyEntity, { id: apiKey.id }, { lastUsedAt: now });
   }
-  return { application, apiKey };
+  return apiKey;
 }
 
 /**
@@ -121,34 +124,41 @@ async function acceptSecretKey(
  */
 export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise<{ application: Application; apiKey: ApiKey }> {
   const presented = await presentedKey(ctx);
-  const [row] = await preparedQuery<Record<string, unknown>>(ctx.em, 'secret_key_authentication', secretKeyRowSql('?', '?'), [
-    sha256(presented.secret),
-    presented.applicationId,
-  ]);
-  return acceptSecretKey(ctx, presented, row, scope);
+  const [row] = await preparedQuery<Record<string, unknown>>(
+    ctx.em,
+    'secret_key_authentication',
+    secretKeyRowSql('?', '?', 'a.*'),
+    [sha256(presented.secret), presented.applicationId],
+  );
+  const apiKey = await acceptSecretKey(ctx, presented, row, scope);
+  return { application: applicationFromRow(row!), apiKey };
 }
 
 /**
  * The parts of a statement that checks the presented secret key itself (meta `credentialInStatement`), its
- * parameters named by the caller: `cte` the key's row as the CTE `presented_key` (columns as `secretKeyRowSql`), and
- * `valid` a condition true only for a live key of that application holding one of `scopes`: the statement gates all
- * its work on it, so a caller without a valid key learns nothing from it, not even by its timing.
+ * parameters named by the caller: `cte` the key's row as the CTE `presented_key` (the application's id and the key's
+ * columns, as `secretKeyRowSql`), and `valid` a condition true only for a live key of that application holding one of
+ * `scopes` (comma-separated): the statement gates all its work on it, so a caller without a valid key learns nothing
+ * from it, not even by its timing.
  */
 export const secretKeyInStatement = (app: string, hash: string, scopes: string) => ({
-  cte: `presented_key as (${secretKeyRowSql(app, hash)})`,
-  valid: `exists (select 1 from presented_key where key_revoked_at is null and exists (
-            select 1 from jsonb_array_elements_text(key_scopes) held join jsonb_array_elements_text(${scopes}::jsonb) granting
-              on held = granting))`,
+  cte: `presented_key as (${secretKeyRowSql(app, hash, 'a.id')})`,
+  // jsonb_exists_any is the function behind `?|`, an operator the drivers' placeholders would take for a parameter.
+  valid: `exists (select 1 from presented_key where key_revoked_at is null
+            and jsonb_exists_any(key_scopes, string_to_array(${scopes}, ',')))`,
 });
 
 /** The secret key of a `credentialInStatement` procedure, for its statement (`secretKeyInStatement`). */
 export interface KeyInStatement {
   /** The presented application id: the statement's tenant, trusted only once `accept` has passed. */
   applicationId: string;
-  /** SHA-256 of the presented secret, and the scopes that grant the procedure's (a JSON array). */
+  /** SHA-256 of the presented secret, and the scopes that grant the procedure's (comma-separated). */
   hash: string;
   scopes: string;
-  /** Judges the `presented_key` row the statement returned (undefined: no such application), as `authenticate` would. */
+  /**
+   * Judges the `presented_key` row the statement returned (undefined: no such application), as `authenticate` would,
+   * and sets `ctx.apiKey`; `ctx.application` stays unset (the statement's tenant is `applicationId`).
+   */
   accept(ctx: Context, row: Record<string, unknown> | undefined): Promise<void>;
   /** The ordinary check (its own query), for a call that needs the key settled before its statement. */
   authenticate(ctx: Context): Promise<void>;
@@ -165,10 +175,10 @@ async function deferSecretKey(ctx: Context, scope: Scope) {
   const keyInStatement: KeyInStatement = {
     applicationId: presented.applicationId,
     hash: sha256(presented.secret),
-    scopes: JSON.stringify(scopesGranting(scope)),
+    scopes: scopesGranting(scope).join(','),
     async accept(procedureCtx, row) {
       deferredCredential.settled = true;
-      Object.assign(procedureCtx, await acceptSecretKey(procedureCtx, presented, row, scope));
+      procedureCtx.apiKey = await acceptSecretKey(procedureCtx, presented, row, scope);
     },
     async authenticate(procedureCtx) {
       deferredCredential.settled = true;

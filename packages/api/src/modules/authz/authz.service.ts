@@ -217,7 +217,7 @@ const CHECK_SQL = `${DOWNWARD}
   select ${CHECK_ANSWER}`.replaceAll('$limit', String(MAX_DEPTH + 1));
 
 /**
- * The check that also checks the secret key ($9 its hash, $10 the scopes granting `authz:read` as JSON; $1 the presented
+ * The check that also checks the secret key ($9 its hash, $10 the scopes granting `authz:read`; $1 the presented
  * application): one round trip on the hot path. The walk starts only for a valid key; the key's row comes back beside
  * the answer (all null when the application does not exist) and is judged before the answer is used.
  */
