@@ -33,6 +33,17 @@ const requested = process.argv.slice(2);
 for (const name of requested)
   if (!names.includes(name)) throw new Error(`unknown suite ${name}: the suites are ${names.join(', ')}`);
 
+// An error thrown outside the suite's await chain (inside a load generator's callback, say, which may throw again on
+// every later request) still removes the servers and scratch databases, once.
+let failing = false;
+for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
+  process.on(event, (error) => {
+    if (failing) return;
+    failing = true;
+    console.error(`\nBENCHMARK FAILED: ${(error as Error)?.stack ?? error}`);
+    void cleanUp().finally(() => process.exit(1));
+  });
+}
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.error(`\n${signal}: cleaning up…`);
