@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { randomBase62, randomSecret, SecretBox, sha256 } from './crypto.ts';
 import { newId } from './ids.ts';
 import { escapeLike } from './pagination.ts';
 import { PollingWorker } from './polling-worker.ts';
+import { guardedRequest } from './ssrf.ts';
 
 describe('SecretBox (AES-256-GCM with the master key)', () => {
   const box = new SecretBox(randomBytes(32));
@@ -139,5 +141,35 @@ describe('PollingWorker', () => {
     clearInterval(nudging);
     await worker.stop();
     expect(runs).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('guardedRequest and kept-alive sockets', () => {
+  it('a request whose reused socket the peer resets before answering is sent once more, on a new connection', async () => {
+    // Each connection answers its first request (keep-alive) and resets on its second, as a peer that closed an idle
+    // socket at the moment it was picked again.
+    const connections: Socket[] = [];
+    const server = createServer((socket) => {
+      connections.push(socket);
+      let requests = 0;
+      socket.on('data', (chunk) => {
+        if (!chunk.includes('\r\n\r\n')) return;
+        if (++requests === 1) {
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\nok');
+        } else socket.resetAndDestroy();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/token`;
+    try {
+      const ask = () => guardedRequest(url, { method: 'GET', timeoutMs: 5_000, allowInsecure: true });
+      expect((await ask()).body.toString()).toBe('ok');
+      // The agent reuses the first connection, which resets: the request goes again on a second one.
+      expect((await ask()).body.toString()).toBe('ok');
+      expect(connections.length).toBe(2);
+    } finally {
+      for (const socket of connections) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

@@ -198,9 +198,14 @@ export interface GuardedResponse {
 
 const DRAIN_LIMIT = 64 * 1024;
 
+/** The errors of a kept-alive socket the peer closed while it sat idle: nothing was answered on it. */
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
+
 /**
  * Sends one request under the guard. Throws `OutboundBlockedError` (nothing was sent) or a network error whose
- * `code` is `timeout`, `ECONNREFUSED`, … A 3xx is answered as it is (never followed).
+ * `code` is `timeout`, `ECONNREFUSED`, … A 3xx is answered as it is (never followed). A request that fails on a
+ * reused keep-alive socket before any answer (the peer closed it as it was picked: the classic keep-alive race) is
+ * sent once more on a new connection, as Node's documentation advises (`request.reusedSocket`).
  */
 export async function guardedRequest(target: string, options: GuardedRequestOptions): Promise<GuardedResponse> {
   const deadline = Date.now() + options.timeoutMs;
@@ -211,11 +216,21 @@ export async function guardedRequest(target: string, options: GuardedRequestOpti
     throw new OutboundBlockedError('blocked_url', 'The URL is not allowed');
   }
   const pinned = await withTimeout(resolveChecked(url, options), options.timeoutMs);
+  try {
+    return await send(url, pinned, options, deadline);
+  } catch (error) {
+    if (!(error as { staleSocket?: boolean }).staleSocket) throw error;
+    return send(url, pinned, options, deadline);
+  }
+}
+
+function send(url: URL, pinned: LookupAddress, options: GuardedRequestOptions, deadline: number): Promise<GuardedResponse> {
   const remaining = Math.max(1, deadline - Date.now());
   const transport = url.protocol === 'https:' ? https : http;
   const keep = options.keepBytes ?? 1024;
   const drainLimit = Math.max(DRAIN_LIMIT, keep + 1);
   return new Promise<GuardedResponse>((resolve, reject) => {
+    let answered = false;
     const request = transport.request(
       url,
       {
@@ -225,6 +240,7 @@ export async function guardedRequest(target: string, options: GuardedRequestOpti
         lookup: pinnedLookup(pinned),
       },
       (response) => {
+        answered = true;
         const kept: Buffer[] = [];
         let size = 0;
         const finish = () => {
@@ -250,9 +266,10 @@ export async function guardedRequest(target: string, options: GuardedRequestOpti
       () => request.destroy(Object.assign(new Error('The request timed out'), { code: 'timeout' })),
       remaining,
     );
-    request.on('error', (error) => {
+    request.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(error);
+      const stale = !answered && request.reusedSocket && STALE_SOCKET.has(error.code ?? '');
+      reject(stale ? Object.assign(error, { staleSocket: true }) : error);
     });
     request.end(options.body);
   });
