@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { totpCode } from './helpers/mfa.ts';
+import { enrolTotp } from './helpers/mfa.ts';
 import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
 import { type StandIn, startStandIn } from './helpers/oauth-idp.ts';
 import { expectError, isoDate, ok, sql, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
@@ -152,16 +152,7 @@ describe('linking accounts (ES★)', () => {
     const app = await appWithProviders();
     const person = { sub: `m-${++seq}`, email: unique('mfa'), email_verified: true };
     const token = (await googleSignIn(app, person)).tokens.access_token;
-    const enrolled = await ok(endUser(app, 'POST', '/v1/auth/mfa/totp/enroll', undefined, token), 201);
-    await ok(
-      endUser(
-        app,
-        'POST',
-        '/v1/auth/mfa/totp/confirm',
-        { factor_id: enrolled.factor_id, code: totpCode(enrolled.secret) },
-        token,
-      ),
-    );
+    await enrolTotp(app, token);
     const sessions = async () => (await sql(server, 'select id from sessions where application_id = ?', [app.id])).length;
     const before = await sessions();
     const signIn = async (provider: 'google' | 'github') => {
@@ -196,16 +187,7 @@ describe('linking accounts (ES★)', () => {
     // A user with TOTP, signed in at aal 1 before enrolling: unlinking needs a step up.
     const signedIn = await googleSignIn(app, { sub: `t-${++seq}`, email: unique('totp'), email_verified: true });
     const token = signedIn.tokens.access_token;
-    const enrolled = await ok(endUser(app, 'POST', '/v1/auth/mfa/totp/enroll', undefined, token), 201);
-    await ok(
-      endUser(
-        app,
-        'POST',
-        '/v1/auth/mfa/totp/confirm',
-        { factor_id: enrolled.factor_id, code: totpCode(enrolled.secret) },
-        token,
-      ),
-    );
+    await enrolTotp(app, token);
     const [google] = await ok(endUser(app, 'GET', '/v1/auth/identities', undefined, token));
     expectError(await endUser(app, 'DELETE', `/v1/auth/identities/${google.id}`, undefined, token), 403, 'step_up_required');
     expect(await sql(server, 'select id from identities where id = ?', [google.id])).toHaveLength(1);

@@ -9,6 +9,7 @@ import {
   oidc,
   relyingParty,
   startAuthorization,
+  storedTokens,
   tokenRequest,
   WEB_CALLBACK,
 } from './helpers/oauth2.ts';
@@ -202,12 +203,7 @@ describe('OAuth provider attacks', () => {
     const winner = results.find((r) => r.status === 200)!;
     expect((await oidc.tokenIntrospection(config, winner.body.access_token)).active).toBe(true);
     // Nothing was stored for the losers: the code's tokens and the winner's, one refresh token spent.
-    const stored = await sql<{ kind: string; consumed: boolean }>(
-      suite.server,
-      `select kind, consumed_at is not null as consumed from oauth2_artifacts
-        where application_id = ? and kind in ('AccessToken', 'RefreshToken') order by kind, consumed`,
-      [app.id],
-    );
+    const stored = await storedTokens(suite.server, app);
     expect(stored).toEqual([
       { kind: 'AccessToken', consumed: false },
       { kind: 'AccessToken', consumed: false },

@@ -9,10 +9,12 @@ import {
   oauthApp,
   oidc,
   relyingParty,
+  resourceTokens,
   startAuthorization,
+  storedTokens,
   WEB_CALLBACK,
 } from './helpers/oauth2.ts';
-import { expectError, ok, rawRequest, sql } from './helpers/server.ts';
+import { expectError, ok, rawRequest } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
@@ -160,13 +162,7 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     const app = await oauthApp(suite.server);
     const client = await createClient(app);
     const config = await relyingParty(suite.server, app, client);
-    const flow = await authorize(suite.server, suite.smtp, app, config, { resource: API_RESOURCE });
-    const tokens = await oidc.authorizationCodeGrant(
-      config,
-      flow.callback,
-      { pkceCodeVerifier: flow.verifier, expectedState: flow.state },
-      { resource: API_RESOURCE },
-    );
+    const tokens = await resourceTokens(suite.server, suite.smtp, app, config);
     const jwks = createRemoteJWKSet(new URL(`${suite.server.url}/v1/applications/${app.id}/jwks.json`));
     const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, {
       issuer: issuerOf(app),
@@ -215,13 +211,7 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     const app = await oauthApp(suite.server);
     const client = await createClient(app);
     const config = await relyingParty(suite.server, app, client);
-    const flow = await authorize(suite.server, suite.smtp, app, config, { resource: API_RESOURCE });
-    const tokens = await oidc.authorizationCodeGrant(
-      config,
-      flow.callback,
-      { pkceCodeVerifier: flow.verifier, expectedState: flow.state },
-      { resource: API_RESOURCE },
-    );
+    const tokens = await resourceTokens(suite.server, suite.smtp, app, config);
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!, { resource: API_RESOURCE });
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
     const verify = (token: string) =>
@@ -229,12 +219,7 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     const [before, after] = [await verify(tokens.access_token), await verify(refreshed.access_token)];
     expect([after.sub, after.sid]).toEqual([before.sub, before.sid]);
     // JWT access tokens are not stored: the rotation wrote the spent mark and the new refresh token only.
-    const stored = await sql<{ kind: string; consumed: boolean }>(
-      suite.server,
-      `select kind, consumed_at is not null as consumed from oauth2_artifacts
-        where application_id = ? and kind in ('AccessToken', 'RefreshToken') order by kind, consumed`,
-      [app.id],
-    );
+    const stored = await storedTokens(suite.server, app);
     expect(stored).toEqual([
       { kind: 'RefreshToken', consumed: false },
       { kind: 'RefreshToken', consumed: true },

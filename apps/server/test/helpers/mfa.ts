@@ -1,8 +1,8 @@
 import { decodeJwt } from 'jose';
 import { Secret, TOTP } from 'otpauth';
 import { expect } from 'vitest';
-import type { RestResponse, TestApp } from './server.ts';
-import { beginSignIn, type SignInResult } from './sign-in.ts';
+import { ok, type RestResponse, type TestApp } from './server.ts';
+import { beginSignIn, endUser, type SignInResult } from './sign-in.ts';
 import type { MailServerSuite } from './suite.ts';
 
 /** The code an authenticator app shows for `secret`, `offsetMs` away from now (±30 000 is one step). */
@@ -10,6 +10,21 @@ export const totpCode = (secret: string, offsetMs = 0) =>
   new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({
     timestamp: Date.now() + offsetMs,
   });
+
+/** Enrols and confirms a TOTP factor for the signed-in user of `accessToken`; answers the enrolment (its secret). */
+export async function enrolTotp(app: TestApp, accessToken: string): Promise<{ factor_id: string; secret: string }> {
+  const enrolled = await ok(endUser(app, 'POST', '/v1/auth/mfa/totp/enroll', undefined, accessToken), 201);
+  await ok(
+    endUser(
+      app,
+      'POST',
+      '/v1/auth/mfa/totp/confirm',
+      { factor_id: enrolled.factor_id, code: totpCode(enrolled.secret) },
+      accessToken,
+    ),
+  );
+  return enrolled;
+}
 
 /** A magic-link sign-in that stops at `mfa_required` with exactly `methods`: checks the variant's shape, answers its pending token. */
 export async function mfaRequired(suite: MailServerSuite, app: TestApp, address: string, methods: string[]) {

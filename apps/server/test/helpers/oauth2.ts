@@ -1,5 +1,5 @@
 import * as oidc from 'openid-client';
-import { ok, type TestApp, type TestServer } from './server.ts';
+import { ok, sql, type TestApp, type TestServer } from './server.ts';
 import { endUser, type SmtpSink, signIn } from './sign-in.ts';
 import { uniqueEmail } from './suite.ts';
 
@@ -192,4 +192,24 @@ export async function tokenRequest(
   else if (client) body.set('client_id', client.id);
   const response = await fetch(`${target.url}/oauth2/${app.id}/token`, { method: 'POST', headers, body });
   return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+/** The application's stored access and refresh tokens (kind, and whether spent), in a stable order. */
+export const storedTokens = (server: TestServer, app: TestApp) =>
+  sql<{ kind: string; consumed: boolean }>(
+    server,
+    `select kind, consumed_at is not null as consumed from oauth2_artifacts
+      where application_id = ? and kind in ('AccessToken', 'RefreshToken') order by kind, consumed`,
+    [app.id],
+  );
+
+/** Authorization code + PKCE for a resource server (RFC 8707): the tokens, bound to API_RESOURCE. */
+export async function resourceTokens(server: TestServer, smtp: SmtpSink, app: TestApp, config: oidc.Configuration) {
+  const flow = await authorize(server, smtp, app, config, { resource: API_RESOURCE });
+  return oidc.authorizationCodeGrant(
+    config,
+    flow.callback,
+    { pkceCodeVerifier: flow.verifier, expectedState: flow.state },
+    { resource: API_RESOURCE },
+  );
 }
