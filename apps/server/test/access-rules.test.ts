@@ -1,6 +1,7 @@
 import { verifyToken } from '@gatehouse/sdk';
 import { decodeJwt } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createHost, rule } from './helpers/access-rules.ts';
 import { expectError, isoDate, MISSING, ok, rejection, sql, type TestApp, UUID } from './helpers/server.ts';
 import { endUser, requestMagicLink, signIn } from './helpers/sign-in.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -18,24 +19,6 @@ const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`
 const createUser = (on: TestApp, email = uniqueEmail()) => ok(on.rest('POST', '/v1/users', { primary_email: email }), 201);
 const createOrg = (on: TestApp) => ok(on.rest('POST', '/v1/organizations', { name: unique('org') }), 201);
 const createGroup = (on: TestApp) => ok(on.rest('POST', '/v1/os/host-groups', { name: unique('group') }), 201);
-const createHost = (on: TestApp, groupId?: string) =>
-  ok(on.rest('POST', '/v1/os/hosts', { name: unique('host'), ...(groupId ? { host_group_id: groupId } : {}) }), 201);
-const rule = (
-  on: TestApp,
-  effect: 'allow' | 'deny',
-  subject: ['user' | 'organization', string],
-  target: ['host' | 'host_group', string],
-) =>
-  ok(
-    on.rest('POST', '/v1/os/access-rules', {
-      effect,
-      subject_kind: subject[0],
-      subject_id: subject[1],
-      target_kind: target[0],
-      target_id: target[1],
-    }),
-    201,
-  );
 const check = (on: TestApp, userId: string, hostId: string) =>
   ok(on.rest('POST', '/v1/os/access-check', { user_id: userId, host_id: hostId }));
 

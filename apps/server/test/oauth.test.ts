@@ -2,6 +2,7 @@ import { createGatehouseClient } from '@gatehouse/sdk';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEnv, StartupError, sharedOAuthCredentials } from '../src/env.ts';
+import { createHost, rule } from './helpers/access-rules.ts';
 import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
 import { startOidcProvider, type TestOidcProvider } from './helpers/oauth-idp.ts';
 import { expectError, isoDate, MISSING, ok, rejection, sql, startServer, type TestServer } from './helpers/server.ts';
@@ -32,6 +33,17 @@ afterAll(async () => {
 const useIdp = async (app: Awaited<ReturnType<typeof oauthApp>>) =>
   ok(putProvider(app, 'oidc', { issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret, enabled: true }));
 
+/** The browser client's `oauth.signIn('oidc')`: where it sends the browser (the provider's authorization URL). */
+async function signInRedirect(browser: ReturnType<typeof createGatehouseClient>): Promise<string> {
+  let sentTo = '';
+  await browser.oauth.signIn('oidc', {
+    redirectUri: APP_CALLBACK,
+    navigate: (url) => {
+      sentTo = url;
+    },
+  });
+  return sentTo;
+}
 describe('provider settings (S3)', () => {
   it('lists every provider of CONTRACT §3 and oidc, unconfigured ones disabled without a secret', async () => {
     const app = await oauthApp(server);
@@ -212,7 +224,7 @@ describe('sign-in with a real OpenID Connect server', () => {
     await useIdp(app);
     const email = `grace.${Date.now()}@example.com`;
     idp.accounts.set('grace', { email, email_verified: true });
-    const host = await ok(app.rest('POST', '/v1/os/hosts', { name: `ci-${Date.now()}` }), 201);
+    const host = await createHost(app);
     const signInTo = async () => {
       const { authorization_url } = await ok(startOAuth(app, 'oidc', APP_CALLBACK, { host_id: host.id }));
       const { code, state } = await throughRelay(server, await idp.authorize(authorization_url, 'grace'));
@@ -222,8 +234,7 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect(await sql(server, 'select id from users where application_id = ?', [app.id])).toEqual([]);
 
     const user = await ok(app.rest('POST', '/v1/users', { primary_email: email }), 201);
-    const allow = { effect: 'allow', subject_kind: 'user', subject_id: user.id, target_kind: 'host', target_id: host.id };
-    await ok(app.rest('POST', '/v1/os/access-rules', allow), 201);
+    await rule(app, 'allow', ['user', user.id], ['host', host.id]);
     const result = await ok(signInTo());
     if (result.status !== 'complete') throw new Error(`expected a complete sign-in, got ${result.status}`);
     expect(decodeJwt(result.tokens.access_token)).toMatchObject({ sub: user.id, host: host.id });
@@ -311,13 +322,7 @@ describe('the SDK', () => {
     const email = `sdk.${Date.now()}@example.com`;
     idp.accounts.set('sdk-user', { email, email_verified: true });
     const browser = createGatehouseClient({ baseUrl: server.url, applicationId: app.id });
-    let sentTo = '';
-    await browser.oauth.signIn('oidc', {
-      redirectUri: APP_CALLBACK,
-      navigate: (url) => {
-        sentTo = url;
-      },
-    });
+    const sentTo = await signInRedirect(browser);
     expect(sentTo.startsWith(`${idp.issuer}/`)).toBe(true);
     const { landing } = await throughRelay(server, await idp.authorize(sentTo, 'sdk-user'));
     expect(landing.searchParams.get('provider')).toBe('oidc');
@@ -356,13 +361,7 @@ describe('the SDK', () => {
       const forged = await throughRelay(server, await idp.authorize(attackers.authorization_url, 'attacker'));
       // The victim's tab starts a sign-in, then is sent to the attacker's landing URL.
       const browser = createGatehouseClient({ baseUrl: server.url, applicationId: app.id });
-      let sentTo = '';
-      await browser.oauth.signIn('oidc', {
-        redirectUri: APP_CALLBACK,
-        navigate: (url) => {
-          sentTo = url;
-        },
-      });
+      await signInRedirect(browser);
       const refused = await rejection(browser.oauth.handleCallback({ url: forged.landing.toString() }));
       expect(refused).toMatchObject({ code: 'invalid_verification', status: 401 });
       expect(browser.getSession()).toBeNull();
@@ -374,13 +373,7 @@ describe('the SDK', () => {
       );
       expect(row).toEqual({ consumed_at: null });
       // The tab's own sign-in still works.
-      await browser.oauth.signIn('oidc', {
-        redirectUri: APP_CALLBACK,
-        navigate: (url) => {
-          sentTo = url;
-        },
-      });
-      const own = await throughRelay(server, await idp.authorize(sentTo, 'victim'));
+      const own = await throughRelay(server, await idp.authorize(await signInRedirect(browser), 'victim'));
       expect((await browser.oauth.handleCallback({ url: own.landing.toString() })).status).toBe('complete');
     } finally {
       Reflect.deleteProperty(globalThis, 'sessionStorage');

@@ -28,6 +28,14 @@ async function setup(clientInput: Record<string, unknown> = {}) {
 
 const codeOf = (callback: URL) => callback.searchParams.get('code')!;
 
+/** The token request that redeems a flow's code with its own verifier. */
+const codeExchange = (flow: { callback: URL; verifier: string }, redirectUri = WEB_CALLBACK) => ({
+  grant_type: 'authorization_code',
+  code: codeOf(flow.callback),
+  redirect_uri: redirectUri,
+  code_verifier: flow.verifier,
+});
+
 describe('OAuth provider attacks', () => {
   it('a redirect_uri that is not registered exactly is refused without a redirect (prefix, suffix, case, port, path tricks)', async () => {
     const { config } = await setup();
@@ -80,12 +88,7 @@ describe('OAuth provider attacks', () => {
   it('code replay: of 20 parallel exchanges (two processes on PostgreSQL) exactly one gets tokens', async () => {
     const { app, client, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const form = {
-      grant_type: 'authorization_code',
-      code: codeOf(flow.callback),
-      redirect_uri: WEB_CALLBACK,
-      code_verifier: flow.verifier,
-    };
+    const form = codeExchange(flow);
     const results = await acrossServers(suite.server, 20, (target) =>
       tokenRequest(target, app, form, { id: client.id, secret: client.client_secret }),
     );
@@ -108,12 +111,7 @@ describe('OAuth provider attacks', () => {
     const { app, client, config } = await setup();
     const other = await createClient(app, { name: 'Other' });
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const form = {
-      grant_type: 'authorization_code',
-      code: codeOf(flow.callback),
-      redirect_uri: WEB_CALLBACK,
-      code_verifier: flow.verifier,
-    };
+    const form = codeExchange(flow);
     const stolen = await tokenRequest(suite.server, app, form, { id: other.id, secret: other.client_secret });
     expect(stolen.body.error).toBe('invalid_grant');
 
@@ -249,12 +247,7 @@ describe('OAuth provider attacks', () => {
     const { app, client, config } = await setup({ type: 'public', redirect_uris: [NATIVE_CALLBACK] });
     expect(client.client_secret).toBeNull();
     const flow = await authorize(suite.server, suite.smtp, app, config, { redirectUri: NATIVE_CALLBACK });
-    const form = {
-      grant_type: 'authorization_code',
-      code: codeOf(flow.callback),
-      redirect_uri: NATIVE_CALLBACK,
-      code_verifier: flow.verifier,
-    };
+    const form = codeExchange(flow, NATIVE_CALLBACK);
     const withSecret = await tokenRequest(suite.server, app, form, { id: client.id, secret: 'gcs_madeup' });
     expect(withSecret.body.error).toBe('invalid_client');
     const ok = await tokenRequest(suite.server, app, form, { id: client.id });
@@ -265,12 +258,7 @@ describe('OAuth provider attacks', () => {
   it('a wrong or rotated client secret is refused', async () => {
     const { app, client, config } = await setup();
     const flow = await authorize(suite.server, suite.smtp, app, config);
-    const form = {
-      grant_type: 'authorization_code',
-      code: codeOf(flow.callback),
-      redirect_uri: WEB_CALLBACK,
-      code_verifier: flow.verifier,
-    };
+    const form = codeExchange(flow);
     const wrong = await tokenRequest(suite.server, app, form, { id: client.id, secret: `${client.client_secret}x` });
     expect(wrong.status).toBe(401);
     expect(wrong.body.error).toBe('invalid_client');

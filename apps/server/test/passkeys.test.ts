@@ -2,6 +2,7 @@ import { purgeExpired } from '@gatehouse/api';
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
+import { createHost, rule } from './helpers/access-rules.ts';
 import { type CreateTamper, type GetTamper, SoftwareAuthenticator } from './helpers/authenticator.ts';
 import { expectAal2, mfaRequired, totpCode } from './helpers/mfa.ts';
 import { acrossServers, expectError, ok, sql, type TestApp, UUID } from './helpers/server.ts';
@@ -291,7 +292,7 @@ describe('passkey sign-in (first factor)', () => {
   it('the start may name a host: host access rules decide at finish (403, no session), and the token carries `host`', async () => {
     const app = await passkeyApp();
     const { user, authenticator } = await withPasskey(app, uniqueEmail('pk-host'));
-    const host = await ok(app.rest('POST', '/v1/os/hosts', { name: `db-${Date.now()}` }), 201);
+    const host = await createHost(app);
     const signInTo = async (body: unknown) => {
       const { options, state } = await ok(signInStart(app, body));
       return signInFinish(app, { credential: await authenticator.get(options, ORIGIN), state });
@@ -306,16 +307,7 @@ describe('passkey sign-in (first factor)', () => {
     expect(after!.n).toBe(before!.n);
     expectError(await signInStart(app, { host_id: 'not-a-uuid' }), 422, 'validation_failed');
 
-    await ok(
-      app.rest('POST', '/v1/os/access-rules', {
-        effect: 'allow',
-        subject_kind: 'user',
-        subject_id: user.id,
-        target_kind: 'host',
-        target_id: host.id,
-      }),
-      201,
-    );
+    await rule(app, 'allow', ['user', user.id], ['host', host.id]);
     const done = expectAal2(await signInTo({ host_id: host.id }));
     expect(decodeJwt(done.tokens.access_token)).toMatchObject({ sub: user.id, host: host.id });
     // No body at all still starts a sign-in without a host.

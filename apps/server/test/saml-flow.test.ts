@@ -1,5 +1,6 @@
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
+import { createHost, rule } from './helpers/access-rules.ts';
 import { CALLBACK, complete, counts, createTestIdp, postToAcs, samlApp, start } from './helpers/saml.ts';
 import { acrossServers, expectError, ok, sql } from './helpers/server.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -44,7 +45,7 @@ describe('SAML sign-in with a real IdP', () => {
     const idp = await createTestIdp();
     const { app, connection, spMetadata } = await samlApp(suite.server, idp, { email_domain: 'acme.test' });
     const email = `host.${Date.now()}@acme.test`;
-    const host = await ok(app.rest('POST', '/v1/os/hosts', { name: `build-${Date.now()}` }), 201);
+    const host = await createHost(app);
     const signInTo = async (hostId: string) => {
       const { redirect_url } = await ok(start(app, { email, redirect_uri: CALLBACK, host_id: hostId }));
       const acs = await postToAcs(suite.server.url, connection.id, await idp.respond(spMetadata, redirect_url, { email }));
@@ -56,16 +57,7 @@ describe('SAML sign-in with a real IdP', () => {
     expect((await counts(suite.server, app)).users).toBe(0);
 
     const user = await ok(app.rest('POST', '/v1/users', { primary_email: email }), 201);
-    await ok(
-      app.rest('POST', '/v1/os/access-rules', {
-        effect: 'allow',
-        subject_kind: 'user',
-        subject_id: user.id,
-        target_kind: 'host',
-        target_id: host.id,
-      }),
-      201,
-    );
+    await rule(app, 'allow', ['user', user.id], ['host', host.id]);
     const result = await ok(signInTo(host.id));
     if (result.status !== 'complete') throw new Error(`expected a complete sign-in, got ${result.status}`);
     expect(decodeJwt(result.tokens.access_token)).toMatchObject({ sub: user.id, host: host.id });
