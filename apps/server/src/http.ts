@@ -323,11 +323,8 @@ function registerRest(app: FastifyInstance, services: Services, routes: RestRout
         }
         const input: Record<string, unknown> = { ...source, ...(request.params as Record<string, string>) };
         if (!route.body) {
-          for (const [key, value] of Object.entries(source)) {
-            // An empty query value (`?domain=`) is an absent one, as HTML forms send them; a repeated one is a list.
-            if (value === '') delete input[key];
-            else if (route.arrayFields.has(key) && !Array.isArray(value)) input[key] = [value];
-          }
+          // An empty query value (`?domain=`) is an absent one, as HTML forms send them.
+          for (const [key, value] of Object.entries(source)) if (value === '') delete input[key];
         }
         const ctx = createContext(services, requestInfo(request));
         let data: unknown;

@@ -223,6 +223,11 @@ const CONNECTION_ID = {
 const errors = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [s, { $ref: `#/components/responses/Error${s}` }]));
 
+/** The `location` of a 303 that sends the browser on. */
+const LOCATION_HEADER: Json = {
+  location: { description: 'Where the browser goes next', schema: { type: 'string', format: 'uri' } },
+};
+
 /**
  * The two SAML routes that are not procedures (apps/server registers them): the IdP speaks form posts and XML, not
  * JSON, and neither answer is enveloped (CONTRACT §1).
@@ -285,7 +290,7 @@ const SAML_HTTP_ROUTES: Json = {
       responses: {
         303: {
           description: 'Back to the application: `redirect_uri?code=…` or `?error=…`',
-          headers: { location: { description: 'Where the browser goes next', schema: { type: 'string', format: 'uri' } } },
+          headers: LOCATION_HEADER,
         },
         ...errors(401, 404, 413, 415, 429, 500),
       },
@@ -303,7 +308,7 @@ const OAUTH_REDIRECT: Json = {
   responses: {
     303: {
       description: 'On to the application: `redirect_uri?code=…&state=…` or `?error=…&state=…`',
-      headers: { location: { description: 'Where the browser goes next', schema: { type: 'string', format: 'uri' } } },
+      headers: LOCATION_HEADER,
     },
     ...errors(401, 500),
   },

@@ -35,27 +35,12 @@ export interface RestRoute {
   parameters: string[];
   /** Whether the input comes from a JSON body (POST, PATCH, PUT) or from the query (GET, DELETE). */
   body: boolean;
-  /** Query fields the schema declares as arrays: a single `?k=v` is `[v]`. */
-  arrayFields: ReadonlySet<string>;
   /** Runs the procedure (its middlewares, input and output schemas) on `input`: path parameters over body or query. */
   call(ctx: Context, input: Record<string, unknown>): Promise<unknown>;
 }
 
-interface ZodLike {
-  def: { type: string; innerType?: ZodLike; shape?: Record<string, ZodLike> };
-}
-
-/** Optional, nullable and default wrappers removed. */
-function unwrap(schema: ZodLike): ZodLike {
-  let s = schema;
-  while (s.def.innerType && ['optional', 'nullable', 'default', 'prefault', 'readonly'].includes(s.def.type)) {
-    s = s.def.innerType;
-  }
-  return s;
-}
-
 interface Procedure {
-  _def: { type: string; meta?: Meta; inputs: ZodLike[] };
+  _def: { type: string; meta?: Meta };
 }
 
 /** Every REST operation of the router, from the procedures' OpenAPI meta. */
@@ -65,19 +50,11 @@ export function restRoutes(): RestRoute[] {
     const openapi = procedure._def.meta?.openapi;
     if (!openapi) continue;
     const method = openapi.method as RestRoute['method'];
-    const body = method !== 'GET' && method !== 'DELETE';
-    const input = procedure._def.inputs[0] ? unwrap(procedure._def.inputs[0]) : undefined;
-    const arrayFields = new Set(
-      Object.entries(input?.def.shape ?? {})
-        .filter(([, field]) => unwrap(field).def.type === 'array')
-        .map(([key]) => key),
-    );
     routes.push({
       method,
       path: openapi.path,
       parameters: [...openapi.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!),
-      body,
-      arrayFields,
+      body: method !== 'GET' && method !== 'DELETE',
       call: (ctx, raw) => callProcedure(ctx, name, procedure._def.type, raw),
     });
   }

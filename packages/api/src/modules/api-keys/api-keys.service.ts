@@ -2,7 +2,7 @@ import { type Context, header } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { constantTimeEqual, randomSecret, sha256 } from '../../lib/crypto.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { SCOPES, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
 import { registerAuthenticator } from '../../trpc.ts';
@@ -22,7 +22,6 @@ declare module '../../context.ts' {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** `last_used_at` is written at most this often per key, so reads do not turn into writes. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -77,7 +76,7 @@ interface PresentedKey {
 async function presentedKey(ctx: Context): Promise<PresentedKey> {
   const applicationId = header(ctx, 'x-application-id');
   const secret = bearer(header(ctx, 'authorization'));
-  if (!applicationId || !UUID.test(applicationId) || secret === undefined) {
+  if (!applicationId || !isUuid(applicationId) || secret === undefined) {
     await resolveApplication(ctx);
     throw new AppError('missing_credentials', 'A secret API key is required');
   }

@@ -1,7 +1,7 @@
 import type { Context } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { type Application, ApplicationEntity } from './application.entity.ts';
 import {
@@ -77,11 +77,9 @@ export const applicationFromRow = (a: Record<string, any>): Application => ({
   updatedAt: new Date(a.updated_at),
 });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The application with this id as a plain record (one prepared statement), or undefined; any string may be asked. */
 export async function applicationById(em: EntityManager, id: string): Promise<Application | undefined> {
-  if (!UUID.test(id)) return undefined;
+  if (!isUuid(id)) return undefined;
   const [row] = await preparedQuery<Record<string, unknown>>(em, 'application_by_id', 'select * from applications where id = ?', [
     id,
   ]);

@@ -40,16 +40,17 @@ const formatSubject = (type: string, id: string, relation: string) => `${type}:$
 /** The user id of a direct `user:` subject (the membership join compares it as a uuid), else null. */
 const directUser = (ref: Ref) => (ref.type === 'user' && ref.relation === '' ? ref.id : null);
 
-/** `$1`-style SQL (readable where a value recurs) as the `?` placeholders and ordered values the drivers take. */
-function positional(sql: string, values: unknown[]): [string, unknown[]] {
-  const params: unknown[] = [];
-  return [
-    sql.replace(/\$(\d+)/g, (_, n: string) => {
-      params.push(values[Number(n) - 1]);
-      return '?';
-    }),
-    params,
-  ];
+/**
+ * `$1`-style SQL (readable where a value recurs) as the `?` placeholders the drivers take, and the values in their
+ * order: built once per statement text (at load for the fixed statements), applied per call.
+ */
+function positional(sql: string): { sql: string; params: (values: unknown[]) => unknown[] } {
+  const order: number[] = [];
+  const text = sql.replace(/\$(\d+)/g, (_, n: string) => {
+    order.push(Number(n) - 1);
+    return '?';
+  });
+  return { sql: text, params: (values) => order.map((i) => values[i]) };
 }
 
 interface TupleRow {
@@ -127,6 +128,25 @@ async function lockUsers(em: EntityManager, applicationId: string, writes: Tuple
   if (details.length) throw new AppError('user_not_found', 'A tuple names a user that does not exist', details);
 }
 
+const DELETE_TUPLES = positional(
+  `with gone as (delete from authz_tuples x using ${RECORDS}
+            where x.application_id = $1 and x.object_type = r.object_type and x.object_id = r.object_id
+              and x.relation = r.relation and x.subject_type = r.subject_type and x.subject_id = r.subject_id
+              and x.subject_relation = r.subject_relation returning 1)
+         select count(*)::int as n from gone`,
+);
+
+const INSERT_TUPLES = positional(
+  `with added as (insert into authz_tuples (id, application_id, object_type, object_id, relation, subject_type,
+              subject_id, subject_relation, revision, created_at)
+            select r.id, $1, r.object_type, r.object_id, r.relation, r.subject_type, r.subject_id, r.subject_relation,
+                   $3::bigint, now()
+              from ${RECORDS}
+             order by r.object_type, r.object_id, r.relation, r.subject_type, r.subject_id, r.subject_relation
+            on conflict on constraint authz_tuples_unique do nothing returning 1)
+         select count(*)::int as n from added`,
+);
+
 /** `POST /v1/authz/tuples`: deletes and writes in one transaction; the batch's revision is its consistency token. */
 export async function writeTuples(ctx: Context, input: { writes: TupleInput[]; deletes: TupleInput[] }) {
   const applicationId = ctx.application!.id;
@@ -136,30 +156,13 @@ export async function writeTuples(ctx: Context, input: { writes: TupleInput[]; d
     const revision = row!.revision;
     let deleted = 0;
     if (input.deletes.length) {
-      const [sql, params] = positional(
-        `with gone as (delete from authz_tuples x using ${RECORDS}
-            where x.application_id = $1 and x.object_type = r.object_type and x.object_id = r.object_id
-              and x.relation = r.relation and x.subject_type = r.subject_type and x.subject_id = r.subject_id
-              and x.subject_relation = r.subject_relation returning 1)
-         select count(*)::int as n from gone`,
-        [applicationId, JSON.stringify(input.deletes.map(record))],
-      );
-      deleted = (await em.execute<Array<{ n: number }>>(sql, params))[0]!.n;
+      const params = DELETE_TUPLES.params([applicationId, JSON.stringify(input.deletes.map(record))]);
+      deleted = (await em.execute<Array<{ n: number }>>(DELETE_TUPLES.sql, params))[0]!.n;
     }
     let written = 0;
     if (input.writes.length) {
-      const [sql, params] = positional(
-        `with added as (insert into authz_tuples (id, application_id, object_type, object_id, relation, subject_type,
-              subject_id, subject_relation, revision, created_at)
-            select r.id, $1, r.object_type, r.object_id, r.relation, r.subject_type, r.subject_id, r.subject_relation,
-                   $3::bigint, now()
-              from ${RECORDS}
-             order by r.object_type, r.object_id, r.relation, r.subject_type, r.subject_id, r.subject_relation
-            on conflict on constraint authz_tuples_unique do nothing returning 1)
-         select count(*)::int as n from added`,
-        [applicationId, JSON.stringify(input.writes.map(record)), revision],
-      );
-      written = (await em.execute<Array<{ n: number }>>(sql, params))[0]!.n;
+      const params = INSERT_TUPLES.params([applicationId, JSON.stringify(input.writes.map(record)), revision]);
+      written = (await em.execute<Array<{ n: number }>>(INSERT_TUPLES.sql, params))[0]!.n;
     }
     return { consistency_token: revision, written, deleted };
   });
@@ -213,8 +216,10 @@ const CHECK_ANSWER = `(
     ) as allowed,
     ${EXCEEDED} as exceeded`;
 
-const CHECK_SQL = `${DOWNWARD}
-  select ${CHECK_ANSWER}`.replaceAll('$limit', String(MAX_DEPTH + 1));
+const CHECK = positional(
+  `${DOWNWARD}
+  select ${CHECK_ANSWER}`.replaceAll('$limit', String(MAX_DEPTH + 1)),
+);
 
 /**
  * The check that also checks the secret key ($9 its hash, $10 the scopes granting `authz:read`; $1 the presented
@@ -222,13 +227,15 @@ const CHECK_SQL = `${DOWNWARD}
  * the answer (all null when the application does not exist) and is judged before the answer is used.
  */
 const KEY = secretKeyInStatement('$1', '$9', '$10');
-const KEYED_CHECK_SQL = `${DOWNWARD.replace('with recursive', `with recursive ${KEY.cte},`).replace(
-  'select $2::text, $3::text, $4::text, 0',
-  `select $2::text, $3::text, $4::text, 0 where ${KEY.valid}`,
-)}
+const KEYED_CHECK = positional(
+  `${DOWNWARD.replace('with recursive', `with recursive ${KEY.cte},`).replace(
+    'select $2::text, $3::text, $4::text, 0',
+    `select $2::text, $3::text, $4::text, 0 where ${KEY.valid}`,
+  )}
   select presented_key.*, ${CHECK_ANSWER} from (select 1) as one left join presented_key on true`.replaceAll(
-  '$limit',
-  String(MAX_DEPTH + 1),
+    '$limit',
+    String(MAX_DEPTH + 1),
+  ),
 );
 
 export async function check(
@@ -254,12 +261,11 @@ export async function check(
     subject.relation,
     directUser(subject),
   ];
-  const [sql, params] = keyFirst ? positional(CHECK_SQL, values) : positional(KEYED_CHECK_SQL, [...values, key.hash, key.scopes]);
   const [row] = await preparedQuery<{ id: string | null; allowed: boolean; exceeded: boolean }>(
     ctx.em,
     keyFirst ? 'authz_check' : 'authz_keyed_check',
-    sql,
-    params,
+    keyFirst ? CHECK.sql : KEYED_CHECK.sql,
+    keyFirst ? CHECK.params(values) : KEYED_CHECK.params([...values, key.hash, key.scopes]),
   );
   if (!keyFirst) await key.accept(ctx, row!.id === null ? undefined : row);
   if (!row!.allowed && row!.exceeded) throw depthExceeded();
@@ -269,7 +275,8 @@ export async function check(
 const UUID_TEXT = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`;
 
 /** Every userset reached with its direct subjects; an organization userset lists its members as users. */
-const EXPAND_SQL = `${DOWNWARD}, nodes as (select t, i, r, min(d) as d from reach group by t, i, r)
+const EXPAND = positional(
+  `${DOWNWARD}, nodes as (select t, i, r, min(d) as d from reach group by t, i, r)
   select n.t, n.i, n.r, n.d,
     array(select x.subject_type || ':' || x.subject_id || case when x.subject_relation = '' then '' else '#' || x.subject_relation end
             from authz_tuples x
@@ -281,7 +288,8 @@ const EXPAND_SQL = `${DOWNWARD}, nodes as (select t, i, r, min(d) as d from reac
              and m.application_id = $1 and (n.r = 'member' or m.role = n.r)
            order by 1) as subjects,
     ${EXCEEDED} as exceeded
-    from nodes n where n.d < $limit order by n.d, n.t, n.i, n.r`.replaceAll('$limit', String(MAX_DEPTH + 1));
+    from nodes n where n.d < $limit order by n.d, n.t, n.i, n.r`.replaceAll('$limit', String(MAX_DEPTH + 1)),
+);
 
 export async function expand(
   ctx: Context,
@@ -289,10 +297,9 @@ export async function expand(
 ) {
   await honourConsistency(ctx, input.consistency);
   const object = parseObject(input.object);
-  const [sql, params] = positional(EXPAND_SQL, [ctx.application!.id, object.type, object.id, input.relation]);
   const rows = await ctx.em.execute<Array<{ t: string; i: string; r: string; d: number; subjects: string[]; exceeded: boolean }>>(
-    sql,
-    params,
+    EXPAND.sql,
+    EXPAND.params([ctx.application!.id, object.type, object.id, input.relation]),
   );
   if (rows.some((row) => row.exceeded)) throw depthExceeded();
   return {
@@ -307,7 +314,8 @@ export async function expand(
  * every userset whose subjects contain it, then keeps those of the namespace ($6) and relation ($7). A user's direct
  * tuples are one hop (as in check), so the walk follows one hop more than check's subject-set hops.
  */
-const LOOKUP_SQL = `with recursive reach(t, i, r, d) as (
+const LOOKUP = positional(
+  `with recursive reach(t, i, r, d) as (
     select $2::text, $3::text, $4::text, 0
     union
     select 'organization', m.organization_id::text, role.r, 1
@@ -321,7 +329,8 @@ const LOOKUP_SQL = `with recursive reach(t, i, r, d) as (
   ), found as (select distinct i from reach where t = $6::text and r = $7::text and d < $limit)
   select (select count(*)::int from found) as total,
          (select coalesce(json_agg(p.i order by p.i), '[]') from (select i from found order by i limit $8 offset $9) p) as page,
-         ${EXCEEDED} as exceeded`.replaceAll('$limit', String(MAX_DEPTH + 2));
+         ${EXCEEDED} as exceeded`.replaceAll('$limit', String(MAX_DEPTH + 2)),
+);
 
 export async function lookup(
   ctx: Context,
@@ -329,7 +338,7 @@ export async function lookup(
 ) {
   await honourConsistency(ctx, input.consistency);
   const subject = parseSubject(input.subject);
-  const [sql, params] = positional(LOOKUP_SQL, [
+  const params = LOOKUP.params([
     ctx.application!.id,
     subject.type,
     subject.id,
@@ -340,7 +349,7 @@ export async function lookup(
     input.limit,
     input.offset,
   ]);
-  const [row] = await ctx.em.execute<Array<{ total: number; page: string[]; exceeded: boolean }>>(sql, params);
+  const [row] = await ctx.em.execute<Array<{ total: number; page: string[]; exceeded: boolean }>>(LOOKUP.sql, params);
   if (row!.exceeded) throw depthExceeded();
   return {
     objects: row!.page.map((id) => `${input.namespace}:${id}`),
@@ -354,14 +363,18 @@ const TUPLE_COLUMNS = 'x.object_type, x.object_id, x.relation, x.subject_type, x
 
 /** A page of tuples newest first and its total, in one statement (`where` over `x`, `$1` the application). */
 async function tuplePage(em: EntityManager, name: string, where: string, values: unknown[], page: PageQuery) {
-  const [sql, params] = positional(
+  const statement = positional(
     `select (select count(*)::int from authz_tuples x where ${where}) as total,
             (select coalesce(json_agg(p order by p.created_at desc, p.id desc), '[]') from (
                select x.id, ${TUPLE_COLUMNS} from authz_tuples x where ${where}
                 order by x.created_at desc, x.id desc limit $${values.length + 1} offset $${values.length + 2}) p) as page`,
-    [...values, page.limit, page.offset],
   );
-  const [row] = await preparedQuery<{ total: number; page: TupleRow[] }>(em, name, sql, params);
+  const [row] = await preparedQuery<{ total: number; page: TupleRow[] }>(
+    em,
+    name,
+    statement.sql,
+    statement.params([...values, page.limit, page.offset]),
+  );
   return { rows: row!.page.map(toRelationshipTuple), total: row!.total };
 }
 

@@ -3,6 +3,7 @@ import { errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
+import { isUuid } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationById, applicationFromRow } from '../applications/applications.service.ts';
 import { EVENT_COLUMNS, eventRow } from '../events/events.service.ts';
@@ -17,8 +18,6 @@ type Payload = Record<string, unknown> & {
   clientId?: string;
   consumed?: unknown;
 };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Artifacts that belong to a grant: deleting the grant deletes them (revocation of everything issued under it). */
 const GRANT_BOUND = new Set([
@@ -130,7 +129,7 @@ export interface AccountRow {
  * with the artifact that names it when the request read one, else by itself.
  */
 export function findAccountRow(services: Services, applicationId: string, id: string): Promise<AccountRow | undefined> {
-  if (!UUID.test(id)) return Promise.resolve(undefined);
+  if (!isUuid(id)) return Promise.resolve(undefined);
   return remembered(`account:${id}`, async () => {
     const [row] = await preparedQuery<AccountRow>(
       services.orm.em as EntityManager,
@@ -196,7 +195,7 @@ export async function applicationWithClient(
   const clientId = authorization?.startsWith('Basic ')
     ? Buffer.from(authorization.slice(6), 'base64').toString().split(':')[0]
     : undefined;
-  if (!scope || !clientId || !UUID.test(clientId) || !UUID.test(applicationId)) return applicationById(em, applicationId);
+  if (!scope || !clientId || !isUuid(clientId) || !isUuid(applicationId)) return applicationById(em, applicationId);
   const [row] = await preparedQuery<Record<string, unknown> & { client: ClientRow | null }>(
     em,
     'oauth2_application_client',
@@ -309,7 +308,7 @@ export function adapterFor(services: Services, applicationId: string) {
         });
       }
       if (this.name === 'Client') {
-        if (!UUID.test(id)) return undefined;
+        if (!isUuid(id)) return undefined;
         const row = await remembered(`client:${id}`, async () => {
           const [found] = await preparedQuery<ClientRow>(
             em,
@@ -332,7 +331,7 @@ export function adapterFor(services: Services, applicationId: string) {
         const reads = scope?.reads;
         const [found] = await preparedQuery<ArtifactRow>(em, 'oauth2_artifact_find', ARTIFACT_FIND, [hashed, applicationId]);
         if (found?.grant_id) alsoRead(scope, reads, `grant:${found.grant_id}`, found.grant_payload ?? undefined);
-        if (found?.account_id && UUID.test(found.account_id)) {
+        if (found?.account_id && isUuid(found.account_id)) {
           const { user_id, primary_email, email_verified, profile, updated_at } = found;
           const account = user_id ? { id: user_id, primary_email, email_verified, profile, updated_at } : undefined;
           alsoRead(scope, reads, `account:${found.account_id}`, account);
@@ -405,7 +404,7 @@ export function adapterFor(services: Services, applicationId: string) {
 }
 
 async function upsertGrant(em: EntityManager, applicationId: string, id: string, payload: Payload, expiresAt: Date) {
-  if (!UUID.test(payload.accountId ?? '') || !UUID.test(payload.clientId ?? '')) throw new Error('grant without user or client');
+  if (!isUuid(payload.accountId ?? '') || !isUuid(payload.clientId ?? '')) throw new Error('grant without user or client');
   const scopes = JSON.stringify(grantScopes(payload));
   await em.transactional(async (tx) => {
     const inserted = await tx.execute<Array<{ inserted: boolean }>>(

@@ -4,7 +4,7 @@ import Provider, { type Configuration, errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
@@ -13,7 +13,6 @@ import { adapterFor, applicationWithClient, findAccountRow, inRequestScope, writ
 /** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
 export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DAY = 86_400;
 /** Providers kept built per process; the least recently used goes first. */
 const MAX_PROVIDERS = 200;
@@ -234,7 +233,7 @@ function buildProvider(
 }
 
 async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {
-  if (!UUID.test(userId) || !UUID.test(clientId)) return undefined;
+  if (!isUuid(userId) || !isUuid(clientId)) return undefined;
   const [row] = await (services.orm.em.fork() as EntityManager).execute<Array<{ id: string }>>(
     `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
         order by updated_at desc limit 1`,

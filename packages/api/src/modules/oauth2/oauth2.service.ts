@@ -3,7 +3,7 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep } from '../../lib/housekeeping.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { registerBanStep } from '../users/users.hooks.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
@@ -12,8 +12,6 @@ import { revokeGrant } from './oauth2.adapter.ts';
 import { type OAuth2Client, OAuth2ClientEntity, OAuth2GrantEntity } from './oauth2.entity.ts';
 import { providerFor, STANDARD_SCOPES } from './oauth2.provider.ts';
 import type { GrantRecord, OAuth2ClientRecord } from './oauth2.schema.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const STANDARD_DESCRIPTIONS: Record<string, string> = {
   openid: 'Sign you in with your account',
@@ -184,7 +182,7 @@ async function interactionOf(ctx: Context, uid: string) {
   const interaction = built ? await built.provider.Interaction.find(uid) : undefined;
   if (!built || !interaction) throw notFound('Interaction');
   const clientId = String(interaction.params.client_id ?? '');
-  if (!UUID.test(clientId)) throw notFound('Interaction');
+  if (!isUuid(clientId)) throw notFound('Interaction');
   const client = await findClient(ctx, clientId);
   const requested = [
     ...new Set(

@@ -3,7 +3,7 @@ import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { registerAuthenticator } from '../../trpc.ts';
 import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -313,8 +313,6 @@ export async function switchOrganization(ctx: Context, organizationId: string | 
   return issueTokens(ctx.em, ctx.services, ctx.application!, { ...session, organization: organizationId }, next);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * Authenticates a signed-in (ES★) request. The hot path is one signature check against a cached key and one
  * indexed read that returns the session (live by the database clock), its user (still active: a ban ends access at
@@ -328,7 +326,7 @@ export async function authenticateSignedIn(ctx: Context): Promise<{ application:
     allowOrigin(ctx, await resolveApplication(ctx));
     throw error;
   };
-  if (!UUID.test(applicationId)) return refuse(new AppError('application_not_resolved', 'Unknown or missing x-application-id'));
+  if (!isUuid(applicationId)) return refuse(new AppError('application_not_resolved', 'Unknown or missing x-application-id'));
   if (!authorization) return refuse(new AppError('missing_credentials', 'An access token is required'));
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match) return refuse(new AppError('invalid_token', 'The access token is invalid or expired'));

@@ -3,7 +3,7 @@ import { type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
 import type { Context, Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError } from '../../errors.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { type SigningKey, SigningKeyEntity } from './signing-key.entity.ts';
 
 /** A retired key stays published this long: the longest access-token lifetime (1 h) plus clock skew. */
@@ -12,7 +12,6 @@ const PUBLISH_AFTER_RETIREMENT_MS = 3_660_000;
 const ACTIVE_KEY_TTL_MS = 30_000;
 /** How long a process trusts its cached public keys (a retirement elsewhere sets `publish_until`). */
 const VERIFY_KEYS_TTL_MS = 60_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 
 interface VerifyKey {
@@ -128,7 +127,7 @@ const toVerifyKey = (row: SigningKey): VerifyKey => ({
  * primary-key read; retirement changes `publish_until`, so cached entries are re-read after a minute.
  */
 async function verifyKey(em: EntityManager, services: Services, applicationId: string, kid: string | undefined) {
-  if (!kid || !UUID.test(kid)) return undefined;
+  if (!kid || !isUuid(kid)) return undefined;
   let entry = cacheOf(services).verify.get(applicationId);
   if (!entry || Date.now() - entry.loadedAt > VERIFY_KEYS_TTL_MS) {
     entry = { keys: new Map(), loadedAt: Date.now() };
