@@ -6,10 +6,11 @@
  * PostgreSQL backends, the benchmark process (autocannon) and the machine. After the window the run waits until the
  * server has served what autocannon abandoned (drain), then sends 10 requests one at a time: the one-client latency.
  */
-import http from 'node:http';
+import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { config, log, sleep } from './env.ts';
 import type { ScratchDatabase } from './postgres.ts';
+import type { PacedJob, PacedMessage, PacedRequest } from './paced-worker.ts';
 import { machineCpuSeconds, type ServerProcess, selfCpuSeconds } from './processes.ts';
 
 export interface Scenario {
@@ -198,76 +199,68 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
  * ones were answered (autocannon's `overallRate` sends each connection's quota in a burst at the start of every second,
  * which measures bursts, not a load). A warm-up of BENCH_WARMUP seconds, then a window of `seconds` (its CPU readings
  * end when its last answer is in); latency is from the scheduled send to the complete answer, so a generator or server
- * that falls behind shows as latency, never as a gentler load.
+ * that falls behind shows as latency, never as a gentler load. The requests are made here beforehand (the scenario's
+ * `request`, one state for all; a `response` hook is not supported) and sent by a worker thread (`paced-worker.ts`)
+ * with its own small heap: a garbage collection of this process, which holds the suites' data, pauses neither the
+ * schedule nor the clock.
  */
 async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatabase | undefined, seconds: number, rate: number) {
+  if (scenario.response) throw new Error(`${scenarioName(scenario)}: a paced load cannot follow responses`);
   const state: ConnectionState = {};
-  const latencies: number[] = [];
-  let [answered, bad, errors, windowStart, windowEnd] = [0, 0, 0, 0, 0];
-  const readings = () => cpuReadings(server, db);
-  let atStart: number[] = [];
-  const started = performance.now();
-  const opensAt = started + config.warmupSeconds * 1000;
-  const closesAt = opensAt + seconds * 1000;
-  const inFlight = new Set<Promise<void>>();
-  // node:http with keep-alive: a fraction of fetch's CPU per request, so the generator keeps its schedule.
-  const agent = new http.Agent({ keepAlive: true, maxSockets: config.connections });
-  const fire = (due: number) => {
+  const count = Math.ceil(rate * (config.warmupSeconds + seconds));
+  const requests: PacedRequest[] = Array.from({ length: count }, () => {
     const next = scenario.request?.(state);
-    const body = next?.body;
-    const request = new Promise<void>((resolve) => {
-      const req = http.request(
-        `${server.url}${next?.path ?? scenario.path}`,
-        {
-          method: scenario.method,
-          agent,
-          timeout: config.timeoutSeconds * 1000,
-          headers: {
-            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-            ...scenario.headers,
-            ...next?.headers,
-          },
-        },
-        (response) => {
-          response.resume();
-          response.on('end', () => {
-            answered++;
-            if (response.statusCode !== expected(scenario)) bad++;
-            else if (due >= opensAt && due < closesAt) latencies.push(performance.now() - due);
-            resolve();
-          });
-        },
-      );
-      req.on('error', () => {
-        bad++;
-        if (due >= opensAt && due < closesAt) errors++;
-        resolve();
-      });
-      req.end(body);
-    });
-    const tracked = request.finally(() => inFlight.delete(tracked));
-    inFlight.add(tracked);
+    return {
+      method: scenario.method,
+      path: next?.path ?? scenario.path,
+      headers: {
+        ...(next?.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...scenario.headers,
+        ...next?.headers,
+      },
+      ...(next?.body !== undefined ? { body: next.body } : {}),
+    };
+  });
+  const job: PacedJob = {
+    url: server.url,
+    requests,
+    rate,
+    warmupMs: config.warmupSeconds * 1000,
+    windowMs: seconds * 1000,
+    expect: expected(scenario),
+    connections: config.connections,
+    timeoutMs: config.timeoutSeconds * 1000,
   };
-  for (let i = 0; ; i++) {
-    const due = started + (i * 1000) / rate;
-    if (due >= closesAt) break;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
-    if (!windowStart && due >= opensAt) {
-      windowStart = performance.now();
-      atStart = readings();
+  const readings = () => cpuReadings(server, db);
+  const started = performance.now();
+  let [windowStart, atStart] = [0, [] as number[]];
+  const worker = new Worker(new URL('./paced-worker.ts', import.meta.url), { workerData: job });
+  // The server's pool opens its connections during the warm-up: keep learning which backends there are.
+  const watching = (async () => {
+    while (!windowStart && db) {
+      await db.refreshBackends().catch(() => undefined);
+      await sleep(500);
     }
-    if (!windowStart) void db?.refreshBackends().catch(() => undefined);
-    fire(due);
-  }
-  await Promise.all(inFlight);
-  windowEnd = performance.now();
+  })();
+  const result = await new Promise<Extract<PacedMessage, { kind: 'done' }>>((resolve, reject) => {
+    worker.on('message', (message: PacedMessage) => {
+      if (message.kind === 'opened') {
+        windowStart = performance.now();
+        atStart = readings();
+      } else resolve(message);
+    });
+    worker.on('error', reject);
+    worker.on('exit', (code) => reject(new Error(`the load generator exited (${code}) before it finished`)));
+  });
+  const windowEnd = performance.now();
   const atEnd = readings();
-  agent.destroy();
-  if (bad > MAX_BAD_SHARE * answered || latencies.length === 0) {
-    throw new Error(`${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${bad} of ${answered} requests failed`);
+  await worker.terminate();
+  await watching;
+  if (result.bad > MAX_BAD_SHARE * result.answered || result.latencies.length === 0) {
+    throw new Error(`${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${result.bad} of ${result.answered} requests failed`);
   }
-  return summarize({ started, windowStart, windowEnd, atStart, atEnd, latencies, errors });
+  const latencies = Array.from(result.latencies);
+  return summarize({ started, windowStart, windowEnd, atStart, atEnd, latencies, errors: result.errors });
 }
 
 /** One request as the one client (or a tracer) sends it, with the connection's state; checks the status. */
