@@ -233,29 +233,36 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
   };
   const readings = () => cpuReadings(server, db);
   const started = performance.now();
-  let [windowStart, atStart] = [0, [] as number[]];
-  const worker = new Worker(new URL('./paced-worker.ts', import.meta.url), { workerData: job });
-  // The server's pool opens its connections during the warm-up: keep learning which backends there are.
+  let opened = false;
+  // The server's pool opens its connections during the warm-up: keep learning which backends there are, until the
+  // window opens (its readings wait for the last look, so the set of backends is the same at both ends).
   const watching = (async () => {
-    while (!windowStart && db) {
+    while (!opened && db) {
       await db.refreshBackends().catch(() => undefined);
-      await sleep(500);
+      for (let waited = 0; waited < 500 && !opened; waited += 20) await sleep(20);
     }
   })();
+  let windowOpened: Promise<{ windowStart: number; atStart: number[] }> | undefined;
+  // Below the maximum the server's pool closes connections it no longer needs: read their backends every second, so
+  // that one closing mid-window has been read just before (see `cpuSeconds`).
+  const reading = setInterval(() => db?.cpuSeconds(), 1000);
+  const worker = new Worker(new URL('./paced-worker.ts', import.meta.url), { workerData: job });
   const result = await new Promise<Extract<PacedMessage, { kind: 'done' }>>((resolve, reject) => {
     worker.on('message', (message: PacedMessage) => {
       if (message.kind === 'opened') {
-        windowStart = performance.now();
-        atStart = readings();
+        opened = true;
+        windowOpened = watching.then(() => ({ windowStart: performance.now(), atStart: readings() }));
       } else resolve(message);
     });
     worker.on('error', reject);
     worker.on('exit', (code) => reject(new Error(`the load generator exited (${code}) before it finished`)));
   });
+  clearInterval(reading);
+  if (!windowOpened) throw new Error('the load generator never opened its window');
+  const { windowStart, atStart } = await windowOpened;
   const windowEnd = performance.now();
   const atEnd = readings();
   await worker.terminate();
-  await watching;
   if (result.bad > MAX_BAD_SHARE * result.answered || result.latencies.length === 0) {
     throw new Error(`${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${result.bad} of ${result.answered} requests failed`);
   }

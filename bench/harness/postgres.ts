@@ -18,7 +18,10 @@ export interface ScratchDatabase {
   client: Client;
   /** Learns which backends serve the database now (call it while a load runs: pools open connections lazily). */
   refreshBackends: () => Promise<void>;
-  /** CPU seconds of the backends last learnt of (synchronous, to be read when a window opens and closes). */
+  /**
+   * CPU seconds of every backend learnt of, those that have exited counted at their last reading (synchronous, to be
+   * read when a window opens and closes, and now and then in between).
+   */
   cpuSeconds: () => number;
   /** Statements of other connections running now. */
   activeStatements: () => Promise<number>;
@@ -37,7 +40,9 @@ export async function scratchDatabase(): Promise<ScratchDatabase> {
   const client = new Client({ connectionString: url.toString() });
   await client.connect();
   onCleanup('close the benchmark connection', () => client.end());
-  let pids: number[] = [];
+  // Every backend seen, with its CPU seconds when last read: one that has exited since (a pool closes idle connections)
+  // keeps its last reading, so a window's difference never loses what it used before.
+  const backends = new Map<number, number>();
   const others = "datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'";
   return {
     name,
@@ -46,11 +51,18 @@ export async function scratchDatabase(): Promise<ScratchDatabase> {
     version: `PostgreSQL ${rows[0]?.server_version ?? 'unknown'}`,
     client,
     refreshBackends: async () => {
-      pids = (await client.query<{ pid: number }>(`select pid from pg_stat_activity where ${others}`)).rows.map((r) => r.pid);
+      const { rows } = await client.query<{ pid: number }>(`select pid from pg_stat_activity where ${others}`);
+      for (const { pid } of rows) if (!backends.has(pid)) backends.set(pid, 0);
     },
     cpuSeconds: () => {
-      const values = pids.map(processCpuSeconds).filter((v) => !Number.isNaN(v));
-      return values.length ? values.reduce((a, b) => a + b, 0) : Number.NaN;
+      if (backends.size === 0) return Number.NaN;
+      let total = 0;
+      for (const [pid, last] of backends) {
+        const now = processCpuSeconds(pid);
+        if (!Number.isNaN(now)) backends.set(pid, now);
+        total += Number.isNaN(now) ? last : now;
+      }
+      return total;
     },
     activeStatements: async () =>
       Number(

@@ -88,26 +88,6 @@ export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
 /**
- * Every procedure starts here: errors leave with the tRPC code matching their HTTP status, unexpected ones are
- * logged once with the request id (and nothing that could hold secrets), and REST creates answer 201.
- */
-const base = t.procedure.use(async ({ ctx, meta, next }) => {
-  const result = await ctx.services.inFlight.run(() => next());
-  if (result.ok) {
-    if (meta?.successStatus) ctx.response.status = meta.successStatus;
-    if (meta?.envelope === false) ctx.response.raw = true;
-    return result;
-  }
-  const body = errorBody(result.error);
-  if (body.code === 'internal_error') ctx.log.error({ err: describeError(result.error) }, 'unhandled error');
-  const cause = result.error.cause instanceof AppError ? result.error.cause : new AppError(body.code, body.message, body.details);
-  if (cause.headers) Object.assign(ctx.response.headers, cause.headers);
-  throw new TRPCError({ code: ERROR_CODES[body.code].trpc, message: body.message, cause });
-});
-
-export const publicProcedure = base.meta({ caller: 'public' });
-
-/**
  * How each kind of caller is authenticated: filled by the module that owns the credential (api-keys: operator, secret
  * key, end user; sessions: signed in), so the kernel imports no module. What an authenticator answers is merged into
  * the context (the fields it declares on `Context`).
@@ -120,17 +100,55 @@ export function registerAuthenticator(caller: AuthenticatedCaller, authenticate:
   authenticators.set(caller, authenticate);
 }
 
-const authenticated = (caller: AuthenticatedCaller) =>
-  base.meta({ caller }).use(async ({ ctx, meta, next }) => {
-    const authenticate = authenticators.get(caller);
-    // Fail closed: a route whose credential has no authenticator (a module not loaded) refuses everyone.
-    if (!authenticate) throw new Error(`no authenticator for ${caller}`);
-    const authenticated = await authenticate(ctx, meta);
-    const result = await next({ ctx: authenticated });
-    const deferred = authenticated.deferredCredential;
-    if (!result.ok && deferred && !deferred.settled) await deferred.settle();
-    return result;
-  });
+/**
+ * Authenticates the caller (by its meta `caller`) and runs the procedure with what the authenticator answered merged
+ * into its context: a merged copy, since the calls of one tRPC batch share the context they start from. A credential
+ * its procedure was to check in its own statement (`deferredCredential`) and did not reach is checked here, so that
+ * its error comes first, as for every other procedure.
+ */
+async function authenticateAndRun(ctx: Context, meta: Meta | undefined, next: Next) {
+  const caller = meta?.caller ?? 'public';
+  if (caller === 'public') return next();
+  const authenticate = authenticators.get(caller);
+  // Fail closed: a route whose credential has no authenticator (a module not loaded) refuses everyone.
+  if (!authenticate) throw new Error(`no authenticator for ${caller}`);
+  const authenticated = await authenticate(ctx, meta);
+  const result = await next({ ctx: authenticated });
+  const deferred = authenticated.deferredCredential;
+  if (!result.ok && deferred && !deferred.settled) await deferred.settle();
+  return result;
+}
+type Next = (options?: { ctx: Authenticated }) => Promise<{ ok: true } | { ok: false; error: TRPCError }>;
+
+/**
+ * The one middleware of every procedure: the caller authenticated (by its meta `caller`), errors leaving with the tRPC
+ * code matching their HTTP status, unexpected ones logged once with the request id (and nothing that could hold
+ * secrets), and REST creates answering 201.
+ */
+const procedure = t.procedure.use(async ({ ctx, meta, next }) => {
+  let failure: unknown;
+  try {
+    const result = await ctx.services.inFlight.run(() => authenticateAndRun(ctx, meta, next));
+    if (result.ok) {
+      if (meta?.successStatus) ctx.response.status = meta.successStatus;
+      if (meta?.envelope === false) ctx.response.raw = true;
+      return result as Awaited<ReturnType<typeof next>>;
+    }
+    failure = result.error;
+  } catch (error) {
+    failure = error;
+  }
+  const body = errorBody(failure);
+  if (body.code === 'internal_error') ctx.log.error({ err: describeError(failure) }, 'unhandled error');
+  const thrown = failure instanceof TRPCError ? failure.cause : failure;
+  const cause = thrown instanceof AppError ? thrown : new AppError(body.code, body.message, body.details);
+  if (cause.headers) Object.assign(ctx.response.headers, cause.headers);
+  throw new TRPCError({ code: ERROR_CODES[body.code].trpc, message: body.message, cause });
+});
+
+export const publicProcedure = procedure.meta({ caller: 'public' });
+
+const authenticated = (caller: AuthenticatedCaller) => procedure.meta({ caller });
 
 /** Operator routes: the operator token. */
 export const operatorProcedure = authenticated('operator');

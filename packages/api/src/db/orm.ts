@@ -108,7 +108,19 @@ export async function preparedQuery<T extends object>(
 ): Promise<T[]> {
   const pool = em.isInTransaction() ? null : await nativePool(em);
   if (!pool) return em.execute<T[]>(sql, params);
-  let n = 0;
-  const { rows } = await pool.query<T>({ name, text: sql.replace(/\?/g, () => `$${++n}`), values: params });
+  const { rows } = await pool.query<T>({ name, text: numbered(name, sql), values: params });
   return rows;
+}
+
+const numberedTexts = new Map<string, { sql: string; text: string }>();
+
+/** `sql` with its `?` placeholders as PostgreSQL's `$1, $2…`, worked out once per statement name. */
+function numbered(name: string, sql: string): string {
+  let entry = numberedTexts.get(name);
+  if (entry?.sql !== sql) {
+    let n = 0;
+    entry = { sql, text: sql.replace(/\?/g, () => `$${++n}`) };
+    numberedTexts.set(name, entry);
+  }
+  return entry.text;
 }
