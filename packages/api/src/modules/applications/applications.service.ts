@@ -47,15 +47,24 @@ export async function markTraffic(em: EntityManager, application: Application): 
 }
 
 const parsedSettings = new WeakMap<object, ApplicationSettings>();
+const MAX_PARSED_CONTENTS = 1000;
+const parsedContents = new Map<string, ApplicationSettings>();
 
 /**
- * An application's settings, completed with the defaults of keys added after it was created. Parsed once per settings
- * object (a request asks several times; an update assigns a new object).
+ * An application's settings, completed with the defaults of keys added after it was created (read only: the answer is
+ * shared). Parsed once per settings object (a request asks several times; an update assigns a new object), and once
+ * per content (each request reads its application's row afresh: a new object with the same settings).
  */
 export function settingsOf(app: Application): ApplicationSettings {
   let settings = parsedSettings.get(app.settings);
   if (!settings) {
-    settings = ApplicationSettingsSchema.parse(app.settings);
+    const content = JSON.stringify(app.settings);
+    settings = parsedContents.get(content);
+    if (!settings) {
+      settings = ApplicationSettingsSchema.parse(app.settings);
+      if (parsedContents.size >= MAX_PARSED_CONTENTS) parsedContents.clear();
+      parsedContents.set(content, settings);
+    }
     parsedSettings.set(app.settings, settings);
   }
   return settings;

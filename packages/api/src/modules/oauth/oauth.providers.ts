@@ -177,7 +177,15 @@ const endpointsOf = (config: OAuthConfig, provider: (typeof BUILT_IN_PROVIDERS)[
 // Generic OpenID Connect: discovery through the SSRF guard (the issuer is the developer's say-so, SECURITY 8)
 
 const DISCOVERY_TTL_MS = 10 * 60_000;
-const discovered = new Map<string, { at: number; config: Promise<oidc.Configuration> }>();
+
+/** A discovered issuer's client, with what each callback reads of its metadata (`serverMetadata()` clones it all). */
+interface Discovered {
+  configuration: oidc.Configuration;
+  issuer: string;
+  /** RFC 9207: the issuer sends `iss` with its authorization responses. */
+  issParameter: boolean;
+}
+const discovered = new Map<string, { at: number; config: Promise<Discovered> }>();
 
 /** openid-client's fetch, through the SSRF guard (resolve, refuse private addresses, pin, follow no redirects). */
 const guardedFetch =
@@ -199,7 +207,7 @@ const guardedFetch =
     return new Response(response.status === 204 ? null : new Uint8Array(response.body), { status: response.status, headers });
   };
 
-function discover(config: OAuthConfig, client: ProviderClient): Promise<oidc.Configuration> {
+function discover(config: OAuthConfig, client: ProviderClient): Promise<Discovered> {
   const key = JSON.stringify([client.issuer, client.clientId, client.clientSecret]);
   const cached = discovered.get(key);
   if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
@@ -212,7 +220,14 @@ function discover(config: OAuthConfig, client: ProviderClient): Promise<oidc.Con
     })
     .then((configuration) => {
       configuration[oidc.customFetch] = fetcher;
-      return configuration;
+      // guardedRequest bounds each exchange (10 s) and never reads a signal: no AbortSignal.timeout timer per call.
+      configuration.timeout = 0;
+      const metadata = configuration.serverMetadata();
+      return {
+        configuration,
+        issuer: metadata.issuer,
+        issParameter: Boolean(metadata.authorization_response_iss_parameter_supported),
+      };
     });
   discovered.set(key, { at: Date.now(), config: pending });
   pending.catch(() => discovered.delete(key));
@@ -230,7 +245,7 @@ export interface AuthorizationSecrets {
 
 export async function authorizationUrl(config: OAuthConfig, client: ProviderClient, secrets: AuthorizationSecrets): Promise<URL> {
   if (client.provider === 'oidc') {
-    const configuration = await discover(config, client);
+    const { configuration } = await discover(config, client);
     return oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: client.redirectUri,
       scope: client.scopes.join(' '),
@@ -425,14 +440,13 @@ export async function exchangeCode(
 ): Promise<ExchangeResult> {
   try {
     if (client.provider === 'oidc') {
-      const configuration = await discover(config, client);
+      const { configuration, issuer, issParameter } = await discover(config, client);
       const current = new URL(client.redirectUri);
       current.searchParams.set('code', input.code);
       current.searchParams.set('state', input.state);
       // RFC 9207's `iss` is not relayed by the app; mix-up is already impossible here: the state is bound to this one
       // provider setting in our database, and the code goes only to its token endpoint.
-      const issuer = configuration.serverMetadata().issuer;
-      if (configuration.serverMetadata().authorization_response_iss_parameter_supported) current.searchParams.set('iss', issuer);
+      if (issParameter) current.searchParams.set('iss', issuer);
       const response = await oidc.authorizationCodeGrant(configuration, current, {
         pkceCodeVerifier: input.verifier,
         expectedState: input.state,
