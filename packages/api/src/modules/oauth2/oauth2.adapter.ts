@@ -34,8 +34,8 @@ const GRANT_BOUND = new Set([
  *
  * Reads: the artifact statement also returns the artifact's grant and user, which the provider asks for next (a
  * refresh, an introspection, userinfo: three reads in one statement), and the application statement the client of a
- * `Basic` Authorization header (`applicationWithClient`). They are dropped at the request's first write, so nothing
- * read before a change is served after it.
+ * `Basic` Authorization header and the artifact its form presents (`applicationWithReads`). They are dropped at the
+ * request's first write, so nothing read before a change is served after it.
  *
  * The rotation: a refresh spends its token (`consume`), then saves the new refresh token and the access token. The
  * spending is held back and written with those saves in one statement (the conditional update, and the inserts only
@@ -121,7 +121,8 @@ export interface AccountRow {
   primary_email: string | null;
   email_verified: boolean;
   profile: Record<string, unknown>;
-  updated_at: Date;
+  /** A string when read with the application (`row_to_json`, see `applicationWithReads`). */
+  updated_at: Date | string;
 }
 
 /**
@@ -160,13 +161,23 @@ const ARTIFACT_FIND = `select a.kind, a.payload, a.consumed_at, a.consumed_at < 
 type ArtifactRow = Omit<AccountRow, 'id'> & {
   kind: string;
   payload: Payload;
-  consumed_at: Date | null;
+  consumed_at: Date | string | null;
   replayed: boolean | null;
   grant_id: string | null;
   grant_payload: Payload | null;
   account_id: string | null;
   user_id: string | null;
 };
+
+/** Records the grant and the user an artifact row was read with (see `ARTIFACT_FIND`). */
+function alsoReadWith(scope: RequestScope | undefined, reads: Map<string, Promise<unknown>> | undefined, found?: ArtifactRow) {
+  if (found?.grant_id) alsoRead(scope, reads, `grant:${found.grant_id}`, found.grant_payload ?? undefined);
+  if (found?.account_id && isUuid(found.account_id)) {
+    const { user_id, primary_email, email_verified, profile, updated_at } = found;
+    const account = user_id ? { id: user_id, primary_email, email_verified, profile, updated_at } : undefined;
+    alsoRead(scope, reads, `account:${found.account_id}`, account);
+  }
+}
 
 /** The client metadata the provider reads, from a row of `oauth2_clients`. */
 interface ClientRow {
@@ -182,30 +193,40 @@ interface ClientRow {
 const CLIENT_COLUMNS = 'id, name, type, redirect_uris, scopes, logo_url, secret_hash';
 
 /**
- * The application, and the client a request names in its `Basic` Authorization header (a confidential client at the
- * token, introspection and revocation endpoints) as `Client.find` reads it, in one statement: the client is kept for
- * the request (see `RequestScope`). Without such a header, or outside a request scope, the application alone.
+ * The application, with what the request will ask for next as the provider reads it (see `RequestScope`), in one
+ * statement: the client a request names in its `Basic` Authorization header (a confidential client at the token,
+ * introspection and revocation endpoints; `Client.find`), and the artifact of the code or token it presents, with its
+ * grant and user (`find`). Without either, or outside a request scope, the application alone.
  */
-export async function applicationWithClient(
+export async function applicationWithReads(
   em: EntityManager,
   applicationId: string,
   authorization: string | undefined,
+  presented: string | undefined,
 ): Promise<Application | undefined> {
   const scope = requestScope.getStore();
-  const clientId = authorization?.startsWith('Basic ')
+  const basicId = authorization?.startsWith('Basic ')
     ? Buffer.from(authorization.slice(6), 'base64').toString().split(':')[0]
     : undefined;
-  if (!scope || !clientId || !isUuid(clientId) || !isUuid(applicationId)) return applicationById(em, applicationId);
-  const [row] = await preparedQuery<Record<string, unknown> & { client: ClientRow | null }>(
+  const clientId = basicId && isUuid(basicId) ? basicId : undefined;
+  const artifactId = presented && presented.length <= 512 ? sha256(presented) : undefined;
+  if (!scope || (!clientId && !artifactId) || !isUuid(applicationId)) return applicationById(em, applicationId);
+  const [row] = await preparedQuery<Record<string, unknown> & { client: ClientRow | null; artifact: ArtifactRow | null }>(
     em,
-    'oauth2_application_client',
-    `select a.*, (select row_to_json(c) from (select ${CLIENT_COLUMNS} from oauth2_clients
-        where id = ? and application_id = a.id) c) as client
-      from applications a where a.id = ?`,
-    [clientId, applicationId],
+    'oauth2_application_reads',
+    `select app.*,
+        (select row_to_json(c) from (select ${CLIENT_COLUMNS} from oauth2_clients
+          where id = ? and application_id = app.id) c) as client,
+        (select row_to_json(f) from (${ARTIFACT_FIND}) f) as artifact
+      from applications app where app.id = ?`,
+    [clientId ?? null, artifactId ?? null, applicationId, applicationId],
   );
   if (!row) return undefined;
-  scope.reads.set(`client:${clientId}`, Promise.resolve(row.client ?? undefined));
+  if (clientId) scope.reads.set(`client:${clientId}`, Promise.resolve(row.client ?? undefined));
+  if (artifactId) {
+    scope.reads.set(`artifact:${artifactId}`, Promise.resolve(row.artifact ?? undefined));
+    alsoReadWith(scope, scope.reads, row.artifact ?? undefined);
+  }
   return applicationFromRow(row);
 }
 
@@ -330,12 +351,7 @@ export function adapterFor(services: Services, applicationId: string) {
         const scope = requestScope.getStore();
         const reads = scope?.reads;
         const [found] = await preparedQuery<ArtifactRow>(em, 'oauth2_artifact_find', ARTIFACT_FIND, [hashed, applicationId]);
-        if (found?.grant_id) alsoRead(scope, reads, `grant:${found.grant_id}`, found.grant_payload ?? undefined);
-        if (found?.account_id && isUuid(found.account_id)) {
-          const { user_id, primary_email, email_verified, profile, updated_at } = found;
-          const account = user_id ? { id: user_id, primary_email, email_verified, profile, updated_at } : undefined;
-          alsoRead(scope, reads, `account:${found.account_id}`, account);
-        }
+        alsoReadWith(scope, reads, found);
         return found;
       });
       if (!row || row.kind !== this.name) return undefined;

@@ -73,6 +73,14 @@ export const OAuth2ArtifactEntity = defineEntity({
     consumedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
-  indexes: [{ properties: ['grant'] }, { properties: ['uid'] }, { properties: ['expiresAt'] }],
+  indexes: [
+    { properties: ['grant'] },
+    // Only sessions and interactions have a `uid` (`findByUid`): codes and tokens add no entries.
+    {
+      name: 'oauth2_artifacts_uid_index',
+      expression: `create index "oauth2_artifacts_uid_index" on "oauth2_artifacts" ("uid") where "uid" is not null`,
+    },
+    { properties: ['expiresAt'] },
+  ],
 });
 export type OAuth2Artifact = InferEntity<typeof OAuth2ArtifactEntity>;

@@ -8,7 +8,7 @@ import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
-import { adapterFor, applicationWithClient, findAccountRow, inRequestScope, writeRotation } from './oauth2.adapter.ts';
+import { adapterFor, applicationWithReads, findAccountRow, inRequestScope, writeRotation } from './oauth2.adapter.ts';
 
 /** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
 export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
@@ -31,11 +31,17 @@ const caches = new WeakMap<Services, Map<string, Built>>();
 /**
  * The application's provider, built on first use and kept (bounded) per process. The application row is read on
  * every request, so a settings PATCH on another process is picked up at once; a new signing key within the
- * signing-key cache's 30 s. `authorization`: the request's header, whose client is read with the application.
+ * signing-key cache's 30 s. `authorization` (the request's header) and `presented` (the code or token its form
+ * presents): their client and artifact are read with the application (`applicationWithReads`).
  */
-export async function providerFor(services: Services, applicationId: string, authorization?: string): Promise<Built | undefined> {
+export async function providerFor(
+  services: Services,
+  applicationId: string,
+  authorization?: string,
+  presented?: string,
+): Promise<Built | undefined> {
   const em = services.orm.em.fork() as EntityManager;
-  const application = await applicationWithClient(em, applicationId, authorization);
+  const application = await applicationWithReads(em, applicationId, authorization, presented);
   if (!application) return undefined;
   const signing = await activeSigningKey(em, services, applicationId);
   const version = `${signing.kid}/${application.updatedAt.getTime()}`;
@@ -256,6 +262,32 @@ const errorPage = (error: string, description?: string) => `<!doctype html>
 <title>Sign-in error</title></head>
 <body><main><h1>This sign-in cannot continue</h1><p><code>${escapeHtml(error)}</code>${description ? ` — ${escapeHtml(description)}` : ''}</p></main></body></html>`;
 
+/** The form field that presents an artifact, by endpoint (and grant type at the token endpoint). */
+const presentedField = (path: string, form: URLSearchParams): string | undefined => {
+  if (path === '/token/introspection' || path === '/token/revocation') return 'token';
+  if (path !== '/token') return undefined;
+  const grantType = form.get('grant_type');
+  return grantType === 'refresh_token' ? 'refresh_token' : grantType === 'authorization_code' ? 'code' : undefined;
+};
+
+/**
+ * The code or token a form posted to the token, introspection or revocation endpoint presents, when the form has
+ * arrived whole (a small form comes with its headers, by the time the HTTP host hands the request over), read without
+ * taking it: the provider parses the form itself. Its artifact is then read with the application. A form still on its
+ * way: undefined (the artifact is read when the provider asks for it).
+ */
+function presentedArtifact(req: IncomingMessage, path: string): string | undefined {
+  const length = Number(req.headers['content-length']);
+  if (req.method !== 'POST' || !path.startsWith('/token') || !(length > 0 && length <= 4096) || req.readableLength !== length)
+    return undefined;
+  const body = req.read(length) as Buffer | null;
+  if (!body) return undefined;
+  req.unshift(body);
+  const form = new URLSearchParams(body.toString());
+  const field = presentedField(path, form);
+  return (field && form.get(field)) || undefined;
+}
+
 /**
  * Hands one HTTP request to the application's provider (a Koa app). `path` is what follows the issuer's path. The
  * host headers are replaced by the configured base URL's, so every URL the provider writes (discovery, redirects,
@@ -269,7 +301,7 @@ export async function handleProviderRequest(
   res: ServerResponse,
 ): Promise<boolean> {
   return inRequestScope(async () => {
-    const built = await providerFor(services, applicationId, req.headers.authorization);
+    const built = await providerFor(services, applicationId, req.headers.authorization, presentedArtifact(req, path));
     if (!built) return false;
     if (path === '/jwks' && req.method === 'GET') {
       // One key set per application: the provider publishes the service's document (active and still-valid retired keys).
