@@ -9,8 +9,8 @@
 import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { config, log, sleep } from './env.ts';
-import type { ScratchDatabase } from './postgres.ts';
 import type { PacedJob, PacedMessage, PacedRequest } from './paced-worker.ts';
+import type { ScratchDatabase } from './postgres.ts';
 import { machineCpuSeconds, type ServerProcess, selfCpuSeconds } from './processes.ts';
 
 export interface Scenario {
@@ -264,7 +264,9 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
   const atEnd = readings();
   await worker.terminate();
   if (result.bad > MAX_BAD_SHARE * result.answered || result.latencies.length === 0) {
-    throw new Error(`${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${result.bad} of ${result.answered} requests failed`);
+    throw new Error(
+      `${server.label} / ${scenarioName(scenario)} at ${rate} req/s: ${result.bad} of ${result.answered} requests failed`,
+    );
   }
   const latencies = Array.from(result.latencies);
   return summarize({ started, windowStart, windowEnd, atStart, atEnd, latencies, errors: result.errors });
