@@ -247,17 +247,23 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
   // that one closing mid-window has been read just before (see `cpuSeconds`).
   const reading = setInterval(() => db?.cpuSeconds(), 1000);
   const worker = new Worker(new URL('./paced-worker.ts', import.meta.url), { workerData: job });
-  const result = await new Promise<Extract<PacedMessage, { kind: 'done' }>>((resolve, reject) => {
-    worker.on('message', (message: PacedMessage) => {
-      if (message.kind === 'opened') {
-        opened = true;
-        windowOpened = watching.then(() => ({ windowStart: performance.now(), atStart: readings() }));
-      } else resolve(message);
+  let result: Extract<PacedMessage, { kind: 'done' }>;
+  try {
+    result = await new Promise((resolve, reject) => {
+      worker.on('message', (message: PacedMessage) => {
+        if (message.kind === 'opened') {
+          opened = true;
+          windowOpened = watching.then(() => ({ windowStart: performance.now(), atStart: readings() }));
+        } else resolve(message);
+      });
+      worker.on('error', reject);
+      worker.on('exit', (code) => reject(new Error(`the load generator exited (${code}) before it finished`)));
     });
-    worker.on('error', reject);
-    worker.on('exit', (code) => reject(new Error(`the load generator exited (${code}) before it finished`)));
-  });
-  clearInterval(reading);
+  } finally {
+    // A generator that failed before its window stops the watching too.
+    opened = true;
+    clearInterval(reading);
+  }
   if (!windowOpened) throw new Error('the load generator never opened its window');
   const { windowStart, atStart } = await windowOpened;
   const windowEnd = performance.now();

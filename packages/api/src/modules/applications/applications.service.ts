@@ -50,9 +50,18 @@ const parsedSettings = new WeakMap<object, ApplicationSettings>();
 const MAX_PARSED_CONTENTS = 1000;
 const parsedContents = new Map<string, ApplicationSettings>();
 
+/** `value` and everything in it made read-only (a shared parse must not be changed by one of its readers). */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
 /**
- * An application's settings, completed with the defaults of keys added after it was created (read only: the answer is
- * shared). Parsed once per settings object (a request asks several times; an update assigns a new object), and once
+ * An application's settings, completed with the defaults of keys added after it was created (frozen: the answer is
+ * shared, by applications whose settings are the same too). Parsed once per settings object (a request asks several times; an update assigns a new object), and once
  * per content (each request reads its application's row afresh: a new object with the same settings).
  */
 export function settingsOf(app: Application): ApplicationSettings {
@@ -61,7 +70,7 @@ export function settingsOf(app: Application): ApplicationSettings {
     const content = JSON.stringify(app.settings);
     settings = parsedContents.get(content);
     if (!settings) {
-      settings = ApplicationSettingsSchema.parse(app.settings);
+      settings = deepFreeze(ApplicationSettingsSchema.parse(app.settings));
       if (parsedContents.size >= MAX_PARSED_CONTENTS) parsedContents.clear();
       parsedContents.set(content, settings);
     }

@@ -1,4 +1,4 @@
-import type { Context, Services } from '../../context.ts';
+import type { Context } from '../../context.ts';
 import { preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -150,27 +150,6 @@ export interface ProviderSettingRow {
 /** The setting row of (application, provider) as JSON, `?` the application id and the provider. */
 export const PROVIDER_SETTING_SQL = 'select row_to_json(p) from oauth_providers p where p.application_id = ? and p.provider = ?';
 
-const MAX_OPENED_SECRETS = 1000;
-/** Per `Services` (its master key): tests run several servers in one process. */
-const openedSecrets = new WeakMap<Services, Map<string, string>>();
-
-/**
- * A client secret, decrypted once per sealed value and context (each sign-in's start and callback need it; a changed
- * secret is a new sealed value). The discovery cache keeps the plain secret already (openid-client holds it).
- */
-function clientSecret(services: Services, sealed: string, context: string): string {
-  const opened = openedSecrets.get(services) ?? new Map<string, string>();
-  openedSecrets.set(services, opened);
-  const key = `${context}\n${sealed}`;
-  let secret = opened.get(key);
-  if (secret === undefined) {
-    secret = services.secretBox.decrypt(sealed, context);
-    if (opened.size >= MAX_OPENED_SECRETS) opened.clear();
-    opened.set(key, secret);
-  }
-  return secret;
-}
-
 /**
  * The client an application signs in with: its own credentials, or (development applications only) the operator's
  * shared ones. A provider that is not enabled is 404 for the browser, as if it did not exist. `row`: the setting when
@@ -204,7 +183,7 @@ export async function providerClient(
   return {
     provider,
     clientId: row.client_id,
-    clientSecret: clientSecret(ctx.services, row.client_secret_sealed, secretContext(application.id, provider)),
+    clientSecret: ctx.services.secretBox.decrypt(row.client_secret_sealed, secretContext(application.id, provider)),
     scopes: row.scopes,
     issuer: row.issuer ?? null,
     redirectUri,
