@@ -36,7 +36,7 @@ export const config = {
   samlMaxRate: intEnv('BENCH_SAML_MAX_RATE', 300, 10, 20_000),
   /** authz: relationship tuples seeded (the graph scales with it). */
   authzTuples: intEnv('BENCH_AUTHZ_TUPLES', 1_000_000, 10_000, 10_000_000),
-  oauthMaxRate: intEnv('BENCH_OAUTH_MAX_RATE', 200, 10, 20_000),
+  oauthMaxRate: intEnv('BENCH_OAUTH_MAX_RATE', 3000, 10, 20_000),
   webhookEvents: intEnv('BENCH_WEBHOOK_EVENTS', 6000, 100, 1_000_000),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');

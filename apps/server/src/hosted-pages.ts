@@ -63,8 +63,9 @@ export const hostedVerifyHtml = (nonce: Nonces) =>
       const result = await response.json();
       if (!result.success) { status.textContent = result.error.message; return; }
       form.remove();
-      document.getElementById('prompt').textContent = 'Done.';
-      status.textContent = 'You are signed in on the device where you asked for the link. You can close this tab.';
+      // The asking device collects the sign-in: it may still need a second factor or consent, or be refused there.
+      document.getElementById('prompt').textContent = 'Confirmed.';
+      status.textContent = 'Go back to the device where you asked for the link: it continues from there. You can close this tab.';
     } catch {
       status.textContent = 'Something went wrong. Try again.'; button.disabled = false;
     }

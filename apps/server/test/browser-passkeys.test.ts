@@ -345,7 +345,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
       expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
       await phone.goto(link.toString());
       await phone.getByRole('button', { name: 'Yes, sign me in' }).click();
-      await phone.getByText('You are signed in on the device where you asked for the link').waitFor();
+      await phone.getByText('Go back to the device where you asked for the link').waitFor();
       expect(await waiting).toEqual({ status: 'complete', me: address });
       // The phone's page holds no tokens and its address bar no longer shows the token.
       expect(phone.url()).not.toContain('token=');

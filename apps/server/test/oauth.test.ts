@@ -3,7 +3,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEnv, StartupError, sharedOAuthCredentials } from '../src/env.ts';
 import { createHost, rule } from './helpers/access-rules.ts';
-import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
+import { APP_CALLBACK, APP_ORIGIN, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
 import { startOidcProvider, type TestOidcProvider } from './helpers/oauth-idp.ts';
 import { expectError, isoDate, MISSING, ok, rejection, sql, startServer, type TestServer } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
@@ -238,6 +238,90 @@ describe('sign-in with a real OpenID Connect server', () => {
     const result = await ok(signInTo());
     if (result.status !== 'complete') throw new Error(`expected a complete sign-in, got ${result.status}`);
     expect(decodeJwt(result.tokens.access_token)).toMatchObject({ sub: user.id, host: host.id });
+  });
+
+  it('a returning person: the identity is marked used only when the sign-in goes on; a host rule or a ban changes nothing', async () => {
+    const app = await oauthApp(server);
+    await useIdp(app);
+    idp.accounts.set('hedy', { email: `hedy.${Date.now()}@example.com`, email_verified: true });
+    const host = await createHost(app);
+    const signIn = async (hostId?: string) => {
+      const { authorization_url } = await ok(startOAuth(app, 'oidc', APP_CALLBACK, hostId ? { host_id: hostId } : {}));
+      const { code, state } = await throughRelay(server, await idp.authorize(authorization_url, 'hedy'));
+      return callback(app, 'oidc', { code, state });
+    };
+    const first = await ok(signIn());
+    expect(first.status).toBe('complete');
+    const userId = first.user.id as string;
+    const LONG_AGO = '2001-01-01T00:00:00.000Z';
+    await sql(server, 'update identities set last_used_at = ? where user_id = ?', [LONG_AGO, userId]);
+    const lastUsed = async () =>
+      new Date((await sql(server, 'select last_used_at from identities where user_id = ?', [userId]))[0]!.last_used_at).toISOString();
+    const sessions = async () => (await sql(server, 'select id from sessions where user_id = ?', [userId])).length;
+    const opened = await sessions();
+
+    expectError(await signIn(host.id), 403, 'access_denied');
+    await ok(app.rest('PATCH', `/v1/users/${userId}`, { status: 'banned' }));
+    expectError(await signIn(), 403, 'access_denied');
+    expect(await lastUsed()).toBe(LONG_AGO);
+    expect(await sessions()).toBe(opened);
+    const denied = await ok(app.rest('GET', '/v1/events?type=access.denied'));
+    expect(denied.events.map((e: { data: { reason: string } }) => e.data.reason).sort()).toEqual(['no_allow_rule', 'user_banned']);
+
+    await ok(app.rest('PATCH', `/v1/users/${userId}`, { status: 'active' }));
+    const returning = await ok(signIn());
+    expect(returning).toMatchObject({ status: 'complete', user: { id: userId } });
+    expect(await lastUsed()).not.toBe(LONG_AGO);
+    const created = await ok(app.rest('GET', '/v1/events?type=session.created&limit=1'));
+    expect(created.events[0].data).toEqual({ id: returning.tokens.session_id, user_id: userId, aal: 1 });
+    const me = await ok(endUser(app, 'GET', '/v1/auth/me', undefined, returning.tokens.access_token));
+    expect(me.id).toBe(userId);
+
+    await sql(server, 'update identities set last_used_at = ? where user_id = ?', [LONG_AGO, userId]);
+    await rule(app, 'allow', ['user', userId], ['host', host.id]);
+    const toHost = await ok(signIn(host.id));
+    expect(decodeJwt(toHost.tokens.access_token)).toMatchObject({ sub: userId, host: host.id });
+    expect(await lastUsed()).not.toBe(LONG_AGO);
+    expect(await sessions()).toBe(opened + 2);
+  });
+
+  it('the callback judges its application and origin in the statement that spends the state: a refused call spends nothing', async () => {
+    const app = await oauthApp(server);
+    await useIdp(app);
+    idp.accounts.set('ida', { email: `ida.${Date.now()}@example.com`, email_verified: true });
+    const { authorization_url } = await ok(startOAuth(app, 'oidc'));
+    const { code, state } = await throughRelay(server, await idp.authorize(authorization_url, 'ida'));
+    const path = '/v1/auth/oauth/oidc/callback';
+    const post = (headers: Record<string, string | undefined>, body: Record<string, unknown> = { code, state }) =>
+      app.rest('POST', path, body, { authorization: undefined, ...headers });
+
+    for (const id of [MISSING, 'not-a-uuid', undefined]) {
+      const headers = { 'x-application-id': id };
+      expectError(await post(headers), 401, 'application_not_resolved', String(id));
+      // The application is judged first, as on every end-user route: a bad body does not come before it.
+      expectError(await post(headers, { state: 42 }), 401, 'application_not_resolved', `bad body, ${id}`);
+    }
+    expectError(await post({}, { state: 42 }), 422, 'validation_failed');
+    const other = await oauthApp(server, { allowed_origins: ['https://other.example'] });
+    for (const origin of ['https://other.example', 'null', `${APP_ORIGIN}:8443`, 'https://evil.example']) {
+      const refused = await post({ origin });
+      expectError(refused, 403, 'origin_not_allowed', origin);
+      expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+    }
+    // Another application's id with this state: that application has no such state.
+    expectError(
+      await app.rest('POST', path, { code, state }, { authorization: undefined, 'x-application-id': other.id }),
+      401,
+      'invalid_verification',
+    );
+    const sessions = await sql(server, 'select id from sessions where application_id = ?', [app.id]);
+    expect(sessions).toEqual([]);
+
+    // Nothing above spent the state: the browser on the allowed origin signs in with it, once.
+    const signedIn = await post({ origin: APP_ORIGIN });
+    expect((await ok(signedIn)).status).toBe('complete');
+    expect(signedIn.headers.get('access-control-allow-origin')).toBe(APP_ORIGIN);
+    expectError(await post({ origin: APP_ORIGIN }), 401, 'invalid_verification');
   });
 
   it('keeps the provider tokens, sealed, when settings.oauth.store_provider_tokens is on', async () => {

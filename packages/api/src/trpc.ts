@@ -20,8 +20,9 @@ export type Meta = OpenApiMeta<{
   /** The route counts attempts against a rate limit, so it can answer 429 (documented in OpenAPI). */
   rateLimited?: true;
   /**
-   * The procedure checks its secret key inside its one statement (api-keys `secretKeyInStatement`): a hot read saves
-   * a round trip. Its answers and their order are those of every other secret-key procedure.
+   * The procedure checks its credential inside its own statement, which saves a hot path a round trip: a secret key
+   * (api-keys `secretKeyInStatement`), or an end user's application and origin (`ctx.applicationInStatement`). Its
+   * answers and their order are those of every other procedure of its kind.
    */
   credentialInStatement?: true;
 }>;

@@ -188,9 +188,11 @@ export async function checkAccess(ctx: Context, input: { user_id: string; host_i
  * Sign-in honours the rules: a sign-in that names a host is refused unless the rules allow this user on it (an unknown
  * host is refused too, without saying so). A sign-in that names no host is not a host sign-in: no rule applies.
  */
-registerSignInCheck(async (em, application, user, { hostId }) => {
-  if (!hostId) return null;
-  const decision = await decide(em, application.id, user.id, hostId);
-  if (!decision) return { reason: 'unknown_host', rule_id: null };
-  return decision.allowed ? null : { reason: decision.rule_id ? 'denied_by_rule' : 'no_allow_rule', rule_id: decision.rule_id };
+registerSignInCheck({
+  appliesTo: ({ hostId }) => hostId !== null,
+  async check(em, application, user, { hostId }) {
+    const decision = await decide(em, application.id, user.id, hostId!);
+    if (!decision) return { reason: 'unknown_host', rule_id: null };
+    return decision.allowed ? null : { reason: decision.rule_id ? 'denied_by_rule' : 'no_allow_rule', rule_id: decision.rule_id };
+  },
 });

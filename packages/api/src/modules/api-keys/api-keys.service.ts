@@ -8,7 +8,7 @@ import { iso } from '../../lib/time.ts';
 import { registerAuthenticator } from '../../trpc.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationById, applicationFromRow } from '../applications/applications.service.ts';
-import { allowOrigin } from '../applications/cors.ts';
+import { allowOrigin, originCondition } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type ApiKey, ApiKeyEntity } from './api-key.entity.ts';
 import type { ApiKeyRecord } from './api-keys.schema.ts';
@@ -19,6 +19,8 @@ declare module '../../context.ts' {
     apiKey?: ApiKey;
     /** A procedure with meta `credentialInStatement`: the key it checks inside its own statement. */
     keyInStatement?: KeyInStatement;
+    /** An end-user procedure with meta `credentialInStatement`: the application it reads inside its own statement. */
+    applicationInStatement?: ApplicationInStatement;
   }
 }
 
@@ -51,9 +53,11 @@ export function authenticateOperator(operatorTokenHash: string, authorization: s
 export async function resolveApplication(ctx: Context): Promise<Application> {
   const id = header(ctx, 'x-application-id');
   const application = id ? await applicationById(ctx.em, id) : undefined;
-  if (!application) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
+  if (!application) throw applicationNotResolved();
   return application;
 }
+
+const applicationNotResolved = () => new AppError('application_not_resolved', 'Unknown or missing x-application-id');
 
 const KEY_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'secret_hash', 'created_at', 'last_used_at', 'revoked_at'];
 
@@ -260,8 +264,53 @@ registerAuthenticator('operator', async (ctx) => {
 registerAuthenticator('secret_key', (ctx, meta) =>
   meta?.credentialInStatement ? deferSecretKey(ctx, meta.scope!) : authenticateSecretKey(ctx, meta!.scope!),
 );
-registerAuthenticator('end_user', async (ctx) => {
+async function authenticateEndUser(ctx: Context) {
   const application = await resolveApplication(ctx);
   allowOrigin(ctx, application);
   return { application };
-});
+}
+
+/** The application of an end-user procedure with meta `credentialInStatement`, for its statement. */
+export interface ApplicationInStatement {
+  /** The presented `x-application-id` (a UUID): the statement's tenant, trusted only once `accept` has passed. */
+  id: string;
+  /**
+   * `allowOrigin`'s verdict as a condition on the statement's application row (`originCondition`): the statement
+   * gates its writes on it, so a call from an origin the application does not allow changes nothing.
+   */
+  origin: { sql: (alias: string) => string; params: unknown[] };
+  /**
+   * Judges the application row the statement read (undefined: no such application) as the authenticator would (the
+   * application, then the origin), sets `ctx.application` and the CORS headers, and answers the application.
+   */
+  accept(ctx: Context, row: Record<string, unknown> | undefined): Application;
+}
+
+/** Defers an end user's application to the procedure's statement; a header that cannot name one is answered at once. */
+async function deferApplication(ctx: Context) {
+  const id = header(ctx, 'x-application-id');
+  if (!id || !isUuid(id)) return authenticateEndUser(ctx);
+  const deferredCredential = {
+    settled: false,
+    async settle() {
+      await authenticateEndUser(ctx);
+    },
+  };
+  const applicationInStatement: ApplicationInStatement = {
+    id,
+    origin: originCondition(ctx),
+    accept(procedureCtx, row) {
+      deferredCredential.settled = true;
+      if (!row) throw applicationNotResolved();
+      const application = applicationFromRow(row);
+      allowOrigin(procedureCtx, application);
+      procedureCtx.application = application;
+      return application;
+    },
+  };
+  return { applicationInStatement, deferredCredential };
+}
+
+registerAuthenticator('end_user', (ctx, meta) =>
+  meta?.credentialInStatement ? deferApplication(ctx) : authenticateEndUser(ctx),
+);

@@ -27,6 +27,19 @@ export function allowOrigin(ctx: Context, application: Application): void {
   });
 }
 
+/**
+ * `allowOrigin`'s verdict as a condition on an application row of a statement (`alias`), for a statement that reads
+ * its application itself: true without an `Origin` or from the service's own origin, else when the origin is one of
+ * the row's allowed origins, compared exactly (`null` never is).
+ */
+export function originCondition(ctx: Context): { sql: (alias: string) => string; params: unknown[] } {
+  const origin = header(ctx, 'origin');
+  return {
+    sql: (alias) => `(?::boolean or ${alias}.allowed_origins @> jsonb_build_array(?::text))`,
+    params: [origin === undefined || origin === ownOrigin(ctx.services), origin === 'null' ? null : (origin ?? null)],
+  };
+}
+
 const PREFLIGHT_CACHE_MS = 10_000;
 const preflightCache = new Map<string, { allowed: boolean; at: number }>();
 

@@ -9,7 +9,14 @@ import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
-import { completeSignIn, type SignInSubject, secondFactorMethods, secondFactorsSql } from '../sign-in/sign-in.service.ts';
+import {
+  completeReturningSignIn,
+  completeSignIn,
+  type ReturningSignIn,
+  type SignInSubject,
+  secondFactorMethods,
+  secondFactorsSql,
+} from '../sign-in/sign-in.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import type { User } from '../users/user.entity.ts';
 import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
@@ -124,29 +131,42 @@ const PROVIDER_ERRORS: Record<string, string> = {
 /**
  * Spends a state once (a conditional update: of 20 concurrent callbacks with it, one wins), bound to this
  * application, provider and purpose (and user, when linking), and reads the provider setting in the same statement
- * (a setting changed or disabled since the start counts). Then redeems the code outside any transaction.
+ * (a setting changed or disabled since the start counts). The sign-in callback reads its application there too
+ * (`ctx.applicationInStatement`): the state is spent only for an application that allows the caller's origin. Then
+ * redeems the code outside any transaction.
  */
 async function finish(
   ctx: Context,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
   purpose: Purpose,
   user: User | null,
-): Promise<{ client: ProviderClient; result: ExchangeResult; hostId: string | null }> {
-  const application = ctx.application!;
+): Promise<{ application: Application; client: ProviderClient; result: ExchangeResult; hostId: string | null }> {
+  const deferred = ctx.applicationInStatement;
+  const applicationId = deferred?.id ?? ctx.application!.id;
+  const origin = deferred?.origin ?? { sql: () => 'true', params: [] };
   const stateHash = sha256(input.state);
-  const [spent] = await preparedQuery<{ secrets_sealed: string; host_id: string | null; setting: ProviderSettingRow | null }>(
+  const [row] = await preparedQuery<{
+    application: Record<string, unknown>;
+    secrets_sealed: string | null;
+    host_id: string | null;
+    setting: ProviderSettingRow | null;
+  }>(
     ctx.em,
-    'oauth_state_spend',
-    `with spent as (
+    `oauth_state_spend${deferred ? '_by_end_user' : ''}`,
+    `with a as (select * from applications where id = ?), spent as (
        update oauth_states set consumed_at = now()
-        where state_hash = ? and application_id = ? and provider = ? and purpose = ? and user_id is not distinct from ?
-          and consumed_at is null and expires_at > now()
+        where state_hash = ? and application_id = (select id from a) and provider = ? and purpose = ?
+          and user_id is not distinct from ? and consumed_at is null and expires_at > now()
+          and (select ${origin.sql('a')} from a)
         returning secrets_sealed, host_id
      )
-     select secrets_sealed, host_id, (${PROVIDER_SETTING_SQL}) as setting from spent`,
-    [stateHash, application.id, input.provider, purpose, user?.id ?? null, application.id, input.provider],
+     select row_to_json(a) as application, spent.secrets_sealed, spent.host_id,
+            (${PROVIDER_SETTING_SQL}) as setting
+       from a left join spent on true`,
+    [applicationId, stateHash, input.provider, purpose, user?.id ?? null, ...origin.params, applicationId, input.provider],
   );
-  if (!spent) {
+  const application = deferred ? deferred.accept(ctx, row?.application) : ctx.application!;
+  if (!row?.secrets_sealed) {
     throw new AppError(
       'invalid_verification',
       'This sign-in attempt is unknown, expired (10 minutes) or already finished. Start again from the sign-in button.',
@@ -159,14 +179,15 @@ async function finish(
     );
   }
   const { verifier, nonce } = JSON.parse(
-    ctx.services.secretBox.decrypt(spent.secrets_sealed, stateContext(application.id, stateHash)),
+    ctx.services.secretBox.decrypt(row.secrets_sealed, stateContext(application.id, stateHash)),
   );
-  const client = await providerClient(ctx, application, input.provider, spent.setting);
+  const client = await providerClient(ctx, application, input.provider, row.setting);
   try {
     return {
+      application,
       client,
       result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
-      hostId: spent.host_id,
+      hostId: row.host_id,
     };
   } catch (error) {
     throw providerError(ctx, error as ProviderFailure);
@@ -332,18 +353,14 @@ export async function oauthCallback(
   ctx: Context,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
 ) {
-  const application = ctx.application!;
-  const { client, result, hostId } = await finish(ctx, input, 'sign_in', null);
+  const { application, client, result, hostId } = await finish(ctx, input, 'sign_in', null);
   // Provider tokens, when kept, are written with the sign-in in its transaction: then every pass is the full step.
   const lean = !settingsOf(application).oauth.store_provider_tokens;
   const subject = subjectOf(client, result.profile.subject);
   const step = async (em: EntityManager) => ({ ...(await signInByOAuth(ctx, em, application, client, result)), hostId });
   for (let retried = false; ; retried = true) {
-    const known = lean ? await useIdentity(ctx.em, application, subject) : null;
-    if (known) {
-      const { user, secondFactors } = known;
-      return completeSignIn(ctx, application, { user, aal: 1, firstFactor: 'oauth', hostId, secondFactors });
-    }
+    const returning = lean ? await completeReturningSignIn(ctx, application, returningBy(application, subject, hostId)) : null;
+    if (returning) return returning;
     try {
       return await completeSignIn(ctx, application, step);
     } catch (error) {
@@ -354,10 +371,22 @@ export async function oauthCallback(
   }
 }
 
+/** A returning person by their OAuth identity, marked used when the sign-in goes on (a refused one leaves no trace). */
+const returningBy = (application: Application, subject: string, hostId: string | null): ReturningSignIn => ({
+  name: 'oauth_identity',
+  who: {
+    sql: "select id, user_id from identities where application_id = ? and kind = 'oauth' and subject = ?",
+    params: [application.id, subject],
+  },
+  used: { sql: 'update identities i set last_used_at = now() from signed where i.id = signed.id', params: [] },
+  firstFactor: 'oauth',
+  hostId,
+});
+
 /**
- * A returning person (the common case) in one statement: the identity is found and marked used, its user and the
- * user's second factors read.
- * Nothing else is written before the decision, so the sign-in needs no transaction.
+ * A returning person inside the step's transaction (a first sign-in's, or one that keeps provider tokens), in one
+ * statement: the identity found and marked used (undone with the transaction when the sign-in is refused), its user
+ * and the user's second factors read.
  */
 async function useIdentity(
   em: EntityManager,

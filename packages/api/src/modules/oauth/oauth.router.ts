@@ -71,6 +71,7 @@ export const oauthRouter = router({
     .mutation(({ ctx, input }) => startOAuth(ctx, input)),
   callback: endUserProcedure
     .meta({
+      credentialInStatement: true,
       openapi: {
         method: 'POST',
         path: '/v1/auth/oauth/{provider}/callback',

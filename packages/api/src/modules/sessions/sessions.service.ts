@@ -9,7 +9,7 @@ import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
 import { allowOrigin } from '../applications/cors.ts';
-import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
+import { EVENT_COLUMNS, recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
 import type { User } from '../users/user.entity.ts';
@@ -34,22 +34,25 @@ export interface NewSession {
   refreshToken: string;
 }
 
+export interface SessionOptions {
+  aal: number;
+  ip: string;
+  userAgent: string | undefined;
+  mfaEnrollmentRequired: boolean;
+  hostId?: string | null;
+}
+
 /**
- * Opens a session: the session, its first refresh token and its `session.created` event in one statement (one round
- * trip, atomic on its own, joining the caller's transaction). The user row must be flushed already.
+ * The CTEs `s`, `r` and `e` of a statement that opens a session for the user of `account` (a CTE answering that user's
+ * `id`; when it answers no row, nothing is opened): the session, its first refresh token and its `session.created`
+ * event. They join the caller's statement, so the session is written with whatever else it writes, in one round trip.
  */
-export async function openSession(
-  em: EntityManager,
-  application: Application,
-  user: User,
-  options: { aal: number; ip: string; userAgent: string | undefined; mfaEnrollmentRequired: boolean; hostId?: string | null },
-): Promise<NewSession> {
+export function sessionOpening(application: Application, account: string, options: SessionOptions) {
   const refreshToken = newRefreshToken();
   const now = new Date();
-  const session: Session = {
+  const session = {
     id: newId(),
     application: application.id,
-    user: user.id,
     aal: options.aal,
     organization: null,
     refreshTokenHash: sha256(refreshToken),
@@ -62,22 +65,23 @@ export async function openSession(
     expiresAt: new Date(now.getTime() + settingsOf(application).session.absolute_timeout_s * 1000),
     revokedAt: null,
   };
-  const event = eventRow(application.id, 'session.created', { id: session.id, user_id: user.id, aal: options.aal });
-  await preparedQuery(
-    em,
-    'open_session',
-    `with s as (
+  return {
+    session,
+    refreshToken,
+    ctes: `s as (
        insert into sessions (id, application_id, user_id, aal, refresh_token_hash, mfa_enrollment_required, host_id, user_agent,
                              ip, created_at, last_active_at, expires_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       select ?, ?, ${account}.id, ?, ?, ?, ?, ?, ?, ?, ?, ? from ${account}
+       returning id, user_id, aal
      ), r as (
-       insert into refresh_tokens (token_hash, session_id, created_at) values (?, ?, ?)
-     )
-     insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`,
-    [
+       insert into refresh_tokens (token_hash, session_id, created_at) select ?, s.id, ? from s
+     ), e as (
+       insert into events (${EVENT_COLUMNS})
+       select ?, ?, 'session.created', jsonb_build_object('id', s.id, 'user_id', s.user_id, 'aal', s.aal), ? from s
+     )`,
+    params: [
       session.id,
       session.application,
-      session.user,
       session.aal,
       session.refreshTokenHash,
       session.mfaEnrollmentRequired,
@@ -88,12 +92,30 @@ export async function openSession(
       now,
       session.expiresAt,
       session.refreshTokenHash,
-      session.id,
       now,
-      ...event,
+      newId(),
+      application.id,
+      now,
     ],
-  );
-  return { session, refreshToken };
+  };
+}
+
+/**
+ * Opens a session for `user` (flushed already) in one statement, atomic on its own, joining the caller's transaction:
+ * `sessionOpening`'s rows, and `also` (CTEs of the caller's, `name as (…)`, written with them).
+ */
+export async function openSession(
+  em: EntityManager,
+  application: Application,
+  user: User,
+  options: SessionOptions,
+  also?: { sql: string; params: unknown[] },
+): Promise<NewSession> {
+  const opening = sessionOpening(application, 'account', options);
+  const sql = `with account as (select ?::uuid as id), ${opening.ctes}${also ? `, ${also.sql}` : ''} select 1 from s`;
+  const params = [user.id, ...opening.params, ...(also?.params ?? [])];
+  await (also ? em.execute(sql, params) : preparedQuery(em, 'open_session', sql, params));
+  return { session: { ...opening.session, user: user.id }, refreshToken: opening.refreshToken };
 }
 
 async function organizationRole(em: EntityManager, session: Pick<Session, 'organization' | 'user'>) {

@@ -8,7 +8,7 @@ import type { Application } from '../applications/application.entity.ts';
 import { markTraffic, settingsOf } from '../applications/applications.service.ts';
 import { missingConsents } from '../consent/consent.service.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { issueTokens, openSession } from '../sessions/sessions.service.ts';
+import { issueTokens, openSession, sessionOpening } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { toUserRecord, userFromRow } from '../users/users.service.ts';
 import { PendingTokenEntity } from './pending-token.entity.ts';
@@ -26,6 +26,11 @@ export interface SignInSubject {
   hostId?: string | null;
   /** The user's second factors, when the first factor read them with the user (`secondFactorsSql`). */
   secondFactors?: string[];
+  /**
+   * What records the first factor's use (an OAuth identity's last use), as CTEs (`name as (…)`) written with the
+   * decision (the session or the pending token), so a refused sign-in leaves no trace.
+   */
+  used?: Statement;
 }
 
 /** Why a sign-in check refused: the `access.denied` event's data (never shown to the caller). */
@@ -34,16 +39,20 @@ export interface SignInDenial {
   [detail: string]: unknown;
 }
 
+/** What a sign-in attempt says beyond its user. */
+export interface SignInAttempt {
+  hostId: string | null;
+}
+
 /**
  * Extra checks before anyone signs in (host access rules plug in here): a denial refuses the sign-in with 403
- * `access_denied`, and is recorded as an `access.denied` event.
+ * `access_denied`, and is recorded as an `access.denied` event. `appliesTo` says which attempts the check concerns
+ * (the others need not ask it: a returning person's sign-in can then be one statement).
  */
-export type SignInCheck = (
-  em: EntityManager,
-  application: Application,
-  user: User,
-  attempt: { hostId: string | null },
-) => Promise<SignInDenial | null>;
+export interface SignInCheck {
+  appliesTo: (attempt: SignInAttempt) => boolean;
+  check: (em: EntityManager, application: Application, user: User, attempt: SignInAttempt) => Promise<SignInDenial | null>;
+}
 
 /** A refused sign-in: its transaction rolls back (nothing is consumed or created), then its event is written. */
 class SignInDenied extends AppError {
@@ -124,8 +133,10 @@ async function decide(em: EntityManager, application: Application, subject: Sign
   if (user.status !== 'active') {
     throw new SignInDenied('Sign-in is not allowed for this account', { ...denied, reason: `user_${user.status}` });
   }
-  for (const check of checks) {
-    const denial = await check(em, application, user, { hostId });
+  const attempt = { hostId };
+  for (const { appliesTo, check } of checks) {
+    if (!appliesTo(attempt)) continue;
+    const denial = await check(em, application, user, attempt);
     if (denial) throw new SignInDenied('Sign-in is not allowed here', { ...denied, ...denial });
   }
   const resolved = { ...subject, user };
@@ -169,11 +180,13 @@ export async function completeSignIn(
   const open = async (em: EntityManager, subject: SignInSubject) => {
     const decision = await decide(em, application, subject);
     await em.flush();
-    if ('result' in decision) return decision;
+    if ('result' in decision) {
+      if (subject.used) await em.execute(`with ${subject.used.sql} select 1`, subject.used.params);
+      return decision;
+    }
     const { user, aal, mfaEnrollmentRequired, hostId } = decision.open;
-    const userAgent = typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined;
-    const options = { aal, ip: ctx.ip, userAgent, mfaEnrollmentRequired, hostId };
-    return { user, ...(await openSession(em, application, user, options)) };
+    const options = { aal, ip: ctx.ip, userAgent: userAgentOf(ctx), mfaEnrollmentRequired, hostId };
+    return { user, ...(await openSession(em, application, user, options, subject.used)) };
   };
   const opened = await (typeof step === 'function'
     ? ctx.em.transactional(async (em) => open(em, await step(em)))
@@ -195,6 +208,76 @@ export async function completeSignIn(
 export interface Statement {
   sql: string;
   params: unknown[];
+}
+
+const userAgentOf = (ctx: Context) => (typeof ctx.headers['user-agent'] === 'string' ? ctx.headers['user-agent'] : undefined);
+
+/**
+ * A returning person, as a first factor finds them: `who` answers at most one row, with their `user_id` (and what
+ * `used` needs); `used` records the factor's use, a statement over `signed` (who's row, when the sign-in goes on).
+ * `name` names the prepared statements built from them.
+ */
+export interface ReturningSignIn {
+  name: string;
+  who: Statement;
+  used: Statement;
+  firstFactor: string;
+  hostId: string | null;
+}
+
+/**
+ * `completeSignIn` for a returning person a first factor has found (nothing of theirs to write before the decision),
+ * in one statement when nothing before the session can refuse or ask (no check applies to the attempt, no consent
+ * documents, the application's first traffic marked): the user and their second factors read, and when the user is
+ * active with no second factor, the session opened and the factor's use recorded. Otherwise (or when that statement
+ * opened nothing) the decision runs as for every first factor. Null when `who` finds nobody.
+ */
+export async function completeReturningSignIn(
+  ctx: Context,
+  application: Application,
+  returning: ReturningSignIn,
+): Promise<SignInResult | null> {
+  const { name, who, used, firstFactor, hostId } = returning;
+  const settings = settingsOf(application);
+  const direct =
+    application.firstTrafficAt !== null &&
+    !settings.consent_documents.length &&
+    !checks.some(({ appliesTo }) => appliesTo({ hostId }));
+  const found = `who as (${who.sql}),
+     u as (select u.*, ${secondFactorsSql('u.id')} as second_factors from users u join who on u.id = who.user_id)`;
+  const options = { aal: 1, ip: ctx.ip, userAgent: userAgentOf(ctx), mfaEnrollmentRequired: settings.mfa === 'required', hostId };
+  const opening = direct ? sessionOpening(application, 'ok', options) : null;
+  const [row] = await preparedQuery<{ u: Record<string, any>; opened: boolean }>(
+    ctx.em,
+    `${name}_${opening ? 'sign_in' : 'read'}`,
+    opening
+      ? `with ${found},
+           ok as (select id from u where status = 'active' and cardinality(second_factors) = 0),
+           ${opening.ctes},
+           signed as (select who.* from who where exists (select 1 from s)),
+           used as (${used.sql})
+         select row_to_json(u) as u, exists (select 1 from s) as opened from u`
+      : `with ${found} select row_to_json(u) as u, false as opened from u`,
+    opening ? [...who.params, ...opening.params, ...used.params] : who.params,
+  );
+  if (!row) return null;
+  const user = userFromRow(row.u);
+  if (opening && row.opened) {
+    const session = { ...opening.session, user: user.id };
+    const tokens = await issueTokens(ctx.em, ctx.services, application, session, opening.refreshToken);
+    return { status: 'complete', tokens, user: toUserRecord(user) };
+  }
+  return completeSignIn(ctx, application, {
+    user,
+    aal: 1,
+    firstFactor,
+    hostId,
+    secondFactors: row.u.second_factors,
+    used: {
+      sql: `who as (${who.sql}), signed as (select * from who), used as (${used.sql})`,
+      params: [...who.params, ...used.params],
+    },
+  });
 }
 
 /**
