@@ -256,7 +256,9 @@ describe('sign-in with a real OpenID Connect server', () => {
     const LONG_AGO = '2001-01-01T00:00:00.000Z';
     await sql(server, 'update identities set last_used_at = ? where user_id = ?', [LONG_AGO, userId]);
     const lastUsed = async () =>
-      new Date((await sql(server, 'select last_used_at from identities where user_id = ?', [userId]))[0]!.last_used_at).toISOString();
+      new Date(
+        (await sql(server, 'select last_used_at from identities where user_id = ?', [userId]))[0]!.last_used_at,
+      ).toISOString();
     const sessions = async () => (await sql(server, 'select id from sessions where user_id = ?', [userId])).length;
     const opened = await sessions();
 
@@ -266,7 +268,10 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect(await lastUsed()).toBe(LONG_AGO);
     expect(await sessions()).toBe(opened);
     const denied = await ok(app.rest('GET', '/v1/events?type=access.denied'));
-    expect(denied.events.map((e: { data: { reason: string } }) => e.data.reason).sort()).toEqual(['no_allow_rule', 'user_banned']);
+    expect(denied.events.map((e: { data: { reason: string } }) => e.data.reason).sort()).toEqual([
+      'no_allow_rule',
+      'user_banned',
+    ]);
 
     await ok(app.rest('PATCH', `/v1/users/${userId}`, { status: 'active' }));
     const returning = await ok(signIn());
