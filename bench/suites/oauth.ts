@@ -12,7 +12,7 @@ import { config, log } from '../harness/env.ts';
 import { api, startGatehouse } from '../harness/gatehouse.ts';
 import { load, type Measurement, type Scenario } from '../harness/load.ts';
 import { scratchDatabase } from '../harness/postgres.ts';
-import { freePort, startServer } from '../harness/processes.ts';
+import { freePort, machineQuiet, startServer } from '../harness/processes.ts';
 import { cpuMs, num, ratioTarget, type SuiteResult } from '../harness/report.ts';
 
 const ORIGIN = 'https://app.bench.test';
@@ -145,22 +145,31 @@ export async function oauthSuite(): Promise<SuiteResult> {
     minimalPairs.push(
       ...(await collect(count, 8, async () => codeOf((await api(minimal.url, 'POST', '/start', {})).authorization_url))),
     );
+    // The preparation's rows vacuumed and analyzed now, so that autovacuum does not run during a measured load.
+    await db.client.query('vacuum analyze');
   };
 
-  // Each at 64 connections (its own closed-loop rate), then both under steady open loads at two common rates, half and
-  // four fifths of Gatehouse's closed-loop throughput: the CPU figures compared are those at the same load.
+  // Each at 64 connections (its own closed-loop rate; it warms both up), then both under steady open loads at two common
+  // rates, half and four fifths of Gatehouse's closed-loop throughput: the CPU figures compared are those at one load.
   await prepare(config.oauthMaxRate * (config.durationSeconds + 2 * config.warmupSeconds + 10));
   const gatehouseScenario = callback('/v1/auth/oauth/oidc/callback', gatehousePairs);
   const minimalScenario = callback('/callback', minimalPairs);
+  let waited = await machineQuiet();
   const g = await load(server, gatehouseScenario, db);
+  waited += await machineQuiet();
+  const b = await load(minimal, minimalScenario);
   const rates = [1 / 2, 4 / 5].map((share) => Math.max(1, Math.round(g.requestsPerSecond * share)));
   await prepare(rates.reduce((sum, rate) => sum + rate * (config.durationSeconds + 2 * config.warmupSeconds + 5), 0));
+  // Each pair back to back, each load on a quiet machine: the two loads compared meet the same machine.
   const gSteady: Measurement[] = [];
-  for (const rate of rates) gSteady.push(await load(server, gatehouseScenario, db, config.durationSeconds, rate));
-  await server.stop();
-  const b = await load(minimal, minimalScenario);
   const bSteady: Measurement[] = [];
-  for (const rate of rates) bSteady.push(await load(minimal, minimalScenario, undefined, config.durationSeconds, rate));
+  for (const rate of rates) {
+    waited += await machineQuiet();
+    gSteady.push(await load(server, gatehouseScenario, db, config.durationSeconds, rate));
+    waited += await machineQuiet();
+    bSteady.push(await load(minimal, minimalScenario, undefined, config.durationSeconds, rate));
+  }
+  await server.stop();
   await minimal.stop();
   await idp.close();
   const atRates = rates.map((rate, i) => ({ rate, gCpu: cpuMs(gSteady[i]!), bCpu: cpuMs(bSteady[i]!) }));
@@ -191,7 +200,8 @@ export async function oauthSuite(): Promise<SuiteResult> {
     method: [
       'One real OpenID Connect server (oidc-provider, in the benchmark process, client_secret_basic, PKCE required, the ' +
         'email in the ID token so neither side calls UserInfo). For each server, authorization codes are prepared while ' +
-        `neither is measured (${prepared}): its start, then the provider's authorization with one signed-in browser ` +
+        `neither is measured (${prepared}; then the database is vacuumed and analyzed): its start, then the provider's ` +
+        'authorization with one signed-in browser ' +
         `session. Gatehouse's starts are spread over ${apps.length} applications (starts are rate limited per application ` +
         'and client address); the person signs in to each application once before the load (the first sign-in creates ' +
         'the user), so every callback under load signs in a returning user (state consumed, code exchanged, ID token ' +
@@ -199,11 +209,13 @@ export async function oauthSuite(): Promise<SuiteResult> {
       'Minimal (bench/minimal/oauth.ts): fastify + openid-client, state in memory, the same exchange and ID-token ' +
         'checks, no database. CPU per request is the server process’s in the load window; throughput per CPU ' +
         'second is its inverse (the requests one fully busy core would answer).',
-      'Each server runs at 64 connections (closed loop: its own rate), then under steady open loads at two rates for ' +
-        `both, half and four fifths of Gatehouse's closed-loop throughput (${rates.join(' and ')} req/s; request i sent ` +
-        'at i / rate). The targets compare the CPU per request at those common rates: a server answers more requests ' +
-        'per event-loop turn (fewer wake-ups and system calls each) the faster they come, so its CPU per request falls ' +
-        `as its rate rises, and at 64 connections the minimal ran at ${num(b.requestsPerSecond / g.requestsPerSecond, 1)}× ` +
+      'Each server runs at 64 connections (closed loop: its own rate; this warms both up); then both, one after the ' +
+        `other at each rate, under steady open loads at half and four fifths of Gatehouse's closed-loop throughput (${rates.join(' and ')} ` +
+        'req/s; request i sent at i / rate). Each load starts on a quiet machine ' +
+        `(under 15 % of a core busy for a second; ${num(waited, 0)} s waited in all), so that PostgreSQL's checkpoints ` +
+        'and autovacuum after a load do not run during the next one. The targets compare the CPU per ' +
+        'request at those common rates: a server answers more requests per event-loop turn (fewer wake-ups and system ' +
+        `calls each) the faster they come, so its CPU per request falls as its rate rises, and at 64 connections the minimal ran at ${num(b.requestsPerSecond / g.requestsPerSecond, 1)}× ` +
         `Gatehouse’s rate (its process using ${num(b.serverCores * 100, 0)} % of a core, the benchmark process with ` +
         `the provider ${num(b.loadGeneratorCores * 100, 0)} %). Comparing the closed-loop figures would credit the ` +
         'minimal with that batching; they are in the table and the notes. The closed-loop throughputs are no measure of ' +
