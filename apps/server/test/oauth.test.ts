@@ -290,6 +290,35 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect(await sessions()).toBe(opened + 2);
   });
 
+  it('a returning person stops at consent_required when the application has documents; the identity is marked used', async () => {
+    const terms = { doc_type: 'terms', url: `${APP_ORIGIN}/terms`, version: '2026-01' };
+    const app = await oauthApp(server, { settings: { consent_documents: [terms] } });
+    await useIdp(app);
+    idp.accounts.set('lin', { email: `lin.${Date.now()}@example.com`, email_verified: true });
+    const signIn = async () => {
+      const { authorization_url } = await ok(startOAuth(app, 'oidc'));
+      const { code, state } = await throughRelay(server, await idp.authorize(authorization_url, 'lin'));
+      return ok(callback(app, 'oidc', { code, state }));
+    };
+    const accept = async (pendingToken: string) =>
+      ok(endUser(app, 'POST', '/v1/auth/consent/accept', { pending_token: pendingToken, doc_types: ['terms'] }));
+    const first = await signIn();
+    expect(first).toMatchObject({ status: 'consent_required', consent_documents: [terms] });
+    const userId = (await accept(first.pending_token)).user.id as string;
+    const LONG_AGO = '2001-01-01T00:00:00.000Z';
+    await sql(server, 'update identities set last_used_at = ? where user_id = ?', [LONG_AGO, userId]);
+
+    // A new version of the terms: the returning person is asked again, and their identity counts as used.
+    const terms2 = { ...terms, version: '2026-06' };
+    await ok(app.rest('PATCH', `/v1/applications/${app.id}`, { settings: { consent_documents: [terms2] } }));
+    const returning = await signIn();
+    expect(returning).toMatchObject({ status: 'consent_required', consent_documents: [terms2] });
+    const [identity] = await sql(server, 'select last_used_at from identities where user_id = ?', [userId]);
+    expect(new Date(identity!.last_used_at).toISOString()).not.toBe(LONG_AGO);
+    const completed = await accept(returning.pending_token);
+    expect(completed).toMatchObject({ status: 'complete', user: { id: userId } });
+  });
+
   it('the callback judges its application and origin in the statement that spends the state: a refused call spends nothing', async () => {
     const app = await oauthApp(server);
     await useIdp(app);
