@@ -309,7 +309,23 @@ async function drain(server: ServerProcess, db: ScratchDatabase | undefined): Pr
 }
 
 /**
- * The load, the drain, then the one-client latency (one uncounted request, then the median of 10). `rate`: a steady
+ * Waits until the machine is quiet (under 15 % of one core busy in each of two consecutive half seconds; at most 30 s),
+ * so that what an earlier load left running (PostgreSQL's checkpoints and autovacuum, a server's deferred work) does
+ * not share the cores with the next window: CPU per request is inflated on a busy machine (two vCPUs may be the two
+ * threads of one physical core). Answers the seconds waited.
+ */
+async function machineQuiet(): Promise<number> {
+  const started = performance.now();
+  for (let quiet = 0; quiet < 2 && performance.now() - started < 30_000; ) {
+    const before = machineCpuSeconds();
+    await sleep(500);
+    quiet = (machineCpuSeconds() - before) / 0.5 < 0.15 ? quiet + 1 : 0;
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/**
+ * A quiet machine, then the load, the drain, then the one-client latency (one uncounted request, then the median of 10). `rate`: a steady
  * open load of that many requests per second (latency at a given load) instead of the closed loop at 64 connections.
  */
 export async function load(
@@ -320,7 +336,8 @@ export async function load(
   rate?: number,
 ): Promise<Measurement> {
   const at = rate ? `a steady ${Math.round(rate)} req/s` : `${config.connections} connections`;
-  log(`${server.label}: ${scenarioName(scenario)} at ${at} (warm-up, then ${seconds} s)`);
+  const waited = await machineQuiet();
+  log(`${server.label}: ${scenarioName(scenario)} at ${at} (quiet after ${waited.toFixed(1)} s; warm-up, then ${seconds} s)`);
   const m = rate ? await paced(server, scenario, db, seconds, rate) : await window(server, scenario, db, seconds);
   await drain(server, db);
   const state: ConnectionState = {};

@@ -36,22 +36,6 @@ export function machineCpuSeconds(): number {
   }
 }
 
-/**
- * Waits until the machine is quiet (under 15 % of one core busy in each of two consecutive half seconds; at most
- * `maxSeconds`), so that what an earlier load left running (PostgreSQL's checkpoint and autovacuum, a server's deferred
- * work) does not share the cores with the next measured window: CPU per request is inflated on a busy machine (two
- * vCPUs may be the two threads of one physical core). Answers the seconds waited.
- */
-export async function machineQuiet(maxSeconds = 30): Promise<number> {
-  const started = performance.now();
-  for (let quiet = 0; quiet < 2 && performance.now() - started < maxSeconds * 1000; ) {
-    const before = machineCpuSeconds();
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    quiet = (machineCpuSeconds() - before) / 0.5 < 0.15 ? quiet + 1 : 0;
-  }
-  return (performance.now() - started) / 1000;
-}
-
 export const selfCpuSeconds = () => {
   const usage = process.cpuUsage();
   return (usage.user + usage.system) / 1e6;

@@ -149,7 +149,8 @@ export function renderSection(name: string, r: SuiteResult, clock: Clock): strin
   lines.push('### Method', '');
   if (r.measurements.length) {
     lines.push(
-      `- Each server is a child process on 127.0.0.1; they run one after the other, never together. Load: autocannon ` +
+      `- Each server is a child process on 127.0.0.1; they run one after the other, never together. Each load starts ` +
+        'on a quiet machine (under 15 % of a core busy for a second, at most 30 s of waiting). Load: autocannon ' +
         `${autocannonVersion()} in the benchmark process, ${config.connections} connections, closed loop; a warm-up of at ` +
         `least ${config.warmupSeconds} s and until ${config.connections} responses have come back, then a ` +
         `${config.durationSeconds} s window. After it, the drain (server idle, no statement running), then 10 requests ` +

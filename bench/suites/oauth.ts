@@ -12,7 +12,7 @@ import { config, log } from '../harness/env.ts';
 import { api, startGatehouse } from '../harness/gatehouse.ts';
 import { load, type Measurement, type Scenario } from '../harness/load.ts';
 import { scratchDatabase } from '../harness/postgres.ts';
-import { freePort, machineQuiet, startServer } from '../harness/processes.ts';
+import { freePort, startServer } from '../harness/processes.ts';
 import { cpuMs, num, ratioTarget, type SuiteResult } from '../harness/report.ts';
 
 const ORIGIN = 'https://app.bench.test';
@@ -154,19 +154,15 @@ export async function oauthSuite(): Promise<SuiteResult> {
   await prepare(config.oauthMaxRate * (config.durationSeconds + 2 * config.warmupSeconds + 10));
   const gatehouseScenario = callback('/v1/auth/oauth/oidc/callback', gatehousePairs);
   const minimalScenario = callback('/callback', minimalPairs);
-  let waited = await machineQuiet();
   const g = await load(server, gatehouseScenario, db);
-  waited += await machineQuiet();
   const b = await load(minimal, minimalScenario);
   const rates = [1 / 2, 4 / 5].map((share) => Math.max(1, Math.round(g.requestsPerSecond * share)));
   await prepare(rates.reduce((sum, rate) => sum + rate * (config.durationSeconds + 2 * config.warmupSeconds + 5), 0));
-  // Each pair back to back, each load on a quiet machine: the two loads compared meet the same machine.
+  // Each pair back to back: the two loads compared meet the same machine.
   const gSteady: Measurement[] = [];
   const bSteady: Measurement[] = [];
   for (const rate of rates) {
-    waited += await machineQuiet();
     gSteady.push(await load(server, gatehouseScenario, db, config.durationSeconds, rate));
-    waited += await machineQuiet();
     bSteady.push(await load(minimal, minimalScenario, undefined, config.durationSeconds, rate));
   }
   await server.stop();
@@ -211,9 +207,7 @@ export async function oauthSuite(): Promise<SuiteResult> {
         'second is its inverse (the requests one fully busy core would answer).',
       'Each server runs at 64 connections (closed loop: its own rate; this warms both up); then both, one after the ' +
         `other at each rate, under steady open loads at half and four fifths of Gatehouse's closed-loop throughput (${rates.join(' and ')} ` +
-        'req/s; request i sent at i / rate). Each load starts on a quiet machine ' +
-        `(under 15 % of a core busy for a second; ${num(waited, 0)} s waited in all), so that PostgreSQL's checkpoints ` +
-        'and autovacuum after a load do not run during the next one. The targets compare the CPU per ' +
+        'req/s; request i sent at i / rate). The targets compare the CPU per ' +
         'request at those common rates: a server answers more requests per event-loop turn (fewer wake-ups and system ' +
         `calls each) the faster they come, so its CPU per request falls as its rate rises, and at 64 connections the minimal ran at ${num(b.requestsPerSecond / g.requestsPerSecond, 1)}× ` +
         `Gatehouse’s rate (its process using ${num(b.serverCores * 100, 0)} % of a core, the benchmark process with ` +

@@ -356,6 +356,12 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect((await ok(signedIn)).status).toBe('complete');
     expect(signedIn.headers.get('access-control-allow-origin')).toBe(APP_ORIGIN);
     expectError(await post({ origin: APP_ORIGIN }), 401, 'invalid_verification');
+    // The service's own origin (its hosted pages) is allowed for every application, as on every end-user route.
+    const again = await ok(startOAuth(app, 'oidc'));
+    const next = await throughRelay(server, await idp.authorize(again.authorization_url, 'ida'));
+    const own = await post({ origin: 'http://gatehouse.test' }, { code: next.code, state: next.state });
+    expect((await ok(own)).status).toBe('complete');
+    expect(own.headers.get('access-control-allow-origin')).toBe('http://gatehouse.test');
   });
 
   it('keeps the provider tokens, sealed, when settings.oauth.store_provider_tokens is on', async () => {

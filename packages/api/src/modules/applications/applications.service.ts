@@ -61,8 +61,9 @@ function deepFreeze<T>(value: T): T {
 
 /**
  * An application's settings, completed with the defaults of keys added after it was created (frozen: the answer is
- * shared, by applications whose settings are the same too). Parsed once per settings object (a request asks several times; an update assigns a new object), and once
- * per content (each request reads its application's row afresh: a new object with the same settings).
+ * shared, by applications whose settings are the same too). Parsed once per settings object (a request asks several
+ * times; an update assigns a new object), and once per content (each request reads its application's row afresh: a
+ * new object with the same settings).
  */
 export function settingsOf(app: Application): ApplicationSettings {
   let settings = parsedSettings.get(app.settings);

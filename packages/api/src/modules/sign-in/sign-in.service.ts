@@ -82,6 +82,10 @@ export function secondFactorsSql(userId: string): string {
   return `array(${secondFactorSources.map((source) => `(${source.replaceAll('?', userId)})`).join(' union all ')})`;
 }
 
+/** A session opened at aal 1 by a user with no second factor, where the application requires one, must enrol one. */
+const enrollmentRequired = (application: Application, aal: number, methods: readonly string[]) =>
+  aal < 2 && settingsOf(application).mfa === 'required' && methods.length === 0;
+
 const inOrder = (found: string[]): MfaMethod[] => MFA_METHODS.filter((method) => found.includes(method));
 
 export async function secondFactorMethods(em: EntityManager, user: User): Promise<MfaMethod[]> {
@@ -158,7 +162,7 @@ async function decide(em: EntityManager, application: Application, subject: Sign
     open: {
       user,
       aal: subject.aal,
-      mfaEnrollmentRequired: subject.aal < 2 && settingsOf(application).mfa === 'required' && methods.length === 0,
+      mfaEnrollmentRequired: enrollmentRequired(application, subject.aal, methods),
       hostId,
     },
   };
@@ -245,7 +249,14 @@ export async function completeReturningSignIn(
     !checks.some(({ appliesTo }) => appliesTo({ hostId }));
   const found = `who as (${who.sql}),
      u as (select u.*, ${secondFactorsSql('u.id')} as second_factors from users u join who on u.id = who.user_id)`;
-  const options = { aal: 1, ip: ctx.ip, userAgent: userAgentOf(ctx), mfaEnrollmentRequired: settings.mfa === 'required', hostId };
+  // The statement opens a session only for a user with no second factor (`ok`), at aal 1.
+  const options = {
+    aal: 1,
+    ip: ctx.ip,
+    userAgent: userAgentOf(ctx),
+    mfaEnrollmentRequired: enrollmentRequired(application, 1, []),
+    hostId,
+  };
   const opening = direct ? sessionOpening(application, 'ok', options) : null;
   const [row] = await preparedQuery<{ u: Record<string, any>; opened: boolean }>(
     ctx.em,
