@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { expectError, isoDate, ok, rawRequest, sql, type TestApp, UUID } from './helpers/server.ts';
+import { expectError, isoDate, ok, rawRequest, sql, type TestApp, UUID, until } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
@@ -18,24 +18,14 @@ async function mailedLink(app: TestApp, address: string) {
   return { mail, link: linkIn(mail) };
 }
 
-/** Waits until `probe` answers a truthy value (asynchronous delivery), up to 10 s. */
-async function eventually<T>(probe: () => Promise<T | undefined | null | false>, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 const messages = async (app: TestApp, query = '') => ok(app.rest('GET', `/v1/messages${query}`));
+/** The messages to `address` once the outbox has settled them (delivery is asynchronous: `queued` until then). */
 const messagesTo = (app: TestApp, address: string) =>
-  eventually(async () => {
+  until(async () => {
     const page = await messages(app, '?limit=100');
     const found = page.messages.filter((m: { to: string }) => m.to === address);
-    return found.length ? found : undefined;
-  }, `a message to ${address}`);
+    return found.length && found.every((m: { status: string }) => m.status !== 'queued') ? found : undefined;
+  }, `a settled message to ${address}`);
 
 async function scopedKey(app: TestApp, scopes: string[]) {
   const created = await ok(app.rest('POST', '/v1/api-keys', { name: `scoped ${scopes.join(',')}`, scopes }), 201);
@@ -263,7 +253,7 @@ describe('delivered: false', () => {
     const address = uniqueEmail('developer-delivers');
     await ok(start(app, address));
 
-    const event = await eventually(async () => {
+    const event = await until(async () => {
       const page = await ok(app.rest('GET', '/v1/events?type=message.created'));
       return page.events[0];
     }, 'message.created');
