@@ -266,6 +266,7 @@ describe('metadata URLs go through the SSRF guard', () => {
       'https://10.0.0.1/metadata',
       'https://169.254.169.254/latest/meta-data',
       'https://[::ffff:127.0.0.1]/metadata',
+      'https://[::127.0.0.1]/metadata',
       'https://[::1]/metadata',
       'https://localhost/metadata',
       'file:///etc/passwd',

@@ -65,6 +65,12 @@ const REFUSED = [
   'https://[::ffff:10.0.0.1]/x',
   'https://[::ffff:8.8.8.8]/x',
   'https://[64:ff9b::7f00:1]/x',
+  // IPv4-compatible IPv6 (::/96, deprecated): the IPv4 address in the last 32 bits, public or not.
+  'https://[::127.0.0.1]/x',
+  'https://[::7f00:1]/x',
+  'https://[0:0:0:0:0:0:127.0.0.1]/x',
+  'https://[::10.0.0.1]/x',
+  'https://[::8.8.8.8]/x',
   // Private, CGNAT, link-local and metadata, unspecified, multicast, broadcast.
   'https://10.0.0.1/x',
   'https://172.16.5.4/x',
@@ -130,6 +136,7 @@ describe('webhook URLs are refused at create and update (422 invalid_url)', () =
       'http://169.254.169.254/latest/meta-data/',
       'http://[::ffff:127.0.0.1]/x',
       'http://[::ffff:7f00:1]/x',
+      'http://[::127.0.0.1]/x',
       'http://2130706433/x',
       'http://0x7f.1/x',
       'http://user:pass@127.0.0.1/x',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 
 export const INTERVALS = ['month', 'year'] as const;
 export const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'canceled'] as const;
@@ -8,10 +9,10 @@ const Cents = z.number().int().min(0).max(2_000_000_000);
 export const PlanSchema = z
   .object({
     id: z.uuid(),
-    key: z.string(),
-    name: z.string(),
+    key: text(),
+    name: text(),
     interval: z.enum(INTERVALS),
-    currency: z.string(),
+    currency: text(),
     price_cents: z.number().int(),
     per_seat_cents: z.number().int(),
     trial_days: z.number().int(),
@@ -23,14 +24,12 @@ export const PlanSchema = z
 export type PlanRecord = z.infer<typeof PlanSchema>;
 
 export const CreatePlanInputSchema = z.strictObject({
-  key: z
-    .string()
+  key: text()
     .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'a plan key: [a-z0-9][a-z0-9_-]{0,63}')
     .meta({ description: 'Unique within the application', example: 'team' }),
-  name: z.string().trim().min(1).max(200),
+  name: text().trim().min(1).max(200),
   interval: z.enum(INTERVALS),
-  currency: z
-    .string()
+  currency: text()
     .regex(/^[A-Z]{3}$/, 'an ISO 4217 code in upper case')
     .meta({ description: 'ISO 4217, e.g. USD', example: 'USD' }),
   price_cents: Cents,
@@ -40,7 +39,7 @@ export const CreatePlanInputSchema = z.strictObject({
 
 export const UpdatePlanInputSchema = z.strictObject({
   id: z.uuid(),
-  name: z.string().trim().min(1).max(200).optional(),
+  name: text().trim().min(1).max(200).optional(),
   price_cents: Cents.optional(),
   per_seat_cents: Cents.optional(),
   trial_days: z.number().int().min(0).max(365).optional(),
@@ -52,13 +51,13 @@ export const SubscriptionSchema = z
   .object({
     id: z.uuid(),
     organization_id: z.uuid(),
-    organization_name: z.string(),
+    organization_name: text(),
     plan_id: z.uuid(),
-    plan_key: z.string(),
-    plan_name: z.string(),
+    plan_key: text(),
+    plan_name: text(),
     status: z.enum(SUBSCRIPTION_STATUSES),
     interval: z.enum(INTERVALS),
-    currency: z.string(),
+    currency: text(),
     price_cents: z.number().int(),
     per_seat_cents: z.number().int(),
     seats: z.number().int(),

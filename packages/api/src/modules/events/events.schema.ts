@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { text } from '../../lib/schemas.ts';
 
 /** Event kinds of CONTRACT §6 that this build emits; later capabilities add theirs. */
 export const EVENT_TYPES = [
@@ -41,7 +42,7 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const EventSchema = z
-  .object({ id: z.uuid(), type: z.string(), data: z.record(z.string(), z.unknown()), created_at: z.iso.datetime() })
+  .object({ id: z.uuid(), type: text(), data: z.record(text(), z.unknown()), created_at: z.iso.datetime() })
   .meta({ id: 'Event' });
 
 export const ListEventsInputSchema = listQuerySchema({ type: z.enum(EVENT_TYPES).optional() });

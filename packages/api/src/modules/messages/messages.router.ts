@@ -1,17 +1,18 @@
 import { z } from 'zod';
 import type { Context } from '../../context.ts';
 import { listQuerySchema, type PageQuery, pageOf } from '../../lib/pagination.ts';
+import { text } from '../../lib/schemas.ts';
 import { router, secretKeyProcedure } from '../../trpc.ts';
 import { MessageEntity } from './message.entity.ts';
 
 export const MessageSchema = z
   .object({
     id: z.uuid(),
-    template_key: z.string(),
+    template_key: text(),
     channel: z.enum(['email', 'sms']),
-    to: z.string(),
-    subject: z.string().nullable(),
-    body: z.string().meta({ description: 'Text body; links only for development applications' }),
+    to: text(),
+    subject: text().nullable(),
+    body: text().meta({ description: 'Text body; links only for development applications' }),
     status: z.enum(['queued', 'sent', 'failed', 'not_delivered']).meta({
       description:
         'queued: waiting to be sent (or retried); sent; failed: every attempt failed; not_delivered: handed to you as message.created',

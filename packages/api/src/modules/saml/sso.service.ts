@@ -4,7 +4,7 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
@@ -118,10 +118,11 @@ export async function acceptSamlResponse(
   connectionId: string,
   form: { SAMLResponse?: unknown; RelayState?: unknown },
 ): Promise<AcsOutcome> {
+  // The id is checked before it keys the limiter: any text of the path would otherwise reach the counter's write
+  // (PostgreSQL refuses U+0000, and the limiter fails closed: a 503 for everyone's form posts to that key).
+  if (!isUuid(connectionId)) throw notFound('SAML connection');
   await ctx.services.rateLimits.consume([{ name: 'saml_acs', key: `${connectionId}:${ctx.ip}`, points: 300, windowS: 300 }]);
-  const connection = /^[0-9a-f-]{36}$/i.test(connectionId)
-    ? await ctx.em.findOne(SamlConnectionEntity, { id: connectionId })
-    : null;
+  const connection = await ctx.em.findOne(SamlConnectionEntity, { id: connectionId });
   if (!connection) throw notFound('SAML connection');
   const application = await ctx.em.findOneOrFail(ApplicationEntity, { id: connection.application });
   const refused = () => new AppError('assertion_failed', 'The SAML response was refused');
