@@ -233,6 +233,17 @@ describe('SAML connections (secret key)', () => {
     expect((await rawRequest(suite.server.url, 'GET', `/v1/saml/metadata/${MISSING}`)).status).toBe(404);
     expect((await rawRequest(suite.server.url, 'GET', '/v1/saml/metadata/not-a-uuid')).status).toBe(404);
   });
+
+  it('answers 404 to an ACS post for an id that is not a connection id, before it keys the rate limit (PostgreSQL refused a NUL there: 503)', async () => {
+    const post = (id: string) =>
+      rawRequest(suite.server.url, 'POST', `/v1/saml/acs/${id}`, {
+        body: 'SAMLResponse=PHg%2BPC94Pg%3D%3D',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+    for (const id of ['%00', 'A%00B', 'not-a-uuid', 'a'.repeat(90), MISSING]) {
+      expectError(await post(id), 404, 'not_found', id.slice(0, 20));
+    }
+  });
 });
 
 describe('metadata URLs go through the SSRF guard', () => {

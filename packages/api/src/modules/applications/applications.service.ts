@@ -1,5 +1,5 @@
 import type { Context } from '../../context.ts';
-import { type EntityManager, preparedQuery } from '../../db/orm.ts';
+import { type EntityManager, type Orm, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
@@ -128,6 +128,11 @@ export function newApplication(
     allowedOrigins: input.allowed_origins,
     settings,
   });
+}
+
+/** Whether the database holds a production application (a start-up check of development-only settings). */
+export async function hasProductionApplications(orm: Orm): Promise<boolean> {
+  return (await orm.em.fork().count(ApplicationEntity, { environment: 'production' })) > 0;
 }
 
 export async function listApplications(ctx: Context, input: PageQuery) {

@@ -28,7 +28,7 @@ const EXCERPT_BYTES = 1024;
 const MAX_RETRY_AFTER_S = 36000;
 
 export interface WebhookWorkerOptions {
-  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers. */
+  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers, of development applications. */
   allowInsecure?: boolean;
   /** `GATEHOUSE_WEBHOOK_RETRY_SCHEDULE`. */
   retryScheduleS?: readonly number[];
@@ -49,6 +49,8 @@ interface ClaimedDelivery {
   type: string;
   data: Record<string, unknown> | string;
   event_created_at: Date | string;
+  /** The endpoint's application is a development one: only those may use the insecure development setting. */
+  development: boolean;
 }
 
 interface Attempt {
@@ -175,8 +177,9 @@ export class WebhookWorker {
           returning id, attempts, endpoint_id, event_id)
        select c.id, c.attempts, c.endpoint_id, c.event_id, e.url, e.secret_sealed, e.previous_secret_sealed,
               e.previous_secret_expires_at > now() as previous_valid, e.failing_since,
-              ev.type, ev.data, ev.created_at as event_created_at
-         from claimed c join webhook_endpoints e on e.id = c.endpoint_id join events ev on ev.id = c.event_id`,
+              ev.type, ev.data, ev.created_at as event_created_at, a.environment = 'development' as development
+         from claimed c join webhook_endpoints e on e.id = c.endpoint_id join events ev on ev.id = c.event_id
+         join applications a on a.id = e.application_id`,
     );
   }
 
@@ -201,7 +204,7 @@ export class WebhookWorker {
     // Several `v1,` signatures separated by spaces: each secret of the rotation window signs (Standard Webhooks).
     const signature = secrets.map((secret) => new Webhook(secret).sign(row.event_id, now, body)).join(' ');
     const response = await guardedRequest(row.url, {
-      allowInsecure: this.allowInsecure,
+      allowInsecure: this.allowInsecure && row.development,
       timeoutMs: this.timeoutMs,
       keepBytes: EXCERPT_BYTES,
       method: 'POST',

@@ -17,13 +17,22 @@ const SECRET_BYTES = 32;
 
 /** What a process's webhook delivery runs with (set by its worker; the defaults are production's). */
 export interface WebhookSettings {
-  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers (development and tests). */
+  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers of development applications. */
   allowInsecure: boolean;
   /** Wakes this process's worker (a test or retry is due now). */
   nudge?: () => void;
 }
 export const webhookSettings = new WeakMap<Services, WebhookSettings>();
 const settingsOf = (services: Services): WebhookSettings => webhookSettings.get(services) ?? { allowInsecure: false };
+
+/**
+ * The URL policy of an application's endpoints: the insecure development setting admits `http` and loopback for
+ * development applications only. The outbox is shared by every process on the database, so a production tenant's
+ * webhooks must never depend on one process's flag.
+ */
+const urlPolicyOf = (ctx: Context) => ({
+  allowInsecure: settingsOf(ctx.services).allowInsecure && ctx.application!.environment === 'development',
+});
 
 export const sealContext = (endpointId: string) => `webhook:${endpointId}`;
 const newSecret = () => `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`;
@@ -65,7 +74,7 @@ async function findEndpoint(ctx: Context, id: string): Promise<WebhookEndpoint> 
 }
 
 export async function createWebhook(ctx: Context, input: { url: string; description: string; event_types: string[] }) {
-  const url = checkOutboundUrl(input.url, settingsOf(ctx.services)).toString();
+  const url = checkOutboundUrl(input.url, urlPolicyOf(ctx)).toString();
   const id = newId();
   const secret = newSecret();
   const endpoint = ctx.em.create(WebhookEndpointEntity, {
@@ -103,7 +112,7 @@ export async function updateWebhook(
 ) {
   const endpoint = await findEndpoint(ctx, input.id);
   const changes: Partial<WebhookEndpoint> = { updatedAt: new Date() };
-  if (input.url !== undefined) changes.url = checkOutboundUrl(input.url, settingsOf(ctx.services)).toString();
+  if (input.url !== undefined) changes.url = checkOutboundUrl(input.url, urlPolicyOf(ctx)).toString();
   if (input.description !== undefined) changes.description = input.description;
   if (input.event_types !== undefined) changes.eventTypes = uniqueTypes(input.event_types);
   if (input.status !== undefined && input.status !== endpoint.status) {
