@@ -271,6 +271,57 @@ function problem(probe: Probe, res: { status: number; body: any }): string | nul
 }
 
 describe('text PostgreSQL cannot store is refused everywhere', () => {
+  it('the cases a fuzz of the API found answering 500', async () => {
+    const expect422 = async (res: Promise<{ status: number; body: any }>, path: string) => {
+      const { status, body } = await res;
+      expect(status, JSON.stringify(body)).toBe(422);
+      expect(body.error.code).toBe('validation_failed');
+      expect(body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+    };
+    await expect422(app.rest('POST', '/v1/organizations', { name: 'A\u0000B' }), 'name');
+    await expect422(app.rest('POST', '/v1/organizations', { name: '\ud800' }), 'name');
+    await expect422(app.rest('GET', '/v1/users?search=%00'), 'search');
+    const asUser = { authorization: `Bearer ${accessToken}`, origin: ORIGIN };
+    await expect422(app.rest('PATCH', '/v1/auth/me', { profile: { a: '\u0000' } }, asUser), 'profile.a');
+    await expect422(app.rest('PATCH', '/v1/auth/me', { profile: { 'b\u0000': 1 } }, asUser), 'profile.b\u0000');
+    await expect422(app.rest('DELETE', '/v1/auth/me/grants/%00', undefined, asUser), 'id');
+    await expect422(app.rest('DELETE', '/v1/auth/sessions/%00', undefined, asUser), 'id');
+    await expect422(
+      app.rest('POST', '/v1/webhooks', { url: 'https://hooks.example.com/x', description: 'A\u0000' }),
+      'description',
+    );
+  });
+
+  it('the OAuth 2.0 provider (outside the OpenAPI document) answers U+0000 with its own errors, never 500', async () => {
+    const base = `${suite.server.url}/oauth2/${app.id}`;
+    const form = (fields: Record<string, string>) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    const nul = 'A\u0000B';
+    const requests: Array<[string, RequestInit?]> = [
+      [`${base}/auth?client_id=A%00B&response_type=code&redirect_uri=https%3A%2F%2Fa.example%2Fcb&scope=openid`],
+      [`${base}/auth/A%00B`],
+      [`${base}/token`, form({ grant_type: 'authorization_code', code: nul, client_id: nul, redirect_uri: nul })],
+      [`${base}/token`, form({ grant_type: 'refresh_token', refresh_token: nul, client_id: nul })],
+      [`${base}/token/introspection`, form({ token: nul, client_id: nul })],
+      [`${base}/token/revocation`, form({ token: nul, client_id: nul })],
+      [
+        `${base}/reg`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_name: nul, redirect_uris: [`${ORIGIN}/cb`] }),
+        },
+      ],
+    ];
+    for (const [url, init] of requests) {
+      const res = await fetch(url, { redirect: 'manual', ...init });
+      expect(res.status, `${init?.method ?? 'GET'} ${url}: ${await res.text()}`).toBeLessThan(500);
+    }
+  });
+
   it('U+0000 and a lone surrogate in every string field of every operation: 422 naming it (404 in a path), never 500', async () => {
     const before = await rowCounts();
     const all = operations().flatMap(probes);
