@@ -5,7 +5,7 @@ import { z } from 'zod';
  * `text` and `jsonb` cannot store them and its driver fails the whole statement. Every string the API reads is
  * refused at the schema instead: 422 `validation_failed` naming the field, before any handler runs.
  */
-export const isStorableText = (value: string): boolean => value.isWellFormed() && !value.includes('\u0000');
+const isStorableText = (value: string): boolean => value.isWellFormed() && !value.includes('\u0000');
 const STORABLE_TEXT_MESSAGE = 'must not contain U+0000 or an unpaired UTF-16 surrogate';
 
 /** The check every string schema carries (formats like `z.url()` that return the input as written take it too). */
@@ -38,7 +38,7 @@ export function tooDeep(value: unknown, limit: number): Array<string | number> |
 }
 
 /** The path to the first key or string value at any depth of `value` that PostgreSQL cannot store, or null. */
-export function unstorableTextAt(value: unknown): Array<string | number> | null {
+function unstorableTextAt(value: unknown): Array<string | number> | null {
   const stack: Array<{ value: unknown; path: Array<string | number> }> = [{ value, path: [] }];
   while (stack.length) {
     const { value: node, path } = stack.pop()!;
