@@ -166,7 +166,7 @@ describe('the quick start and the first-application guide, run against a fresh s
     const env = readEnv({});
     expect(assigned).toEqual({
       GATEHOUSE: `http://localhost:${env.PORT}`,
-      OP: `$(cat ${relative(root, operatorTokenPath(dataDirOf(env, { INIT_CWD: root })))})`,
+      OP: `$(cat ${relative(root, operatorTokenPath(dataDirOf({ ...env, INIT_CWD: root })))})`,
     });
   });
 
@@ -238,5 +238,21 @@ describe('the docs', () => {
         .flatMap((line, i) => (internal.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
     );
     expect(found).toEqual([]);
+  });
+});
+
+/** Every TypeScript source file under `dir` (tests excluded). */
+function sourcesOf(dir: string): string[] {
+  return readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((path) => path.endsWith('.ts') && !path.endsWith('.test.ts'))
+    .map((path) => `${dir}/${path}`);
+}
+
+describe('what ARCHITECTURE.md says of the code', () => {
+  it('the server reads the process environment in env.ts only: everything else is handed its configuration', () => {
+    const readers = [...sourcesOf('apps/server/src'), ...sourcesOf('packages/api/src')].filter(
+      (file) => !file.endsWith('/env.ts') && /\bprocess\.env\b/.test(readFileSync(join(root, file), 'utf8')),
+    );
+    expect(readers).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import type { Services } from '../context.ts';
 import type { EntityManager, Orm } from '../db/orm.ts';
 
 /**
@@ -55,8 +56,11 @@ export async function purgeExpired(orm: Orm): Promise<number> {
   return purged;
 }
 
-/** A recurring task: answers how many rows it handled. It must claim its rows itself (several processes run it). */
-export type HousekeepingTask = (em: EntityManager) => Promise<number>;
+/**
+ * A recurring task, given the process's services (its configuration: DNS resolvers, …): answers how many rows it
+ * handled. It must claim its rows itself (several processes run it).
+ */
+export type HousekeepingTask = (em: EntityManager, services: Services) => Promise<number>;
 
 const tasks = new Map<string, HousekeepingTask>();
 
@@ -66,9 +70,9 @@ export function registerHousekeepingTask(name: string, task: HousekeepingTask): 
 }
 
 /** One housekeeping run: every purge step, then every recurring task. Answers how many rows each kind handled. */
-export async function runHousekeeping(orm: Orm): Promise<{ purged: number; handled: number }> {
-  const purged = await purgeExpired(orm);
+export async function runHousekeeping(services: Services): Promise<{ purged: number; handled: number }> {
+  const purged = await purgeExpired(services.orm);
   let handled = 0;
-  for (const task of tasks.values()) handled += await task(orm.em.fork() as EntityManager);
+  for (const task of tasks.values()) handled += await task(services.orm.em.fork() as EntityManager, services);
   return { purged, handled };
 }
