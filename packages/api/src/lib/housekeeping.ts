@@ -1,4 +1,3 @@
-import type { Services } from '../context.ts';
 import type { EntityManager, Orm } from '../db/orm.ts';
 
 /**
@@ -56,11 +55,14 @@ export async function purgeExpired(orm: Orm): Promise<number> {
   return purged;
 }
 
-/**
- * A recurring task, given the process's services (its configuration: DNS resolvers, …): answers how many rows it
- * handled. It must claim its rows itself (several processes run it).
- */
-export type HousekeepingTask = (em: EntityManager, services: Services) => Promise<number>;
+/** What housekeeping is given of the process's services (`Services` has it): the database and its configuration. */
+export interface HousekeepingServices {
+  orm: Orm;
+  dnsServers: readonly string[] | undefined;
+}
+
+/** A recurring task: answers how many rows it handled. It must claim its rows itself (several processes run it). */
+export type HousekeepingTask = (em: EntityManager, services: HousekeepingServices) => Promise<number>;
 
 const tasks = new Map<string, HousekeepingTask>();
 
@@ -70,7 +72,7 @@ export function registerHousekeepingTask(name: string, task: HousekeepingTask): 
 }
 
 /** One housekeeping run: every purge step, then every recurring task. Answers how many rows each kind handled. */
-export async function runHousekeeping(services: Services): Promise<{ purged: number; handled: number }> {
+export async function runHousekeeping(services: HousekeepingServices): Promise<{ purged: number; handled: number }> {
   const purged = await purgeExpired(services.orm);
   let handled = 0;
   for (const task of tasks.values()) handled += await task(services.orm.em.fork() as EntityManager, services);

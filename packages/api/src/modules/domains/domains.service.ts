@@ -1,9 +1,9 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context, Services } from '../../context.ts';
+import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
-import { registerHousekeepingTask } from '../../lib/housekeeping.ts';
+import { type HousekeepingServices, registerHousekeepingTask } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
@@ -199,7 +199,7 @@ async function recordCheck(
  * `FOR UPDATE SKIP LOCKED`, moving their next check a lease ahead in the same statement, so two processes never take
  * the same domain; looks each up outside any transaction; records the outcome. Answers how many were checked.
  */
-async function recheckPendingDomains(em: EntityManager, services: Services): Promise<number> {
+async function recheckPendingDomains(em: EntityManager, services: HousekeepingServices): Promise<number> {
   let checked = 0;
   for (;;) {
     const claimed = await em.execute<
