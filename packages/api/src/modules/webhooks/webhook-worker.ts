@@ -205,6 +205,7 @@ export class WebhookWorker {
     const signature = secrets.map((secret) => new Webhook(secret).sign(row.event_id, now, body)).join(' ');
     const response = await guardedRequest(row.url, {
       allowInsecure: this.allowInsecure && row.development,
+      dnsServers: this.services.dnsServers,
       timeoutMs: this.timeoutMs,
       keepBytes: EXCERPT_BYTES,
       method: 'POST',
