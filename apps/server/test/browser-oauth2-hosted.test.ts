@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { createClient, oauthApp, oidc, type RegisteredClient, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
 import { ok, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
 import { endUser, type SmtpSink } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
-import { uniqueEmail } from './helpers/suite.ts';
 
 /**
  * The OAuth provider's hosted interaction page (an application without `settings.oauth2.login_url`) clicked through in

@@ -7,10 +7,11 @@ import type { GatehouseBrowserClient, SignInResult } from '@gatehouse/sdk/client
 import type { BrowserContext, CDPSession, JSHandle, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium, sdkBundle } from './helpers/browser.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { type TestApp, UUID } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * Passkeys in a real browser: Debian's Chromium, driven by playwright-core over CDP, with a CDP virtual authenticator.

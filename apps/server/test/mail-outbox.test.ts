@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { freePort } from './helpers/ports.ts';
 import { rawRequest, sql, startServer, type TestServer, until } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
-import { uniqueEmail } from './helpers/suite.ts';
 
 const servers: Array<{ close(): Promise<unknown> }> = [];
 afterAll(async () => {

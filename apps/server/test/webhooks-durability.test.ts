@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { freePort } from './helpers/ports.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
 import { rawRequest, until } from './helpers/server.ts';
-import { uniqueEmail } from './helpers/suite.ts';
 
 /**
  * The real entry point as separate processes. On PostgreSQL two processes share the work (SKIP LOCKED), then one is

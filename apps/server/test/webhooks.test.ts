@@ -1,6 +1,7 @@
 import { verifyWebhook, WebhookVerificationError } from '@gatehouse/sdk/webhooks';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUser, uniqueEmail } from './helpers/fixtures.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
 import {
   expectError,
@@ -14,7 +15,6 @@ import {
   UUID,
   until,
 } from './helpers/server.ts';
-import { uniqueEmail } from './helpers/suite.ts';
 
 let server: TestServer;
 let receiver: Receiver;
@@ -34,8 +34,6 @@ const hookPath = (label: string) => `/hooks/${label}/${++paths}`;
 async function createEndpoint(app: TestApp, path: string, extra: Record<string, unknown> = {}) {
   return ok(app.rest('POST', '/v1/webhooks', { url: `${receiver.url}${path}`, ...extra }), 201);
 }
-
-const createUser = (app: TestApp) => ok(app.rest('POST', '/v1/users', { primary_email: uniqueEmail('hook') }), 201);
 
 const deliveries = async (app: TestApp, endpointId: string, query = '') =>
   ok(app.rest('GET', `/v1/webhooks/${endpointId}/deliveries${query}`));
