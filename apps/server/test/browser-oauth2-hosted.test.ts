@@ -68,7 +68,7 @@ describe.skipIf(!hasChromium)('the hosted OAuth interaction page in Chromium', (
     const token = linkIn(await smtp.next(email)).searchParams.get('token')!;
     // The link opened on another device: the page's poll then collects the session.
     await ok(endUser(app, 'POST', '/v1/auth/magic-link/confirm', { token }));
-    await page.waitForSelector('#consent:not([hidden])', { timeout: 20_000 });
+    await page.waitForSelector('#consent:not([hidden])');
     await page.click(button);
     const callback = await back;
     await page.close();

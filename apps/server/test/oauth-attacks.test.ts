@@ -19,7 +19,7 @@ beforeAll(async () => {
   // The operator's shared Google client is the stand-in's registered client.
   const shared = { clientId: standIn.clients.google.id, clientSecret: standIn.clients.google.secret };
   server = await startServer({ oauth: { endpoints: standIn.endpoints, sharedCredentials: { google: shared } } });
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await standIn?.close();

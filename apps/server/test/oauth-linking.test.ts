@@ -17,7 +17,7 @@ let standIn: StandIn;
 beforeAll(async () => {
   standIn = await startStandIn();
   server = await startServer({ oauth: { endpoints: standIn.endpoints } });
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await standIn?.close();

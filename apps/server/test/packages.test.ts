@@ -55,10 +55,10 @@ beforeAll(async () => {
   await run('npm', ['install', '--no-audit', '--no-fund', '--silent', ...tarballs.map((t) => `./${t}`)], {
     cwd: scratch,
     env,
-    timeout: 120_000,
+    timeout: 240_000,
   });
   app = await suite.server.createApp();
-}, 240_000);
+}, 480_000);
 
 afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });

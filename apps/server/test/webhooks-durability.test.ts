@@ -8,6 +8,7 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
+import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
 import { rawRequest, until } from './helpers/server.ts';
@@ -73,7 +74,7 @@ async function start(env: NodeJS.ProcessEnv, port: number): Promise<ChildProcess
   await until(
     async () => ((await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
     'the server to start',
-    90_000,
+    BOOT_MS,
   );
   return child;
 }
@@ -91,7 +92,7 @@ async function inBatches(count: number, width: number, run: (i: number) => Promi
 const userIdsOf = (receiver: Receiver, path: string) => receiver.at(path).map((r) => JSON.parse(r.body).data.id as string);
 
 describe(`webhook delivery is durable (${onPostgres ? 'PostgreSQL, two processes' : 'PGlite, one process'}, kill -9)`, () => {
-  it(`delivers ${EVENTS} events once each, then every event in flight after a kill -9`, { timeout: 300_000 }, async () => {
+  it(`delivers ${EVENTS} events once each, then every event in flight after a kill -9`, { timeout: 600_000 }, async () => {
     const receiver = await startReceiver();
     cleanups.push(() => receiver.close());
     const { env } = await deployment();
@@ -125,7 +126,7 @@ describe(`webhook delivery is durable (${onPostgres ? 'PostgreSQL, two processes
       expect(res.status).toBe(201);
       users.push(res.body.data.id);
     });
-    await until(() => (new Set(userIdsOf(receiver, path)).size >= EVENTS ? true : undefined), `${EVENTS} deliveries`, 120_000);
+    await until(() => (new Set(userIdsOf(receiver, path)).size >= EVENTS ? true : undefined), `${EVENTS} deliveries`, 300_000);
     await new Promise((r) => setTimeout(r, 1000));
     const delivered = receiver.at(path);
     for (const request of delivered)
@@ -147,7 +148,7 @@ describe(`webhook delivery is durable (${onPostgres ? 'PostgreSQL, two processes
       expect(res.status).toBe(201);
       more.push(res.body.data.id);
     });
-    await until(() => (receiver.at(path).length >= before + 5 ? true : undefined), 'some deliveries in flight', 60_000);
+    await until(() => (receiver.at(path).length >= before + 5 ? true : undefined), 'some deliveries in flight');
     const killed = new Promise((resolve) => first.once('exit', resolve));
     first.kill('SIGKILL');
     await killed;
