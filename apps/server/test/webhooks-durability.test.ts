@@ -54,7 +54,9 @@ async function deployment(): Promise<{ env: NodeJS.ProcessEnv }> {
     GATEHOUSE_MASTER_KEY: randomBytes(32).toString('base64'),
     GATEHOUSE_ALLOW_INSECURE_WEBHOOKS: '1',
     GATEHOUSE_WEBHOOK_RETRY_SCHEDULE: Array(30).fill('0.5').join(','),
-    GATEHOUSE_WEBHOOK_TIMEOUT_MS: '2000',
+    // Short enough that the claims of the killed process lapse soon (the lease is the timeout + 10 s), long enough that
+    // a busy machine's ordinary answer is not a timeout (a retry of a delivery that arrived: a duplicate).
+    GATEHOUSE_WEBHOOK_TIMEOUT_MS: '5000',
   };
   delete env.DATABASE_URL;
   if (onPostgres) {
