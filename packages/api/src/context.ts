@@ -2,6 +2,7 @@ import type { EntityManager, Orm } from './db/orm.ts';
 import { SecretBox, sha256 } from './lib/crypto.ts';
 import { createMailer, type Mailer } from './lib/mailer.ts';
 import { createMetrics, type Metrics } from './lib/metrics.ts';
+import type { Hooks } from './lib/modules.ts';
 import { type RateLimitStore, RateLimits } from './lib/rate-limit.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
@@ -29,6 +30,8 @@ export interface Services {
   /** `GATEHOUSE_CNAME_TARGET`: where custom domains point their CNAME (default: the base URL's host name). */
   cnameTarget: string;
   oauth: OAuthConfig;
+  /** The registries the modules fill (merge steps, sign-in checks, …), composed once from the module list. */
+  hooks: Hooks;
 }
 
 /** Social sign-in, as the process is configured (the oauth module reads it). */
@@ -87,6 +90,7 @@ export interface ServicesOptions {
   allowInsecureSaml?: boolean;
   cnameTarget?: string;
   oauth?: Partial<OAuthConfig>;
+  hooks: Hooks;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -108,6 +112,7 @@ export function createServices(options: ServicesOptions): Services {
       endpoints: options.oauth?.endpoints ?? {},
       allowInsecureIssuers: options.oauth?.allowInsecureIssuers === true,
     },
+    hooks: options.hooks,
   };
 }
 

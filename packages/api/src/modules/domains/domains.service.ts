@@ -3,7 +3,6 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
-import { registerHousekeepingTask } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
@@ -195,7 +194,7 @@ async function recordCheck(
  * `FOR UPDATE SKIP LOCKED`, moving their next check a lease ahead in the same statement, so two processes never take
  * the same domain; looks each up outside any transaction; records the outcome. Answers how many were checked.
  */
-async function recheckPendingDomains(em: EntityManager): Promise<number> {
+export async function recheckPendingDomains(em: EntityManager): Promise<number> {
   let checked = 0;
   for (;;) {
     const claimed = await em.execute<
@@ -216,5 +215,3 @@ async function recheckPendingDomains(em: EntityManager): Promise<number> {
     if (claimed.length < BATCH) return checked;
   }
 }
-
-registerHousekeepingTask('custom_domains_recheck', recheckPendingDomains);

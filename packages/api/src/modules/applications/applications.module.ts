@@ -1,0 +1,15 @@
+import { defineModule } from '../../lib/modules.ts';
+import { ApplicationEntity } from './application.entity.ts';
+import { applicationProcedures } from './applications.router.ts';
+
+/** Applications (tenants): their settings, allowed origins and CORS. */
+export const applicationsModule = defineModule({
+  name: 'applications',
+  entities: [ApplicationEntity],
+  procedures: { applications: applicationProcedures },
+  tag: {
+    name: 'Applications',
+    description:
+      'Applications (tenants): settings, allowed origins, usage statistics and the message log. Created with the operator token.',
+  },
+});
