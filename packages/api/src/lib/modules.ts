@@ -1,4 +1,4 @@
-import type { Options } from '@mikro-orm/core';
+import type { Options, TriggerDef } from '@mikro-orm/core';
 import type { AnyRouter } from '@trpc/server';
 
 /**
@@ -64,6 +64,8 @@ export interface ModuleDeclaration<P extends ProcedureTree = ProcedureTree> {
   /** The OpenAPI tag it owns (the tags of the document, in the order of the module list). */
   tag?: { name: string; description: string };
   hooks?: readonly Hook[];
+  /** Triggers it puts on a lower module's table (webhooks fan out on events): applied to that entity at composition. */
+  triggers?: ReadonlyArray<{ on: { meta: { triggers: TriggerDef[] } }; trigger: TriggerDef }>;
 }
 
 export const defineModule = <const P extends ProcedureTree = Record<never, never>>(module: ModuleDeclaration<P>) => module;
@@ -105,6 +107,11 @@ export function composeModules<const M extends readonly ModuleDeclaration[]>(mod
     if (module.tag && tags.has(module.tag.name)) throw new Error(`The OpenAPI tag ${module.tag.name} is declared twice`);
     if (module.tag) tags.add(module.tag.name);
     if (module.procedures) mergeInto(procedures, module.procedures, '');
+    for (const { on, trigger } of module.triggers ?? []) {
+      if (on.meta.triggers.some(({ name }) => name === trigger.name))
+        throw new Error(`The trigger ${trigger.name} is declared twice`);
+      on.meta.triggers.push(trigger);
+    }
   }
   return {
     entities: modules.flatMap((module) => module.entities ?? []),

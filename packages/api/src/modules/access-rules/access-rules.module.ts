@@ -1,8 +1,10 @@
 import { defineModule } from '../../lib/modules.ts';
 import { signInChecks } from '../sign-in/sign-in.service.ts';
-import { AccessRuleEntity, HostEntity, HostGroupEntity } from './access-rules.entity.ts';
+import { AccessRuleEntity } from './access-rule.entity.ts';
 import { accessRulesRouter } from './access-rules.router.ts';
 import { hostAccessCheck } from './access-rules.service.ts';
+import { HostEntity } from './host.entity.ts';
+import { HostGroupEntity } from './host-group.entity.ts';
 
 /** Hosts, host groups and the rules that decide who may sign in to them (a sign-in check). */
 export const accessRulesModule = defineModule({

@@ -6,15 +6,10 @@ import { newId } from '../../lib/ids.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
 import type { SignInCheck } from '../sign-in/sign-in.service.ts';
 import { UserEntity } from '../users/user.entity.ts';
-import {
-  type AccessRule,
-  AccessRuleEntity,
-  type Host,
-  HostEntity,
-  type HostGroup,
-  HostGroupEntity,
-} from './access-rules.entity.ts';
+import { type AccessRule, AccessRuleEntity } from './access-rule.entity.ts';
 import type { AccessCheckRecord, AccessRuleRecord, HostGroupRecord, HostRecord } from './access-rules.schema.ts';
+import { type Host, HostEntity } from './host.entity.ts';
+import { type HostGroup, HostGroupEntity } from './host-group.entity.ts';
 
 const toHostGroupRecord = (g: HostGroup): HostGroupRecord => ({ id: g.id, name: g.name, created_at: g.createdAt.toISOString() });
 const toHostRecord = (h: Host): HostRecord => ({

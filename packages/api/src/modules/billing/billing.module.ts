@@ -1,9 +1,10 @@
 import { housekeepingTasks } from '../../lib/housekeeping.ts';
 import { defineModule } from '../../lib/modules.ts';
 import { memberAddChecks, subscriptionSummarySources } from '../organizations/organizations.hooks.ts';
-import { PlanEntity, SubscriptionEntity } from './billing.entity.ts';
 import { billingRouter } from './billing.router.ts';
 import { advanceSubscriptionPeriods, billingSubscriptionSummary, checkSeats } from './billing.service.ts';
+import { PlanEntity } from './plan.entity.ts';
+import { SubscriptionEntity } from './subscription.entity.ts';
 
 /** Plans and subscriptions: seats checked when a member is added, periods moved on by housekeeping. */
 export const billingModule = defineModule({

@@ -7,8 +7,9 @@ import { iso } from '../../lib/time.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import type { MemberAddCheck, SubscriptionSummarySource } from '../organizations/organizations.hooks.ts';
-import { type Plan, PlanEntity, SubscriptionEntity } from './billing.entity.ts';
 import type { PlanRecord, SubscriptionRecord } from './billing.schema.ts';
+import { type Plan, PlanEntity } from './plan.entity.ts';
+import { SubscriptionEntity } from './subscription.entity.ts';
 
 const toPlanRecord = (plan: Plan): PlanRecord => ({
   id: plan.id,

@@ -1,6 +1,6 @@
 import { housekeepingTasks } from '../../lib/housekeeping.ts';
 import { defineModule } from '../../lib/modules.ts';
-import { CustomDomainEntity } from './domain.entity.ts';
+import { CustomDomainEntity } from './custom-domain.entity.ts';
 import { domainsRouter } from './domains.router.ts';
 import { recheckPendingDomains } from './domains.service.ts';
 

@@ -8,7 +8,7 @@ import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type CustomDomain, CustomDomainEntity } from './domain.entity.ts';
+import { type CustomDomain, CustomDomainEntity } from './custom-domain.entity.ts';
 import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
 import type { CustomDomainRecord, VerificationError } from './domains.schema.ts';
 

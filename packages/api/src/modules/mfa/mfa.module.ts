@@ -3,7 +3,8 @@ import { secondFactorSources } from '../sign-in/sign-in.service.ts';
 import { mergeSteps } from '../users/users.merge.ts';
 import { mfaRouter } from './mfa.router.ts';
 import { mergeMfaFactors, mfaSecondFactors } from './mfa.service.ts';
-import { MfaBackupCodeEntity, MfaFactorEntity } from './mfa-factor.entity.ts';
+import { MfaBackupCodeEntity } from './mfa-backup-code.entity.ts';
+import { MfaFactorEntity } from './mfa-factor.entity.ts';
 
 /** TOTP and backup codes. */
 export const mfaModule = defineModule({

@@ -22,7 +22,8 @@ import {
 import { sendSecurityNotice } from '../templates/templates.service.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import type { MfaFactorKind, MfaFactorRecord } from './mfa.schema.ts';
-import { MfaBackupCodeEntity, type MfaFactor, MfaFactorEntity } from './mfa-factor.entity.ts';
+import { MfaBackupCodeEntity } from './mfa-backup-code.entity.ts';
+import { type MfaFactor, MfaFactorEntity } from './mfa-factor.entity.ts';
 
 /** RFC 6238 as every authenticator app implements it. */
 const TOTP_OPTIONS = { algorithm: 'SHA1', digits: 6, period: 30 } as const;

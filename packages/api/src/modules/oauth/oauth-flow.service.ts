@@ -21,7 +21,6 @@ import {
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import type { User } from '../users/user.entity.ts';
 import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
-import { OAuthStateEntity } from './oauth.entity.ts';
 import {
   authorizationUrl,
   type ExchangeResult,
@@ -34,6 +33,7 @@ import {
 } from './oauth.providers.ts';
 import type { IdentityRecord } from './oauth.schema.ts';
 import { PROVIDER_SETTING_SQL, type ProviderSettingRow, providerClient } from './oauth.service.ts';
+import { OAuthStateEntity } from './oauth-state.entity.ts';
 
 const STATE_TTL_MS = 10 * 60_000;
 const LINKABLE_KINDS = ['oauth', 'saml'];

@@ -1,8 +1,10 @@
 import { purgeSteps } from '../../lib/housekeeping.ts';
 import { defineModule } from '../../lib/modules.ts';
-import { OAuthProviderEntity, OAuthProviderTokenEntity, OAuthStateEntity } from './oauth.entity.ts';
 import { identitiesRouter, oauthRouter, providersRouter } from './oauth.router.ts';
 import { purgeOAuthStates } from './oauth-flow.service.ts';
+import { OAuthProviderEntity } from './oauth-provider.entity.ts';
+import { OAuthProviderTokenEntity } from './oauth-provider-token.entity.ts';
+import { OAuthStateEntity } from './oauth-state.entity.ts';
 
 /** Social sign-in: providers per application, the browser flow and linked identities. */
 export const oauthModule = defineModule({

@@ -2,9 +2,11 @@ import { purgeSteps } from '../../lib/housekeeping.ts';
 import { defineModule } from '../../lib/modules.ts';
 import { banSteps } from '../users/users.hooks.ts';
 import { mergeSteps } from '../users/users.merge.ts';
-import { OAuth2ArtifactEntity, OAuth2ClientEntity, OAuth2GrantEntity } from './oauth2.entity.ts';
 import { interactionRouter, myGrantsRouter, oauth2Router, userGrantsRouter } from './oauth2.router.ts';
 import { mergeOAuth2Grants, purgeOAuth2Artifacts, purgeOAuth2Grants, revokeOAuth2GrantsOnBan } from './oauth2.service.ts';
+import { OAuth2ArtifactEntity } from './oauth2-artifact.entity.ts';
+import { OAuth2ClientEntity } from './oauth2-client.entity.ts';
+import { OAuth2GrantEntity } from './oauth2-grant.entity.ts';
 
 /** The application as an OAuth 2.1 / OpenID Connect provider: clients, the interaction, grants. */
 export const oauth2Module = defineModule({

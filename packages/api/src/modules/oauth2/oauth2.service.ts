@@ -9,9 +9,10 @@ import type { BanStep } from '../users/users.hooks.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { findUser } from '../users/users.service.ts';
 import { revokeGrant } from './oauth2.adapter.ts';
-import { type OAuth2Client, OAuth2ClientEntity, OAuth2GrantEntity } from './oauth2.entity.ts';
 import { providerFor, STANDARD_SCOPES } from './oauth2.provider.ts';
 import type { GrantRecord, OAuth2ClientRecord } from './oauth2.schema.ts';
+import { type OAuth2Client, OAuth2ClientEntity } from './oauth2-client.entity.ts';
+import { OAuth2GrantEntity } from './oauth2-grant.entity.ts';
 
 const STANDARD_DESCRIPTIONS: Record<string, string> = {
   openid: 'Sign you in with your account',

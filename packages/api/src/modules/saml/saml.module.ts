@@ -1,7 +1,10 @@
 import { purgeSteps } from '../../lib/housekeeping.ts';
 import { defineModule } from '../../lib/modules.ts';
-import { SamlAssertionEntity, SamlCodeEntity, SamlConnectionEntity, SamlRequestEntity } from './saml.entity.ts';
 import { samlRouter, ssoRouter } from './saml.router.ts';
+import { SamlAssertionEntity } from './saml-assertion.entity.ts';
+import { SamlCodeEntity } from './saml-code.entity.ts';
+import { SamlConnectionEntity } from './saml-connection.entity.ts';
+import { SamlRequestEntity } from './saml-request.entity.ts';
 import { purgeSamlAssertions, purgeSamlCodes, purgeSamlRequests } from './sso.service.ts';
 
 /** SAML connections and enterprise single sign-on. */

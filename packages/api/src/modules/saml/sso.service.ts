@@ -12,7 +12,6 @@ import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.t
 import { IdentityEntity } from '../users/identity.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 import { createExternalIdentity, normalizeEmail, toUserRecord } from '../users/users.service.ts';
-import { type SamlConnection, SamlConnectionEntity, SamlRequestEntity } from './saml.entity.ts';
 import {
   type AcceptedAssertion,
   authorizeUrl,
@@ -26,6 +25,8 @@ import {
   validateResponse,
 } from './saml.protocol.ts';
 import { samlSubject, spConfigOf } from './saml.service.ts';
+import { type SamlConnection, SamlConnectionEntity } from './saml-connection.entity.ts';
+import { SamlRequestEntity } from './saml-request.entity.ts';
 
 const REQUEST_TTL_MS = 10 * 60_000;
 /** The code the ACS hands the browser: single use, one minute (SECURITY 4: an authorization code lives ≤ 1 minute). */

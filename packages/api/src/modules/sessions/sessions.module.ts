@@ -2,7 +2,8 @@ import { purgeSteps } from '../../lib/housekeeping.ts';
 import { defineModule } from '../../lib/modules.ts';
 import { banSteps } from '../users/users.hooks.ts';
 import { mergeSteps } from '../users/users.merge.ts';
-import { RefreshTokenEntity, SessionEntity } from './session.entity.ts';
+import { RefreshTokenEntity } from './refresh-token.entity.ts';
+import { SessionEntity } from './session.entity.ts';
 import { endUserSessionProcedures, revokeUserSessionsProcedure } from './sessions.router.ts';
 import { mergeSessions, purgeRefreshTokens, purgeSessions, revokeSessionsOnBan } from './sessions.service.ts';
 

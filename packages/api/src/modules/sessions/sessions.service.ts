@@ -16,7 +16,8 @@ import type { User } from '../users/user.entity.ts';
 import type { BanStep } from '../users/users.hooks.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { findUser, userFromRow } from '../users/users.service.ts';
-import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
+import { RefreshTokenEntity } from './refresh-token.entity.ts';
+import { type Session, SessionEntity } from './session.entity.ts';
 import type { SessionRecord, Tokens } from './sessions.schema.ts';
 
 declare module '../../context.ts' {

@@ -1,5 +1,5 @@
 import { defineModule } from '../../lib/modules.ts';
-import { TemplateOverrideEntity } from './template.entity.ts';
+import { TemplateOverrideEntity } from './template-override.entity.ts';
 import { templatesRouter } from './templates.router.ts';
 
 /** The mails Gatehouse sends and their per-application overrides. */

@@ -1,5 +1,8 @@
 import { defineModule } from '../../lib/modules.ts';
-import { WebhookAttemptEntity, WebhookDeliveryEntity, WebhookEndpointEntity } from './webhook.entity.ts';
+import { EventEntity } from '../events/event.entity.ts';
+import { WebhookAttemptEntity } from './webhook-attempt.entity.ts';
+import { WebhookDeliveryEntity, webhookFanOutTrigger } from './webhook-delivery.entity.ts';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity.ts';
 import { webhooksRouter } from './webhooks.router.ts';
 
 /** Webhook endpoints, their deliveries and attempts. */
@@ -7,6 +10,7 @@ export const webhooksModule = defineModule({
   name: 'webhooks',
   entities: [WebhookEndpointEntity, WebhookDeliveryEntity, WebhookAttemptEntity],
   procedures: { webhooks: webhooksRouter },
+  triggers: [{ on: EventEntity, trigger: webhookFanOutTrigger }],
   tag: {
     name: 'Webhooks',
     description:
