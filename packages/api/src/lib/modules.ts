@@ -32,21 +32,23 @@ export interface Hook {
 
 /** Every registry's entries, composed once from the module list; refuses a name declared twice in one registry. */
 export class Hooks {
-  readonly #entries = new Map<Registry<unknown>, Map<string, unknown>>();
+  readonly #entries = new Map<Registry<unknown>, { names: Set<string>; values: unknown[] }>();
 
   constructor(hooks: Iterable<Hook>) {
     for (const { registry, name, value } of hooks) {
-      const entries = this.#entries.get(registry) ?? new Map<string, unknown>();
-      if (entries.has(name)) throw new Error(`The ${registry.name} ${name} is declared twice`);
-      if (registry.single && entries.size) throw new Error(`A second ${registry.name} is declared (${name})`);
-      this.#entries.set(registry, entries.set(name, value));
+      const entries = this.#entries.get(registry) ?? { names: new Set<string>(), values: [] };
+      if (entries.names.has(name)) throw new Error(`The ${registry.name} ${name} is declared twice`);
+      if (registry.single && entries.names.size) throw new Error(`A second ${registry.name} is declared (${name})`);
+      entries.names.add(name);
+      entries.values.push(value);
+      this.#entries.set(registry, entries);
     }
   }
 
   /** A registry's entries in the order the modules are listed (none when no module fills it). */
   get<T>(registry: Registry<T>): readonly T[] {
     // Entries reach the map only through `registry.entry(name, value: T)`, so a registry's values are its T.
-    return [...((this.#entries.get(registry as Registry<unknown>)?.values() ?? []) as Iterable<T>)];
+    return (this.#entries.get(registry as Registry<unknown>)?.values ?? []) as readonly T[];
   }
 }
 

@@ -55,6 +55,8 @@ export interface SignInCheck {
   check: (em: EntityManager, application: Application, user: User, attempt: SignInAttempt) => Promise<SignInDenial | null>;
 }
 
+export const signInChecks = new Registry<SignInCheck>('sign-in check');
+
 /** A refused sign-in: its transaction rolls back (nothing is consumed or created), then its event is written. */
 class SignInDenied extends AppError {
   readonly event: Record<string, unknown>;
@@ -63,7 +65,6 @@ class SignInDenied extends AppError {
     this.event = event;
   }
 }
-export const signInChecks = new Registry<SignInCheck>('sign-in check');
 
 /**
  * The second factors a user has; each capability that provides one declares a source: a query answering a `method`
