@@ -1,6 +1,6 @@
 import { createServices as createKernelServices, type ServicesOptions } from './context.ts';
 import type { Orm } from './db/orm.ts';
-import { runHousekeeping as housekeep, purgeExpired as purge } from './lib/housekeeping.ts';
+import { purgeExpired as purge } from './lib/housekeeping.ts';
 import { service } from './modules.ts';
 
 export type { Context, OAuthConfig, RequestInfo, Services } from './context.ts';
@@ -8,6 +8,7 @@ export { createContext } from './context.ts';
 export { type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations } from './db/orm.ts';
 export { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
 export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
+export { runHousekeeping } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
@@ -33,5 +34,3 @@ export const createServices = (options: Omit<ServicesOptions, 'hooks'>) =>
   createKernelServices({ ...options, hooks: service.hooks });
 /** Every purge step of every module (housekeeping's first half): how many rows went. */
 export const purgeExpired = (orm: Orm) => purge(orm, service.hooks);
-/** One housekeeping run over every module's purge steps and recurring tasks. */
-export const runHousekeeping = (orm: Orm) => housekeep(orm, service.hooks);

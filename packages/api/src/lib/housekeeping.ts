@@ -51,15 +51,23 @@ export async function purgeExpired(orm: Orm, hooks: Hooks): Promise<number> {
   return purged;
 }
 
+/** What housekeeping is given of the process's services (`Services` has it): the database, its configuration and the modules' steps. */
+export interface HousekeepingServices {
+  orm: Orm;
+  dnsServers: readonly string[] | undefined;
+  hooks: Hooks;
+}
+
 /** A recurring task: answers how many rows it handled. It must claim its rows itself (several processes run it). */
-export type HousekeepingTask = (em: EntityManager) => Promise<number>;
+export type HousekeepingTask = (em: EntityManager, services: HousekeepingServices) => Promise<number>;
 
 export const housekeepingTasks = new Registry<HousekeepingTask>('housekeeping task');
 
 /** One housekeeping run: every purge step, then every recurring task. Answers how many rows each kind handled. */
-export async function runHousekeeping(orm: Orm, hooks: Hooks): Promise<{ purged: number; handled: number }> {
-  const purged = await purgeExpired(orm, hooks);
+export async function runHousekeeping(services: HousekeepingServices): Promise<{ purged: number; handled: number }> {
+  const purged = await purgeExpired(services.orm, services.hooks);
   let handled = 0;
-  for (const task of hooks.get(housekeepingTasks)) handled += await task(orm.em.fork() as EntityManager);
+  for (const task of services.hooks.get(housekeepingTasks))
+    handled += await task(services.orm.em.fork() as EntityManager, services);
   return { purged, handled };
 }
