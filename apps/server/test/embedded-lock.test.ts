@@ -25,7 +25,7 @@ beforeAll(async () => {
     fork(join(import.meta.dirname, 'helpers/lock-child.ts'), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
   );
   await Promise.all(children.map((child) => next(child)));
-}, 60_000);
+});
 
 afterAll(() => {
   for (const child of children) if (child.connected) child.send('exit');
@@ -65,5 +65,5 @@ describe('the embedded database lock under simultaneous starts', () => {
       await next(holder!);
       expect(lockFiles(), `round ${round}`).toEqual([]);
     }
-  }, 60_000);
+  });
 });

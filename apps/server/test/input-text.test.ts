@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { MISSING, rawRequest, sql, type TestApp } from './helpers/server.ts';
 import { signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * Text PostgreSQL cannot store (U+0000, an unpaired UTF-16 surrogate) sent to every string field of every operation
