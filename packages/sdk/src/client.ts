@@ -1,10 +1,9 @@
 import type { AppRouter } from '@gatehouse/api';
-import {
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
+import type {
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
   startAuthentication,
   startRegistration,
-  WebAuthnAbortService,
 } from '@simplewebauthn/browser';
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { decodeJwt } from 'jose';
@@ -155,7 +154,8 @@ export interface GatehouseClientOptions {
   lock?: <T>(run: () => Promise<T>) => Promise<T>;
   /**
    * Creates and uses passkeys (`navigator.credentials.create()`/`get()`). Default: @simplewebauthn/browser's
-   * `startRegistration`/`startAuthentication` and `WebAuthnAbortService.cancelCeremony`; pass another implementation
+   * `startRegistration`/`startAuthentication` and `WebAuthnAbortService.cancelCeremony`, loaded at the first passkey
+   * ceremony (an optional peer dependency: install it to use passkeys in a browser); pass another implementation
    * where there is no browser WebAuthn (React Native, tests).
    */
   webauthn?: WebAuthnCeremonies;
@@ -297,14 +297,6 @@ interface HeldAccess {
   session: ClientSession;
 }
 
-/**
- * The end-user client for browsers (and any app acting for one person): the sign-in steps, the current user, their
- * sessions, and the tokens — kept by the client and refreshed before they expire. Every call goes over tRPC `/trpc`
- * with `x-application-id`; failures reject with a `GatehouseError`.
- *
- * Refresh tokens are single use and the server revokes the whole session when one is presented twice, so every
- * rotation (refresh, organization switch) runs one at a time, and concurrent calls that need a refresh share one.
- */
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -364,13 +356,45 @@ const navigateTo = (options: OAuthRedirectOptions) => (url: string) => {
   (globalThis as unknown as { location: { assign(url: string): void } }).location.assign(url);
 };
 
+type SimpleWebAuthn = typeof import('@simplewebauthn/browser');
+
+/**
+ * @simplewebauthn/browser's ceremonies, loaded at the first one: a server that never runs a passkey ceremony (or
+ * passes its own `webauthn`) neither loads nor installs the package.
+ */
+function browserCeremonies(): WebAuthnCeremonies {
+  let loaded: SimpleWebAuthn | undefined;
+  const load = async (): Promise<SimpleWebAuthn> => {
+    try {
+      loaded ??= await import('@simplewebauthn/browser');
+    } catch (error) {
+      throw new Error(
+        'Passkeys in the browser need @simplewebauthn/browser: npm install @simplewebauthn/browser ' +
+          '(or pass your own `webauthn` to createGatehouseClient)',
+        { cause: error },
+      );
+    }
+    return loaded;
+  };
+  return {
+    startRegistration: async (options) => (await load()).startRegistration(options),
+    startAuthentication: async (options) => (await load()).startAuthentication(options),
+    // Nothing was loaded, so no ceremony is in progress: synchronous, so it cannot cancel the ceremony started next.
+    cancelCeremony: () => loaded?.WebAuthnAbortService.cancelCeremony(),
+  };
+}
+
+/**
+ * The end-user client for browsers (and any app acting for one person): the sign-in steps, the current user, their
+ * sessions, and the tokens — kept by the client and refreshed before they expire. Every call goes over tRPC `/trpc`
+ * with `x-application-id`; failures reject with a `GatehouseError`.
+ *
+ * Refresh tokens are single use and the server revokes the whole session when one is presented twice, so every
+ * rotation (refresh, organization switch) runs one at a time, and concurrent calls that need a refresh share one.
+ */
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseBrowserClient {
   const now = options.now ?? Date.now;
-  const webauthn: WebAuthnCeremonies = options.webauthn ?? {
-    startRegistration,
-    startAuthentication,
-    cancelCeremony: () => WebAuthnAbortService.cancelCeremony(),
-  };
+  const webauthn: WebAuthnCeremonies = options.webauthn ?? browserCeremonies();
   const call = createTransport({
     baseUrl: options.baseUrl,
     fetch: options.fetch,

@@ -41,9 +41,15 @@ export {
   type VerifyMagicLinkInput,
   type WebAuthnCeremonies,
 } from './client.ts';
-export { GatehouseError, type GatehouseErrorDetail } from './errors.ts';
+export { GatehouseError, type GatehouseErrorCode, type GatehouseErrorDetail } from './errors.ts';
 export { type AccessTokenClaims, type VerifyTokenOptions, verifyToken } from './verify.ts';
-export { verifyWebhook, type WebhookEvent, type WebhookHeaders, WebhookVerificationError } from './webhooks.ts';
+export {
+  verifyWebhook,
+  type WebhookEvent,
+  type WebhookEventType,
+  type WebhookHeaders,
+  WebhookVerificationError,
+} from './webhooks.ts';
 
 type Call<P extends AnyProcedure> =
   undefined extends inferProcedureInput<P>
