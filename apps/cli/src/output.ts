@@ -24,12 +24,7 @@ export const outputMode = (command: Command): OutputMode =>
  * pretty-printed); the other modes show `view(result)`. Errors propagate to the top-level handler. Answers the result
  * (for an exit code that depends on it).
  */
-export async function present<T>(
-  command: Command,
-  label: string,
-  call: () => Promise<T>,
-  view: (result: T) => View,
-): Promise<T> {
+export async function present<T>(command: Command, label: string, call: () => Promise<T>, view: (result: T) => View): Promise<T> {
   const mode = outputMode(command);
   if (mode === 'rich') {
     // ink (and its layout engine) loads only for a terminal: scripts and CI do not pay for it.

@@ -298,7 +298,11 @@ describe('gatehouse CLI against a real server', () => {
     const help = await gatehouse(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 .*\n {2}1 .*error.*\n {2}2 .*usage.*\n {2}3 .*no/);
-    for (const command of [['authz', 'check'], ['access', 'check'], ['domains', 'verify']]) {
+    for (const command of [
+      ['authz', 'check'],
+      ['access', 'check'],
+      ['domains', 'verify'],
+    ]) {
       const text = (await gatehouse([...command, '--help'])).stdout;
       // Commander wraps descriptions to the width: any white space between the words.
       expect(text, command.join(' ')).toMatch(/exit\s+3/);

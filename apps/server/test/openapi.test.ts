@@ -160,7 +160,7 @@ describe('/v1/openapi.json', () => {
     );
   });
 
-  it('`npm run openapi -- <file>` writes the same document, from a shell whose `node` is the machine\'s (Node 20)', async () => {
+  it("`npm run openapi -- <file>` writes the same document, from a shell whose `node` is the machine's (Node 20)", async () => {
     const root = fileURLToPath(new URL('../../..', import.meta.url));
     const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-'));
     try {

@@ -13,7 +13,7 @@ import { createTransport, type ProcedurePath } from './transport.ts';
 type AuthInputs = inferRouterInputs<AppRouter>['auth'];
 type AuthOutputs = inferRouterOutputs<AppRouter>['auth'];
 
-/** The outcome of every first factor (CONTRACT §4): `consent_required`, `mfa_required` or `complete`. */
+/** The outcome of every first factor (magic link, passkey, OAuth, SSO): `consent_required`, `mfa_required` or `complete`. */
 export type SignInResult = AuthOutputs['magicLink']['verify'];
 export type Tokens = AuthOutputs['token']['refresh'];
 export type MagicLinkStarted = AuthOutputs['magicLink']['start'];
@@ -69,11 +69,11 @@ export interface OAuthCallbackOptions {
 export type RegisterPasskeyInput = Pick<AuthInputs['passkeys']['register']['finish'], 'name'>;
 export type EnrollTotpInput = NonNullable<AuthInputs['mfa']['totp']['enroll']>;
 export type ConfirmTotpInput = AuthInputs['mfa']['totp']['confirm'];
-/** S11: `namespace` restricts to one object namespace; `limit` 1–100 (default 25), `offset`. */
+/** `GET /v1/authz/relations`: `namespace` restricts to one object namespace; `limit` 1–100 (default 25), `offset`. */
 export type ListRelationsInput = NonNullable<inferRouterInputs<AppRouter>['authz']['relations']>;
 /** A page of the signed-in user's relationship tuples, newest first: `{relations, total, limit, offset}`. */
 export type RelationPage = inferRouterOutputs<AppRouter>['authz']['relations'];
-/** What the user authorized a third-party app to do (S6). */
+/** What the user authorized a third-party app (an OAuth 2.0 client of the application) to do. */
 export type Grant = AuthOutputs['me']['grants']['list'][number];
 /** A third-party app's authorization request, as the application's sign-in page shows it. */
 export type OAuth2Interaction = AuthOutputs['oauth2']['interaction'];
@@ -208,7 +208,7 @@ export interface GatehouseBrowserClient {
   };
   me(): Promise<CurrentUser>;
   updateMe(input: UpdateMeInput): Promise<CurrentUser>;
-  /** The relationship tuples whose subject is the signed-in user (`user:<id>`), newest first (S11). */
+  /** The relationship tuples whose subject is the signed-in user (`user:<id>`), newest first. */
   relations(input?: ListRelationsInput): Promise<RelationPage>;
   /** Ends the session on the server and forgets the tokens (locally even when the server cannot be reached). */
   signOut(): Promise<void>;
@@ -219,7 +219,7 @@ export interface GatehouseBrowserClient {
   };
   /** The current session as the server sees it: `aal`, and `mfa_enrollment_required` (time to offer `mfa.enrollTotp`). */
   session(): Promise<UserSession>;
-  /** The third-party apps the user authorized (S6); revoking one ends every token it holds at once. */
+  /** The third-party apps (OAuth 2.0 clients) the user authorized; revoking one ends every token it holds at once. */
   grants: {
     list(): Promise<Grant[]>;
     revoke(id: string): Promise<Deleted>;

@@ -25,13 +25,7 @@ export class GatehouseError extends Error {
   readonly details: GatehouseErrorDetail[] | undefined;
   readonly requestId: string | undefined;
 
-  constructor(
-    code: GatehouseErrorCode,
-    status: number,
-    message: string,
-    details?: GatehouseErrorDetail[],
-    requestId?: string,
-  ) {
+  constructor(code: GatehouseErrorCode, status: number, message: string, details?: GatehouseErrorDetail[], requestId?: string) {
     super(message);
     this.name = 'GatehouseError';
     this.code = code;

@@ -24,7 +24,9 @@ function addSigningKeyCommands(parent: Command): void {
 
 export function registerSigningKeys(program: Command): void {
   addSigningKeyCommands(
-    program.command('signing-keys').description("Manage the application's access-token signing keys (not API keys: see api-keys)"),
+    program
+      .command('signing-keys')
+      .description("Manage the application's access-token signing keys (not API keys: see api-keys)"),
   );
   // `keys` was the name until signing keys and secret API keys (`api-keys`) were told apart; kept, hidden, for one
   // release so that scripts keep working while they are updated.

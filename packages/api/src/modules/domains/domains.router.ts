@@ -25,7 +25,7 @@ export const domainsRouter = router({
         description:
           'The name is canonicalised (trimmed, lower-case, IDN as punycode, one trailing dot dropped) and must be a ' +
           'public host name: 422 `invalid_domain` otherwise. A name is configured once across all applications: 409 ' +
-          '`domain_already_configured`. Answers 200 (S7). Emits `custom_domain.added`.',
+          '`domain_already_configured`. Answers 200 (not 201, as clients of this route have always received). Emits `custom_domain.added`.',
       },
     })
     .input(AddDomainInputSchema)

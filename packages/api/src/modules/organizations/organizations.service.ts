@@ -83,13 +83,11 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
 }
 
 /**
- * The list of S10: one query for the page (with each organization's member count) and one for the total.
- * `search` is a literal, case-insensitive substring of the name or the slug.
- */
-/**
- * S10. The page and its `total` in one round trip: the page walks the (application, created_at, id) index newest
- * first, a search's total counts through the trigram indexes of name and slug. Only the plain page is a prepared
- * statement: a generic plan cannot see a search's pattern, and the pattern decides between the indexes.
+ * The application's organizations, newest first, with each one's member count (`GET /v1/organizations`); `search` is
+ * a literal, case-insensitive substring of the name or the slug. The page and its `total` come in one round trip: the
+ * page walks the (application, created_at, id) index newest first, a search's total counts through the trigram indexes
+ * of name and slug. Only the plain page is a prepared statement: a generic plan cannot see a search's pattern, and the
+ * pattern decides between the indexes.
  */
 export async function listOrganizations(ctx: Context, input: PageQuery & { search?: string }) {
   const search = input.search?.trim();
