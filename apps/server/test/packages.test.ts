@@ -71,7 +71,8 @@ beforeAll(async () => {
     timeout: 120_000,
   });
   app = await suite.server.createApp();
-}, 240_000);
+  // Two installs from the registry (the tarballs, then what a browser app adds) and two builds: minutes on a busy machine.
+}, 480_000);
 
 afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
