@@ -100,7 +100,7 @@ export function registerAccess(program: Command): void {
   access
     .command('check')
     .description(
-      'May this user sign in to this host? (a matching deny wins; no matching allow is deny): exit 0 when allowed, 3 when denied',
+      'May this user sign in to this host? (a matching deny wins; no matching allow is deny): exit 0 when allowed, exit 3 when denied',
     )
     .argument('<user_id>', 'user id')
     .argument('<host_id>', 'host id')

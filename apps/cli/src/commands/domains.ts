@@ -74,7 +74,7 @@ export function registerDomains(program: Command): void {
 
   domains
     .command('verify')
-    .description('Look the TXT record up now: exit 0 when the domain is verified, 3 when it is not yet')
+    .description('Look the TXT record up now: exit 0 when the domain is verified, exit 3 when it is not yet')
     .argument('<domain>', 'domain id or name')
     .action(async (idOrName: string, _options, command: Command) => {
       const { gatehouse, applicationId } = await applicationClient(command);
