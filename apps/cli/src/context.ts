@@ -101,7 +101,9 @@ export async function operatorToken(env: NodeJS.ProcessEnv = process.env): Promi
     () => import('@gatehouse/server/config'),
     "set GATEHOUSE_OPERATOR_TOKEN (the server keeps it in <GATEHOUSE_DATA_DIR>/operator-token; it cannot be read from the server's data directory here)",
   );
-  const path = operatorTokenPath(dataDirOf({ GATEHOUSE_DATA_DIR: env.GATEHOUSE_DATA_DIR || './.gatehouse' }, env));
+  const path = operatorTokenPath(
+    dataDirOf({ GATEHOUSE_DATA_DIR: env.GATEHOUSE_DATA_DIR || './.gatehouse', INIT_CWD: env.INIT_CWD }),
+  );
   try {
     const token = (await readFile(path, 'utf8')).trim();
     if (token) return token;

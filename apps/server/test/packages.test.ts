@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import type { TestApp } from './helpers/server.ts';
 import { signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * The SDK and the CLI as a developer gets them: built and packed with `npm pack`, installed from the tarballs into a
@@ -56,7 +57,7 @@ beforeAll(async () => {
   await run('npm', ['install', '--no-audit', '--no-fund', '--silent', ...tarballs.map((t) => `./${t}`)], {
     cwd: scratch,
     env,
-    timeout: 120_000,
+    timeout: 240_000,
   });
   installedWithoutAsking = Object.fromEntries(
     ['@simplewebauthn/browser', '@gatehouse/api', '@gatehouse/server'].map((name) => [
@@ -68,7 +69,7 @@ beforeAll(async () => {
   await run('npm', ['install', '--no-audit', '--no-fund', '--silent', '@simplewebauthn/browser@14.0.0'], {
     cwd: scratch,
     env,
-    timeout: 120_000,
+    timeout: 240_000,
   });
   app = await suite.server.createApp();
   // Two installs from the registry (the tarballs, then what a browser app adds) and two builds: minutes on a busy machine.
