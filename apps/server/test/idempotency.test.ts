@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
-import { acrossServers, rawRequest, sql } from './helpers/server.ts';
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestIdp } from './helpers/saml-idp.ts';
+import { acrossServers, rawRequest, sql, startServer, type TestServer } from './helpers/server.ts';
 import { serverSuite, uniqueEmail } from './helpers/suite.ts';
 
 const suite = serverSuite({ smtp: false });
@@ -64,10 +66,10 @@ describe('Idempotency-Key on creating calls (Stripe semantics)', () => {
     const results = await acrossServers(suite.server, 20, (server) =>
       app.via(server).rest('POST', '/v1/users', { primary_email: email }, { 'idempotency-key': 'one-user' }),
     );
-    // The first creates; the others wait-free answer 409 while it runs, or replay it once it is done.
-    expect(results.every((r) => r.status === 201 || (r.status === 409 && r.body.error.code === 'conflict'))).toBe(true);
-    const created = results.filter((r) => r.status === 201);
-    expect(new Set(created.map((r) => r.body.data.id)).size).toBe(1);
+    // The first creates; the others wait for it on the key (claim and answer commit together) and replay it.
+    expect(results.map((r) => r.status)).toEqual(Array(20).fill(201));
+    expect(new Set(results.map((r) => r.body.data.id)).size).toBe(1);
+    expect(results.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(19);
     const [{ n }] = await sql<{ n: string }>(suite.server, 'select count(*) as n from users where application_id = ?', [app.id]);
     expect(Number(n)).toBe(1);
   });
@@ -82,5 +84,74 @@ describe('Idempotency-Key on creating calls (Stripe semantics)', () => {
     const again = await create();
     expect(again.status).toBe(201);
     expect(again.body).toEqual(first.body);
+  });
+
+  it('a REST call and a tRPC call with the same key and input are one request, whatever the order of the fields', async () => {
+    const app = await suite.server.createApp();
+    const headers = { 'idempotency-key': 'rest-then-trpc' };
+    const first = await app.rest('POST', '/v1/organizations', { slug: 'one-request', name: 'One request' }, headers);
+    expect(first.status).toBe(201);
+    const again = await rawRequest(suite.server.url, 'POST', '/trpc/organizations.create', {
+      body: { name: 'One request', slug: 'one-request' },
+      headers: { authorization: `Bearer ${app.secretKey}`, 'x-application-id': app.id, ...headers },
+    });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect((again.body as unknown as { result: { data: { id: string } } }).result.data.id).toBe(first.body.data.id);
+  });
+});
+
+describe('Idempotency-Key on a create that calls out first (SAML metadata fetched from a URL)', () => {
+  let server: TestServer;
+  let metadata: Server;
+  let metadataUrl: string;
+  const held: Array<() => void> = [];
+  let fetched = 0;
+
+  beforeAll(async () => {
+    const idp = await createTestIdp();
+    server = await startServer({ allowInsecureSaml: true });
+    // Answers each fetch only when the test lets it.
+    metadata = createServer((_req, res) => {
+      fetched++;
+      held.push(() => res.writeHead(200, { 'content-type': 'application/samlmetadata+xml' }).end(idp.metadataXml));
+    });
+    await new Promise<void>((resolve) => metadata.listen(0, '127.0.0.1', resolve));
+    const address = metadata.address();
+    metadataUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/metadata`;
+  });
+  afterAll(async () => {
+    await server?.close();
+    metadata?.closeAllConnections();
+    await new Promise((resolve) => metadata?.close(resolve));
+  });
+
+  it('holds no transaction while the IdP answers, then replays its first answer without fetching again', async () => {
+    const app = await server.createApp();
+    const key = { 'idempotency-key': 'from-metadata' };
+    let settled = false;
+    const first = app.rest('POST', '/v1/saml/connections/from-metadata', { metadata_url: metadataUrl }, key).finally(() => {
+      settled = true;
+    });
+    while (held.length === 0) await new Promise((r) => setTimeout(r, 20));
+    // While the fetch waits, the database serves others (on PGlite a transaction would hold its one connection).
+    const other = await app.rest(
+      'POST',
+      '/v1/users',
+      { primary_email: uniqueEmail('meanwhile') },
+      { 'idempotency-key': 'other' },
+    );
+    expect(other.status).toBe(201);
+    expect(settled).toBe(false);
+    held.shift()!();
+    const created = await first;
+    expect(created.status).toBe(201);
+    const again = await app.rest('POST', '/v1/saml/connections/from-metadata', { metadata_url: metadataUrl }, key);
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data).toEqual(created.body.data);
+    expect(fetched).toBe(1);
+    const listed = await app.rest('GET', '/v1/saml/connections');
+    expect(listed.body.data.map((c: { id: string }) => c.id)).toEqual([created.body.data.id]);
   });
 });

@@ -170,7 +170,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
         ...Object.fromEntries(errorStatuses(method, meta).map((s) => [s, { $ref: `#/components/responses/Error${s}` }])),
       };
       operation.security = SECURITY[meta.caller ?? 'public'];
-      if (meta.successStatus === 201 && (meta.caller === 'secret_key' || meta.caller === 'operator')) {
+      if (meta.idempotent) {
         operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY];
       }
       if (meta.scope) {
@@ -354,7 +354,8 @@ const IDEMPOTENCY_KEY = {
   required: false,
   description:
     'Makes a retry safe: the same key with the same request within 24 h answers the first response again ' +
-    '(`idempotent-replayed: true`), with another request 422 `idempotency_key_reused`; 409 while the first is running.',
+    '(`idempotent-replayed: true`), with another request 422 `idempotency_key_reused`; a retry sent while the first ' +
+    'runs waits for it and answers its response.',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
   example: '5f0c2a57-6c4e-4c0b-9d43-2f7a1f4a9e11',
 };

@@ -47,7 +47,7 @@ export async function createPlan(
     trial_days: number;
   },
 ) {
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const plan = em.create(PlanEntity, {
     id: newId(),
     application: ctx.application!.id,

@@ -68,13 +68,16 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
   for (let attempt = 0; ; attempt++) {
     const base = input.slug ?? slugify(input.name);
     const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93).replace(/-+$/, '')}-${randomBase62(6).toLowerCase()}`;
-    const em = ctx.em.fork();
-    const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
-    const record = toOrganizationDetail(org, 0, null);
-    recordEvent(em, applicationId, 'organization.created', record);
     try {
-      await em.flush();
-      return record;
+      // Each attempt in a transaction of its own (a savepoint in the request's, under an Idempotency-Key): a taken slug
+      // undoes only the attempt.
+      return await ctx.em.transactional(async (em) => {
+        const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
+        const record = toOrganizationDetail(org, 0, null);
+        recordEvent(em, applicationId, 'organization.created', record);
+        await em.flush();
+        return record;
+      });
     } catch (error) {
       if (!isSlugViolation(error)) throw error;
       if (input.slug || attempt >= 4) throw new AppError('slug_taken', 'An organization with this slug already exists');

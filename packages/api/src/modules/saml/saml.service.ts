@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
+import { idempotentWrite } from '../../lib/idempotency.ts';
 import { newId } from '../../lib/ids.ts';
 import { guardedRequest, isAllowedAddress, OutboundBlockedError } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
@@ -146,13 +147,20 @@ export async function createSamlConnectionFromMetadata(
   }
   checkSsoUrl(ctx, metadata.ssoUrl, field);
   const { metadata_xml: _xml, metadata_url: _url, ...rest } = input;
-  return createSamlConnection(ctx, {
-    ...rest,
-    name: input.name ?? metadata.entityId.slice(0, 200),
-    idp_entity_id: metadata.entityId.slice(0, 1024),
-    idp_sso_url: metadata.ssoUrl,
-    idp_certificate: metadata.certificates[0],
-  });
+  // The metadata was fetched outside any transaction (meta `idempotent: 'own-write'`): the write and the
+  // Idempotency-Key's answer commit together from here.
+  return idempotentWrite(ctx, (em) =>
+    createSamlConnection(
+      { ...ctx, em },
+      {
+        ...rest,
+        name: input.name ?? metadata.entityId.slice(0, 200),
+        idp_entity_id: metadata.entityId.slice(0, 1024),
+        idp_sso_url: metadata.ssoUrl,
+        idp_certificate: metadata.certificates[0],
+      },
+    ),
+  );
 }
 
 async function findConnection(ctx: Context, id: string): Promise<SamlConnection> {
