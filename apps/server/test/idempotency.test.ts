@@ -86,6 +86,61 @@ describe('Idempotency-Key on creating calls (Stripe semantics)', () => {
     expect(again.body).toEqual(first.body);
   });
 
+  it('every create answers under a key, replays it, and keeps its own rules (a taken slug retried, a 409)', async () => {
+    const app = await suite.server.createApp();
+    let n = 0;
+    /** Creates under a fresh key, then sends the same again: the same answer, replayed. */
+    const twice = async (path: string, body: Record<string, unknown>, status = 201) => {
+      const key = { 'idempotency-key': `every-${++n}` };
+      const first = await app.rest('POST', path, body, key);
+      expect(first.status, `${path}: ${JSON.stringify(first.body.error)}`).toBe(status);
+      const again = await app.rest('POST', path, body, key);
+      expect(again.status, path).toBe(status);
+      expect(again.headers.get('idempotent-replayed'), path).toBe('true');
+      expect(again.body.data, path).toEqual(first.body.data);
+      return first.body.data;
+    };
+    await twice('/v1/organizations', { name: 'Taken Slug' });
+    // The generated slug is taken: the create retries with a suffix inside the key's transaction.
+    const suffixed = await twice('/v1/organizations', { name: 'Taken Slug' });
+    expect(suffixed.slug).toMatch(/^taken-slug-[a-z0-9]{6}$/);
+    const org = await twice('/v1/organizations', { name: 'Keyed org' });
+    const user = await twice('/v1/users', { primary_email: uniqueEmail('every') });
+    await twice(`/v1/organizations/${org.id}/members`, { user_id: user.id });
+    const group = await twice('/v1/os/host-groups', { name: 'Keyed group' });
+    const host = await twice('/v1/os/hosts', { name: 'keyed-host', host_group_id: group.id });
+    await twice('/v1/os/access-rules', {
+      effect: 'allow',
+      subject_kind: 'user',
+      subject_id: user.id,
+      target_kind: 'host',
+      target_id: host.id,
+    });
+    const plan = await twice('/v1/billing/plans', {
+      key: 'keyed',
+      name: 'Keyed',
+      interval: 'month',
+      currency: 'USD',
+      price_cents: 900,
+    });
+    await twice('/v1/billing/subscriptions', { organization_id: org.id, plan_id: plan.id, seats: 5 });
+    await twice('/v1/webhooks', { url: 'https://example.com/keyed' });
+    await twice('/v1/api-keys', { name: 'Keyed key', scopes: ['users:read'] });
+    await twice('/v1/oauth2/clients', { name: 'Keyed client', redirect_uris: ['https://example.com/cb'], type: 'confidential' });
+    await twice(`/v1/applications/${app.id}/domains`, { domain: `keyed-${Date.now()}.example.com` }, 200);
+    // A create refused by its own rule under a key stores nothing: its fixed retry runs.
+    const key = { 'idempotency-key': 'taken-plan-key' };
+    const taken = { key: 'keyed', name: 'Again', interval: 'month', currency: 'USD', price_cents: 900 };
+    expect((await app.rest('POST', '/v1/billing/plans', taken, key)).status).toBe(409);
+    expect((await app.rest('POST', '/v1/billing/plans', { ...taken, key: 'keyed-2' }, key)).status).toBe(201);
+    const [{ n: plans }] = await sql<{ n: string }>(
+      suite.server,
+      'select count(*) as n from billing_plans where application_id = ?',
+      [app.id],
+    );
+    expect(Number(plans)).toBe(2);
+  });
+
   it('a REST call and a tRPC call with the same key and input are one request, whatever the order of the fields', async () => {
     const app = await suite.server.createApp();
     const headers = { 'idempotency-key': 'rest-then-trpc' };

@@ -101,16 +101,16 @@ async function claimWriteAndStore<T>(
   });
 }
 
-/** The claims of `'own-write'` calls until their write: by the request's response (one object per request). */
-const ownWrites = new WeakMap<object, Claim>();
+/** The claims of `'own-write'` calls until their write, by the entity manager each call's handler got. */
+const ownWrites = new WeakMap<EntityManager, Claim>();
 
 /**
  * Runs a creating procedure (meta `idempotent`) under its `Idempotency-Key`, when the request has one, with Stripe's
  * semantics: the same key and the same request within 24 h answer the first response again (`idempotent-replayed:
  * true`); the same key with another request is 422 `idempotency_key_reused`. A first call that fails leaves no trace, so
- * the client may retry it with the same key. `run` gets the entity manager of the transaction its writes must use
- * (`'own-write'`: none; the handler writes through `idempotentWrite`). Answers what `run` answered, or the replayed
- * first answer.
+ * the client may retry it with the same key. `run` gets the entity manager its handler must use: the transaction's
+ * (`'own-write'`: one outside any, the handler writing through `idempotentWrite`). Answers what `run` answered, or the
+ * replayed first answer.
  */
 export async function idempotent<T>(
   ctx: Context,
@@ -124,8 +124,10 @@ export async function idempotent<T>(
   // A first answer is replayed before the handler calls out again (whose peer may now be down).
   const first = await replay(ctx, ctx.em, claim);
   if (first) return first;
-  ownWrites.set(ctx.response, claim);
-  return { data: await run(undefined) };
+  // An entity manager of the call's own (the calls of a tRPC batch share their context) to find its claim by.
+  const em = ctx.em.fork({ clear: false });
+  ownWrites.set(em, claim);
+  return { data: await run(em) };
 }
 
 /**
@@ -134,9 +136,9 @@ export async function idempotent<T>(
  * concurrent call with the same key that committed meanwhile.
  */
 export async function idempotentWrite<T>(ctx: Context, write: (em: EntityManager) => Promise<T>): Promise<T> {
-  const claim = ownWrites.get(ctx.response);
+  const claim = ownWrites.get(ctx.em);
   if (!claim) return write(ctx.em);
-  ownWrites.delete(ctx.response);
+  ownWrites.delete(ctx.em);
   // The same procedure's first answer: the same shape.
   return (await claimWriteAndStore(ctx, claim, write)).data as T;
 }
