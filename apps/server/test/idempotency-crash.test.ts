@@ -80,7 +80,8 @@ async function start(env: NodeJS.ProcessEnv): Promise<Running> {
   await until(
     async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
     'the server to start',
-    120_000,
+    // A fresh embedded database runs initdb first: minutes on a busy two-core machine.
+    300_000,
   );
   return { child, url };
 }
@@ -139,7 +140,7 @@ async function retryAll(url: string, auth: Record<string, string>, keys: string[
 }
 
 describe(`Idempotency-Key after a crash (${onPostgres ? 'PostgreSQL' : 'PGlite'}, kill -9)`, () => {
-  it('a flood of keyed creates killed mid-flight: every retry replays or creates once', { timeout: 300_000 }, async () => {
+  it('a flood of keyed creates killed mid-flight: every retry replays or creates once', { timeout: 900_000 }, async () => {
     const setup = await deployment('flood');
     let server = await start(setup.env);
     const auth = await createApp(server.url, setup.env);
@@ -174,7 +175,7 @@ describe(`Idempotency-Key after a crash (${onPostgres ? 'PostgreSQL' : 'PGlite'}
     await kill(server);
   });
 
-  it('a kill -9 while the answer is being stored: the retry creates once', { timeout: 300_000 }, async () => {
+  it('a kill -9 while the answer is being stored: the retry creates once', { timeout: 900_000 }, async () => {
     const setup = await deployment('held');
     let server = await start(setup.env);
     const auth = await createApp(server.url, setup.env);
