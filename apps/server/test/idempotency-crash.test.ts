@@ -74,11 +74,18 @@ interface Running {
 
 async function start(env: NodeJS.ProcessEnv): Promise<Running> {
   const port = await freePort();
-  const child = spawn(process.execPath, [main], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'ignore'] });
+  const child = spawn(process.execPath, [main], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(child);
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
   const url = `http://127.0.0.1:${port}`;
   await until(
-    async () => ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode}):\n${stderr}`);
+      return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined;
+    },
     'the server to start',
     // A fresh embedded database runs initdb first: minutes on a busy two-core machine.
     300_000,
