@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { createTestIdp } from './helpers/saml-idp.ts';
 import { acrossServers, rawRequest, sql, startServer, type TestServer } from './helpers/server.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite({ smtp: false });
 

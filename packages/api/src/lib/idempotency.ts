@@ -2,7 +2,7 @@ import type { Context } from '../context.ts';
 import type { EntityManager } from '../db/orm.ts';
 import { AppError } from '../errors.ts';
 import { sha256 } from './crypto.ts';
-import { deleteInBatches, registerPurgeStep } from './housekeeping.ts';
+import { deleteInBatches, type PurgeStep } from './housekeeping.ts';
 import { newId } from './ids.ts';
 
 /** How long a key answers with its first response (Stripe: 24 h). */
@@ -143,4 +143,5 @@ export async function idempotentWrite<T>(ctx: Context, write: (em: EntityManager
   return (await claimWriteAndStore(ctx, claim, write)).data as T;
 }
 
-registerPurgeStep('idempotency_keys', (em) => deleteInBatches(em, 'idempotency_keys', `t.created_at < now() - ${KEY_LIFETIME}`));
+export const purgeIdempotencyKeys: PurgeStep = (em) =>
+  deleteInBatches(em, 'idempotency_keys', `t.created_at < now() - ${KEY_LIFETIME}`);

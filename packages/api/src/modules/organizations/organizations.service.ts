@@ -7,7 +7,7 @@ import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
 import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
@@ -137,7 +137,11 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: Context, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
+  return toOrganizationDetail(
+    org,
+    await countMembers(ctx.em, org.id),
+    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
+  );
 }
 
 export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
@@ -145,7 +149,11 @@ export async function updateOrganization(ctx: Context, input: { id: string; name
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
+  const record = toOrganizationDetail(
+    org,
+    await countMembers(ctx.em, org.id),
+    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
+  );
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();
@@ -175,7 +183,7 @@ export async function addMember(ctx: Context, input: { id: string; user_id: stri
       if (await em.count(MembershipEntity, { organization: org.id, user: user.id })) {
         throw new AppError('already_member', 'The user is already a member');
       }
-      await runMemberAddChecks(em, { applicationId: org.application, organizationId: org.id });
+      await runMemberAddChecks(ctx.services.hooks, em, { applicationId: org.application, organizationId: org.id });
       const membership = em.create(MembershipEntity, {
         id: newId(),
         application: org.application,
@@ -239,11 +247,11 @@ export async function removeMember(ctx: Context, input: { id: string; user_id: s
 }
 
 /** Merge: the source's memberships move to the target, except where the target is already a member. */
-registerMergeStep('organization_memberships', async (em, { sourceUserId, targetUserId }) => {
+export const mergeMemberships: MergeStep = async (em, { sourceUserId, targetUserId }) => {
   await em.execute(
     `delete from organization_members s where s.user_id = ?
         and exists (select 1 from organization_members t where t.organization_id = s.organization_id and t.user_id = ?)`,
     [sourceUserId, targetUserId],
   );
   await em.nativeUpdate(MembershipEntity, { user: sourceUserId }, { user: targetUserId, updatedAt: new Date() });
-});
+};
