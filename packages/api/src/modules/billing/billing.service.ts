@@ -357,9 +357,10 @@ registerMemberAddCheck('seats', async (em, { organizationId }) => {
   }
 });
 
-registerSubscriptionSummarySource(async (em, organizationId) => {
-  const [row] = await em.execute<
+registerSubscriptionSummarySource(async (em, organizationIds) => {
+  const rows = await em.execute<
     Array<{
+      organization_id: string;
       id: string;
       plan_id: string;
       plan_key: string;
@@ -369,19 +370,23 @@ registerSubscriptionSummarySource(async (em, organizationId) => {
       canceled_at: Date | null;
     }>
   >(
-    `select s.id, s.plan_id, p.key as plan_key, s.status, s.seats, s.current_period_end, s.canceled_at
+    `select s.organization_id, s.id, s.plan_id, p.key as plan_key, s.status, s.seats, s.current_period_end, s.canceled_at
        from billing_subscriptions s join billing_plans p on p.id = s.plan_id
-      where s.organization_id = ? and s.status <> 'canceled'`,
-    [organizationId],
+      where s.organization_id in (select value::uuid from json_array_elements_text(?::json)) and s.status <> 'canceled'`,
+    [JSON.stringify(organizationIds)],
   );
-  if (!row) return null;
-  return {
-    id: row.id,
-    plan_id: row.plan_id,
-    plan_key: row.plan_key,
-    status: row.status as SubscriptionRecord['status'],
-    seats: Number(row.seats),
-    current_period_end: new Date(row.current_period_end).toISOString(),
-    canceled_at: row.canceled_at ? new Date(row.canceled_at).toISOString() : null,
-  };
+  return new Map(
+    rows.map((row) => [
+      row.organization_id,
+      {
+        id: row.id,
+        plan_id: row.plan_id,
+        plan_key: row.plan_key,
+        status: row.status as SubscriptionRecord['status'],
+        seats: Number(row.seats),
+        current_period_end: new Date(row.current_period_end).toISOString(),
+        canceled_at: row.canceled_at ? new Date(row.canceled_at).toISOString() : null,
+      },
+    ]),
+  );
 });

@@ -19,8 +19,14 @@ export async function runMemberAddChecks(em: EntityManager, input: { application
   for (const check of memberAddChecks.values()) await check(em, input);
 }
 
-/** Where the single organization's `subscription` summary comes from (billing fills it; none without billing). */
-export type SubscriptionSummarySource = (em: EntityManager, organizationId: string) => Promise<SubscriptionSummary | null>;
+/**
+ * Where each organization's `subscription` summary comes from (billing fills it; none without billing): the live
+ * subscription of each of `organizationIds` that has one, by organization id.
+ */
+export type SubscriptionSummarySource = (
+  em: EntityManager,
+  organizationIds: string[],
+) => Promise<Map<string, SubscriptionSummary>>;
 
 let summarySource: SubscriptionSummarySource | null = null;
 
@@ -29,5 +35,5 @@ export function registerSubscriptionSummarySource(source: SubscriptionSummarySou
   summarySource = source;
 }
 
-export const subscriptionSummary = (em: EntityManager, organizationId: string) =>
-  summarySource ? summarySource(em, organizationId) : Promise.resolve(null);
+export const subscriptionSummaries = async (em: EntityManager, organizationIds: string[]) =>
+  summarySource && organizationIds.length ? summarySource(em, organizationIds) : new Map<string, SubscriptionSummary>();

@@ -9,8 +9,8 @@ import {
   MemberPageSchema,
   MemberParamsSchema,
   MemberSchema,
-  OrganizationDetailSchema,
   OrganizationPageSchema,
+  OrganizationSchema,
   UpdateMemberInputSchema,
   UpdateOrganizationInputSchema,
 } from './organizations.schema.ts';
@@ -60,7 +60,7 @@ export const organizationsRouter = router({
   create: secretKeyProcedure('organizations:write')
     .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/organizations', tags, summary: 'Create an organization' } })
     .input(CreateOrganizationInputSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createOrganization(ctx, input))),
   list: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations', tags, summary: 'List organizations, newest first' } })
@@ -70,12 +70,12 @@ export const organizationsRouter = router({
   get: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations/{id}', tags, summary: 'Get an organization' } })
     .input(IdParamSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .query(({ ctx, input }) => getOrganization(ctx, input.id)),
   update: secretKeyProcedure('organizations:write')
     .meta({ openapi: { method: 'PATCH', path: '/v1/organizations/{id}', tags, summary: 'Update an organization' } })
     .input(UpdateOrganizationInputSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .mutation(({ ctx, input }) => updateOrganization(ctx, input)),
   delete: secretKeyProcedure('organizations:write')
     .meta({
