@@ -128,6 +128,10 @@ describe('webhook URLs are refused at create and update (422 invalid_url)', () =
       expect(refused.body.error.message, url).toBe(`The URL is not allowed: ${reason}`);
       expect(refused.body.error.details, url).toEqual([{ path: 'url', message: reason }]);
     }
+    // A URL the schema refuses says why in the message too, not only in the details.
+    const long = await app.rest('POST', '/v1/webhooks', { url: `https://hooks.example.com/${'a'.repeat(2100)}` });
+    expectError(long, 422, 'invalid_url');
+    expect(long.body.error.message).toBe('The URL is not allowed: url: a URL of 1–2048 characters');
     // With the setting on, what it cannot allow says so, and names no setting.
     const local = await insecure.createApp();
     const privateOne = await local.rest('POST', '/v1/webhooks', { url: 'http://192.168.1.20/hooks' });
