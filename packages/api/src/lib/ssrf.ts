@@ -93,8 +93,8 @@ export const insecureRemedy = (setting: string) => `; for local development only
 /** The refusal of an address under `policy`, or undefined when it may be connected to. */
 function addressRefusal(address: string, policy: OutboundPolicy, prefix = ''): string | undefined {
   if (isAllowedAddress(address, policy)) return undefined;
-  const kind = addressClass(address);
-  return `${prefix}${kind}${remedy(kind === 'a loopback address', policy)}`;
+  const loopback = ipaddr.isValid(address) && ipaddr.parse(address).range() === 'loopback';
+  return `${prefix}${addressClass(address)}${remedy(loopback, policy)}`;
 }
 
 /** The authority exactly as written in the URL (`user@host:port`), or undefined when there is none. */
