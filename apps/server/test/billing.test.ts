@@ -1,4 +1,3 @@
-import { runHousekeeping } from '@gatehouse/api';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { acrossServers, expectError, isoDate, MISSING, ok, rejection, sql, type TestApp, UUID } from './helpers/server.ts';
 import { serverSuite } from './helpers/suite.ts';
@@ -176,7 +175,7 @@ describe('subscriptions', () => {
     expect(trialEnd - before).toBeLessThan(14.1 * DAY_MS);
 
     // Housekeeping leaves a trial that has not ended alone.
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     expect((await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`))).status).toBe('trialing');
 
     await endPeriod(sub.id);
@@ -185,7 +184,7 @@ describe('subscriptions', () => {
       'select current_period_end as end from billing_subscriptions where id = ?',
       [sub.id],
     );
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     const active = await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`));
     expect(active.status).toBe('active');
     const months = (Date.parse(active.current_period_end) - new Date(endedAt).getTime()) / DAY_MS;
@@ -195,7 +194,7 @@ describe('subscriptions', () => {
     expect(updated[0]!.data).toEqual(active);
 
     // A second run changes nothing: the new period has not ended.
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     expect(await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`))).toEqual(active);
   });
 
@@ -206,7 +205,7 @@ describe('subscriptions', () => {
     const pastDue = await ok(app.rest('PATCH', `/v1/billing/subscriptions/${sub.id}`, { status: 'past_due' }));
     expect(pastDue.status).toBe('past_due');
     await endPeriod(sub.id);
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     const renewed = await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`));
     expect(renewed.status).toBe('past_due');
     expect(Date.parse(renewed.current_period_end)).toBeGreaterThan(Date.now() + 27 * DAY_MS);
@@ -228,7 +227,7 @@ describe('subscriptions', () => {
     });
 
     await endPeriod(sub.id);
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     const ended = await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`));
     expect(ended).toMatchObject({ status: 'canceled', canceled_at: scheduled.canceled_at });
     expect((await events(app, 'subscription.canceled')).map((e) => e.data)).toContainEqual(ended);
@@ -247,7 +246,7 @@ describe('subscriptions', () => {
     expectError(await app.rest('PATCH', `/v1/billing/subscriptions/${sub.id}`, { seats: 9 }), 409, 'conflict');
     // Housekeeping never touches a canceled subscription.
     await endPeriod(sub.id);
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     expect((await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`))).status).toBe('canceled');
   });
 

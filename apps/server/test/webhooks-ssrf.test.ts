@@ -20,8 +20,11 @@ let dns: LocalDns;
 
 beforeAll(async () => {
   dns = await startLocalDns(ZONE);
-  secure = await startServer({ webhooks: { retryScheduleS: [], timeoutMs: 2000 } });
-  insecure = await startServer({ webhooks: { allowInsecure: true, retryScheduleS: [], timeoutMs: 2000 } });
+  secure = await startServer({ dnsServers: [dns.address], webhooks: { retryScheduleS: [], timeoutMs: 2000 } });
+  insecure = await startServer({
+    dnsServers: [dns.address],
+    webhooks: { allowInsecure: true, retryScheduleS: [], timeoutMs: 2000 },
+  });
 });
 afterAll(async () => {
   await secure?.close();

@@ -28,6 +28,8 @@ export interface Services {
   allowInsecureSaml: boolean;
   /** `GATEHOUSE_CNAME_TARGET`: where custom domains point their CNAME (default: the base URL's host name). */
   cnameTarget: string;
+  /** `GATEHOUSE_DNS_SERVERS`: the resolvers of outbound requests and domain verification; unset: the system's. */
+  dnsServers: readonly string[] | undefined;
   oauth: OAuthConfig;
 }
 
@@ -42,6 +44,8 @@ export interface OAuthConfig {
   endpoints: Partial<Record<string, Partial<Record<'authorization' | 'token' | 'jwks' | 'api', string>>>>;
   /** `GATEHOUSE_ALLOW_INSECURE_OIDC=1`: a generic OIDC issuer may be http and loopback (local development and tests). */
   allowInsecureIssuers: boolean;
+  /** The resolvers the issuers' requests look names up on (`Services.dnsServers`). */
+  dnsServers: readonly string[] | undefined;
 }
 
 /**
@@ -86,7 +90,8 @@ export interface ServicesOptions {
   rateLimitStore: RateLimitStore;
   allowInsecureSaml?: boolean;
   cnameTarget?: string;
-  oauth?: Partial<OAuthConfig>;
+  dnsServers?: readonly string[];
+  oauth?: Partial<Omit<OAuthConfig, 'dnsServers'>>;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -103,10 +108,12 @@ export function createServices(options: ServicesOptions): Services {
     metrics,
     allowInsecureSaml: options.allowInsecureSaml === true,
     cnameTarget: options.cnameTarget ?? new URL(options.baseUrl).hostname,
+    dnsServers: options.dnsServers,
     oauth: {
       sharedCredentials: options.oauth?.sharedCredentials ?? {},
       endpoints: options.oauth?.endpoints ?? {},
       allowInsecureIssuers: options.oauth?.allowInsecureIssuers === true,
+      dnsServers: options.dnsServers,
     },
   };
 }

@@ -153,6 +153,8 @@ export interface StartOptions {
   webhooks?: WebhookWorkerOptions;
   /** GATEHOUSE_CNAME_TARGET. */
   cnameTarget?: string;
+  /** GATEHOUSE_DNS_SERVERS (a `LocalDns`'s address). */
+  dnsServers?: string[];
   /** Social sign-in: shared credentials, http issuers, stand-in endpoints of built-in providers (in-process only). */
   oauth?: Partial<OAuthConfig>;
 }
@@ -176,6 +178,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     redisUrl: options.redisUrl,
     allowInsecureSaml: options.allowInsecureSaml,
     cnameTarget: options.cnameTarget,
+    dnsServers: options.dnsServers,
     oauth: options.oauth,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });

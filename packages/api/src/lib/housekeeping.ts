@@ -55,8 +55,14 @@ export async function purgeExpired(orm: Orm): Promise<number> {
   return purged;
 }
 
+/** What housekeeping is given of the process's services (`Services` has it): the database and its configuration. */
+export interface HousekeepingServices {
+  orm: Orm;
+  dnsServers: readonly string[] | undefined;
+}
+
 /** A recurring task: answers how many rows it handled. It must claim its rows itself (several processes run it). */
-export type HousekeepingTask = (em: EntityManager) => Promise<number>;
+export type HousekeepingTask = (em: EntityManager, services: HousekeepingServices) => Promise<number>;
 
 const tasks = new Map<string, HousekeepingTask>();
 
@@ -66,9 +72,9 @@ export function registerHousekeepingTask(name: string, task: HousekeepingTask): 
 }
 
 /** One housekeeping run: every purge step, then every recurring task. Answers how many rows each kind handled. */
-export async function runHousekeeping(orm: Orm): Promise<{ purged: number; handled: number }> {
-  const purged = await purgeExpired(orm);
+export async function runHousekeeping(services: HousekeepingServices): Promise<{ purged: number; handled: number }> {
+  const purged = await purgeExpired(services.orm);
   let handled = 0;
-  for (const task of tasks.values()) handled += await task(orm.em.fork() as EntityManager);
+  for (const task of tasks.values()) handled += await task(services.orm.em.fork() as EntityManager, services);
   return { purged, handled };
 }

@@ -3,7 +3,7 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
-import { registerHousekeepingTask } from '../../lib/housekeeping.ts';
+import { type HousekeepingServices, registerHousekeepingTask } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
@@ -103,7 +103,7 @@ export async function verifyDomain(ctx: Context, input: { id: string; domain_id:
     ctx.response.headers,
   );
   if (domain.status !== 'verified') {
-    const error = await lookUpChallenge(domain.domain, domain.verificationToken);
+    const error = await lookUpChallenge(domain.domain, domain.verificationToken, ctx.services.dnsServers);
     await recordCheck(ctx.em, domain, error);
     await ctx.em.refresh(domain);
   }
@@ -137,10 +137,14 @@ export async function allowedDomain(ctx: Context, input: { domain: string }) {
 }
 
 /** null when a TXT record at `_gatehouse-challenge.<domain>` holds the token, else why not. */
-async function lookUpChallenge(domain: string, token: string): Promise<VerificationError | null> {
+async function lookUpChallenge(
+  domain: string,
+  token: string,
+  dnsServers: readonly string[] | undefined,
+): Promise<VerificationError | null> {
   let records: string[][];
   try {
-    records = await dnsResolver().resolveTxt(challengeName(domain));
+    records = await dnsResolver(dnsServers).resolveTxt(challengeName(domain));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === 'ENODATA' || code === 'ENOTFOUND' ? 'txt_not_found' : 'dns_failed';
@@ -195,7 +199,7 @@ async function recordCheck(
  * `FOR UPDATE SKIP LOCKED`, moving their next check a lease ahead in the same statement, so two processes never take
  * the same domain; looks each up outside any transaction; records the outcome. Answers how many were checked.
  */
-async function recheckPendingDomains(em: EntityManager): Promise<number> {
+async function recheckPendingDomains(em: EntityManager, services: HousekeepingServices): Promise<number> {
   let checked = 0;
   for (;;) {
     const claimed = await em.execute<
@@ -207,7 +211,9 @@ async function recheckPendingDomains(em: EntityManager): Promise<number> {
        returning id, application_id, domain, verification_token, check_count`,
     );
     // The lookups run side by side; the writes one after another (PGlite is one connection).
-    const errors = await Promise.all(claimed.map((row) => lookUpChallenge(row.domain, row.verification_token)));
+    const errors = await Promise.all(
+      claimed.map((row) => lookUpChallenge(row.domain, row.verification_token, services.dnsServers)),
+    );
     for (const [i, row] of claimed.entries()) {
       const domain = { id: row.id, application: row.application_id, domain: row.domain, checkCount: Number(row.check_count) };
       await recordCheck(em, domain, errors[i]!);

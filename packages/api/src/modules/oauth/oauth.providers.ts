@@ -2,7 +2,7 @@ import { Apple, CodeChallengeMethod, LinkedIn, OAuth2Client, OAuth2RequestError,
 import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import type { OAuthConfig } from '../../context.ts';
-import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
+import { guardedRequest, OutboundBlockedError, type OutboundPolicy } from '../../lib/ssrf.ts';
 
 /** CONTRACT §3's providers, plus the generic OpenID Connect provider `oidc` (any issuer, found by discovery). */
 export const BUILT_IN_PROVIDERS = ['google', 'github', 'microsoft', 'apple', 'gitlab', 'discord', 'slack', 'linkedin'] as const;
@@ -198,7 +198,7 @@ const discovered = new Map<string, { at: number; config: Promise<Discovered> }>(
 
 /** openid-client's fetch, through the SSRF guard (resolve, refuse private addresses, pin, follow no redirects). */
 const guardedFetch =
-  (allowInsecure: boolean): oidc.CustomFetch =>
+  (policy: OutboundPolicy): oidc.CustomFetch =>
   async (url, options) => {
     const response = await guardedRequest(url, {
       method: options.method,
@@ -206,7 +206,7 @@ const guardedFetch =
       body: options.body === undefined || options.body === null ? undefined : String(options.body),
       timeoutMs: 10_000,
       keepBytes: 256 * 1024,
-      allowInsecure,
+      ...policy,
       insecureSetting: INSECURE_OIDC_SETTING,
     });
     const headers = new Headers();
@@ -219,7 +219,7 @@ const guardedFetch =
 
 /** An issuer's discovery document, loaded through the SSRF guard, as openid-client's client of it. */
 function loadIssuer(config: OAuthConfig, issuer: string, clientId: string, clientSecret?: string): Promise<oidc.Configuration> {
-  const fetcher = guardedFetch(config.allowInsecureIssuers);
+  const fetcher = guardedFetch({ allowInsecure: config.allowInsecureIssuers, dnsServers: config.dnsServers });
   return oidc
     .discovery(
       new URL(issuer),

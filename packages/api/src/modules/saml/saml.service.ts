@@ -3,7 +3,14 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { addressClass, guardedRequest, insecureRemedy, isAllowedAddress, OutboundBlockedError } from '../../lib/ssrf.ts';
+import {
+  addressClass,
+  guardedRequest,
+  insecureRemedy,
+  isAllowedAddress,
+  OutboundBlockedError,
+  type OutboundPolicy,
+} from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
@@ -117,7 +124,7 @@ export async function createSamlConnection(ctx: Context, input: ConnectionFields
 const METADATA_MAX_BYTES = 512 * 1024;
 
 /** An IdP's metadata document, fetched through the SSRF guard (SECURITY 8); every refusal is 422 `invalid_url`. */
-async function fetchMetadata(url: string, field: string, allowInsecure: boolean | undefined): Promise<string> {
+async function fetchMetadata(url: string, field: string, policy: OutboundPolicy): Promise<string> {
   const refuse = (reason: string) => refuseUrl(field, reason);
   let response: Awaited<ReturnType<typeof guardedRequest>>;
   try {
@@ -126,7 +133,7 @@ async function fetchMetadata(url: string, field: string, allowInsecure: boolean 
       headers: { accept: 'application/samlmetadata+xml, application/xml, text/xml', 'user-agent': 'Gatehouse' },
       timeoutMs: 5_000,
       keepBytes: METADATA_MAX_BYTES + 1,
-      allowInsecure,
+      ...policy,
       insecureSetting: INSECURE_SAML_SETTING,
     });
   } catch (error) {
@@ -149,7 +156,12 @@ export async function createSamlConnectionFromMetadata(
   },
 ) {
   const field = input.metadata_url !== undefined ? 'metadata_url' : 'metadata_xml';
-  const xml = input.metadata_xml ?? (await fetchMetadata(input.metadata_url!, field, ctx.services.allowInsecureSaml));
+  const xml =
+    input.metadata_xml ??
+    (await fetchMetadata(input.metadata_url!, field, {
+      allowInsecure: ctx.services.allowInsecureSaml,
+      dnsServers: ctx.services.dnsServers,
+    }));
   const metadata = parseIdpMetadata(xml);
   if (typeof metadata === 'string') {
     throw new AppError('validation_failed', `The IdP metadata cannot be used: ${metadata}`, [{ path: field, message: metadata }]);
