@@ -5,6 +5,7 @@ import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehous
 import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
+import { WAIT_MS } from './limits.ts';
 
 export interface Envelope<T = any> {
   success: boolean;
@@ -260,7 +261,7 @@ export const rejection = (promise: Promise<unknown>): Promise<GatehouseError> =>
 export async function until<T>(
   probe: () => Promise<T | undefined> | T | undefined,
   what: string,
-  timeoutMs = 15_000,
+  timeoutMs = WAIT_MS,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -5,7 +5,6 @@ import { newId } from '../../lib/ids.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
-import { type OAuthProvider, OAuthProviderEntity } from './oauth.entity.ts';
 import {
   defaultScopes,
   INSECURE_OIDC_SETTING,
@@ -17,6 +16,7 @@ import {
   usesNonce,
 } from './oauth.providers.ts';
 import type { OAuthProviderSetting } from './oauth.schema.ts';
+import { type OAuthProvider, OAuthProviderEntity } from './oauth-provider.entity.ts';
 
 /** The client secret is bound to its application and provider: a sealed value copied elsewhere does not open. */
 const secretContext = (applicationId: string, provider: string) => `oauth_provider:${applicationId}:${provider}`;

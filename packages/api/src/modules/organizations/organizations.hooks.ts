@@ -1,4 +1,5 @@
 import type { EntityManager } from '../../db/orm.ts';
+import { type Hooks, Registry } from '../../lib/modules.ts';
 import type { SubscriptionSummary } from './organizations.schema.ts';
 
 /**
@@ -8,15 +9,14 @@ import type { SubscriptionSummary } from './organizations.schema.ts';
  */
 export type MemberAddCheck = (em: EntityManager, input: { applicationId: string; organizationId: string }) => Promise<void>;
 
-const memberAddChecks = new Map<string, MemberAddCheck>();
+export const memberAddChecks = new Registry<MemberAddCheck>('member add check');
 
-export function registerMemberAddCheck(name: string, check: MemberAddCheck): void {
-  if (memberAddChecks.has(name)) throw new Error(`Member add check ${name} is registered twice`);
-  memberAddChecks.set(name, check);
-}
-
-export async function runMemberAddChecks(em: EntityManager, input: { applicationId: string; organizationId: string }) {
-  for (const check of memberAddChecks.values()) await check(em, input);
+export async function runMemberAddChecks(
+  hooks: Hooks,
+  em: EntityManager,
+  input: { applicationId: string; organizationId: string },
+) {
+  for (const check of hooks.get(memberAddChecks)) await check(em, input);
 }
 
 /**
@@ -28,12 +28,11 @@ export type SubscriptionSummarySource = (
   organizationIds: string[],
 ) => Promise<Map<string, SubscriptionSummary>>;
 
-let summarySource: SubscriptionSummarySource | null = null;
+export const subscriptionSummarySources = new Registry<SubscriptionSummarySource>('subscription summary source', {
+  single: true,
+});
 
-export function registerSubscriptionSummarySource(source: SubscriptionSummarySource): void {
-  if (summarySource) throw new Error('A subscription summary source is registered twice');
-  summarySource = source;
+export async function subscriptionSummaries(hooks: Hooks, em: EntityManager, organizationIds: string[]) {
+  const [source] = hooks.get(subscriptionSummarySources);
+  return source && organizationIds.length ? source(em, organizationIds) : new Map<string, SubscriptionSummary>();
 }
-
-export const subscriptionSummaries = async (em: EntityManager, organizationIds: string[]) =>
-  summarySource && organizationIds.length ? summarySource(em, organizationIds) : new Map<string, SubscriptionSummary>();

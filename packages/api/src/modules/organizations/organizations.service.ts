@@ -7,7 +7,7 @@ import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
 import { runMemberAddChecks, subscriptionSummaries } from './organizations.hooks.ts';
@@ -41,8 +41,8 @@ const toOrganizationRecord = (
   updated_at: org.updatedAt.toISOString(),
 });
 
-const subscriptionOf = async (em: EntityManager, organizationId: string) =>
-  (await subscriptionSummaries(em, [organizationId])).get(organizationId) ?? null;
+const subscriptionOf = async (ctx: Context, organizationId: string) =>
+  (await subscriptionSummaries(ctx.services.hooks, ctx.em, [organizationId])).get(organizationId) ?? null;
 
 const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
   user_id: user.id,
@@ -112,6 +112,7 @@ export async function listOrganizations(ctx: Context, input: PageQuery & { searc
     : await preparedQuery<Row>(ctx.em, 'organizations_page', sql, values);
   const page = row?.page ?? [];
   const subscriptions = await subscriptionSummaries(
+    ctx.services.hooks,
     ctx.em,
     page.map((o) => o.id),
   );
@@ -142,7 +143,7 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: Context, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx.em, org.id));
+  return toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
 }
 
 export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
@@ -150,7 +151,7 @@ export async function updateOrganization(ctx: Context, input: { id: string; name
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx.em, org.id));
+  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();
@@ -180,7 +181,7 @@ export async function addMember(ctx: Context, input: { id: string; user_id: stri
       if (await em.count(MembershipEntity, { organization: org.id, user: user.id })) {
         throw new AppError('already_member', 'The user is already a member');
       }
-      await runMemberAddChecks(em, { applicationId: org.application, organizationId: org.id });
+      await runMemberAddChecks(ctx.services.hooks, em, { applicationId: org.application, organizationId: org.id });
       const membership = em.create(MembershipEntity, {
         id: newId(),
         application: org.application,
@@ -244,11 +245,11 @@ export async function removeMember(ctx: Context, input: { id: string; user_id: s
 }
 
 /** Merge: the source's memberships move to the target, except where the target is already a member. */
-registerMergeStep('organization_memberships', async (em, { sourceUserId, targetUserId }) => {
+export const mergeMemberships: MergeStep = async (em, { sourceUserId, targetUserId }) => {
   await em.execute(
     `delete from organization_members s where s.user_id = ?
         and exists (select 1 from organization_members t where t.organization_id = s.organization_id and t.user_id = ?)`,
     [sourceUserId, targetUserId],
   );
   await em.nativeUpdate(MembershipEntity, { user: sourceUserId }, { user: targetUserId, updatedAt: new Date() });
-});
+};

@@ -14,9 +14,9 @@ import {
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type SamlConnection, SamlConnectionEntity } from './saml.entity.ts';
 import { parseCertificate, parseIdpMetadata, type SpConfig, spMetadataXml } from './saml.protocol.ts';
 import type { SamlConnectionRecord } from './saml.schema.ts';
+import { type SamlConnection, SamlConnectionEntity } from './saml-connection.entity.ts';
 
 /** Our SP entity id is the connection's metadata URL; both come from configuration, never from the request. */
 export const spUrls = (baseUrl: string, id: string) => ({
