@@ -281,7 +281,7 @@ describe('subscriptions', () => {
   it('an organization has one shape: create, get, update and the list items all carry its subscription', async () => {
     const fresh = await suite.server.createApp();
     const plan = await createPlan(fresh);
-    const [subscribed, bare] = [await createOrg(fresh, 'Paying'), await createOrg(fresh, 'Free')];
+    const [subscribed, bare] = [await createOrg(fresh, { name: 'Paying' }), await createOrg(fresh, { name: 'Free' })];
     expect(subscribed.subscription).toBeNull();
     const sub = await ok(subscribe(fresh, { organization_id: subscribed.id, plan_id: plan.id, seats: 3 }), 201);
     const summary = {
