@@ -55,8 +55,13 @@ export function errorBody(error: unknown): ErrorBody {
   if (cause instanceof AppError) return { code: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
     const code = issueCode(cause.issues as Parameters<typeof issueCode>[0]) as ErrorCode;
-    const message = code === 'validation_failed' ? 'The request does not match the schema' : 'The URL is not allowed';
-    return { code: code in ERROR_CODES ? code : 'validation_failed', message, details: zodDetails(cause) };
+    const details = zodDetails(cause);
+    // A refused URL says why in the message too (a plain CLI line or a log shows only the message).
+    const message =
+      code === 'validation_failed'
+        ? 'The request does not match the schema'
+        : `The URL is not allowed: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`;
+    return { code: code in ERROR_CODES ? code : 'validation_failed', message, details };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
   const mapped = error instanceof TRPCError ? TRPC_TO_CODE[error.code] : undefined;

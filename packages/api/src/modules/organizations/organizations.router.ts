@@ -8,8 +8,8 @@ import {
   MemberPageSchema,
   MemberParamsSchema,
   MemberSchema,
-  OrganizationDetailSchema,
   OrganizationPageSchema,
+  OrganizationSchema,
   UpdateMemberInputSchema,
   UpdateOrganizationInputSchema,
 } from './organizations.schema.ts';
@@ -64,7 +64,7 @@ export const organizationsRouter = router({
       openapi: { method: 'POST', path: '/v1/organizations', tags, summary: 'Create an organization' },
     })
     .input(CreateOrganizationInputSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .mutation(({ ctx, input }) => createOrganization(ctx, input)),
   list: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations', tags, summary: 'List organizations, newest first' } })
@@ -74,12 +74,12 @@ export const organizationsRouter = router({
   get: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations/{id}', tags, summary: 'Get an organization' } })
     .input(IdParamSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .query(({ ctx, input }) => getOrganization(ctx, input.id)),
   update: secretKeyProcedure('organizations:write')
     .meta({ openapi: { method: 'PATCH', path: '/v1/organizations/{id}', tags, summary: 'Update an organization' } })
     .input(UpdateOrganizationInputSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .mutation(({ ctx, input }) => updateOrganization(ctx, input)),
   delete: secretKeyProcedure('organizations:write')
     .meta({

@@ -10,8 +10,8 @@ import { type User, UserEntity } from '../users/user.entity.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
-import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
-import type { MemberRecord, OrganizationDetail, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
+import { runMemberAddChecks, subscriptionSummaries } from './organizations.hooks.ts';
+import type { MemberRecord, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
 
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
 export function slugify(name: string): string {
@@ -26,21 +26,23 @@ export function slugify(name: string): string {
   return slug || 'org';
 }
 
-/** The single organization (create, get, update and their events): with its live subscription, if any. */
-const toOrganizationDetail = (
+/** An organization as every answer and event shows it: its record with its live subscription, if any. */
+const toOrganizationRecord = (
   org: Organization,
   memberCount: number,
   subscription: SubscriptionSummary | null,
-): OrganizationDetail => ({ ...toOrganizationRecord(org, memberCount), subscription });
-
-const toOrganizationRecord = (org: Organization, memberCount: number): OrganizationRecord => ({
+): OrganizationRecord => ({
   id: org.id,
   name: org.name,
   slug: org.slug,
   member_count: memberCount,
+  subscription,
   created_at: org.createdAt.toISOString(),
   updated_at: org.updatedAt.toISOString(),
 });
+
+const subscriptionOf = async (ctx: Context, organizationId: string) =>
+  (await subscriptionSummaries(ctx.services.hooks, ctx.em, [organizationId])).get(organizationId) ?? null;
 
 const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
   user_id: user.id,
@@ -73,7 +75,7 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
       // undoes only the attempt.
       return await ctx.em.transactional(async (em) => {
         const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
-        const record = toOrganizationDetail(org, 0, null);
+        const record = toOrganizationRecord(org, 0, null);
         recordEvent(em, applicationId, 'organization.created', record);
         await em.flush();
         return record;
@@ -111,12 +113,19 @@ export async function listOrganizations(ctx: Context, input: PageQuery & { searc
   const [row] = pattern
     ? await ctx.em.execute<Row[]>(sql, values)
     : await preparedQuery<Row>(ctx.em, 'organizations_page', sql, values);
+  const page = row?.page ?? [];
+  const subscriptions = await subscriptionSummaries(
+    ctx.services.hooks,
+    ctx.em,
+    page.map((o) => o.id),
+  );
   return {
-    organizations: (row?.page ?? []).map((o) => ({
+    organizations: page.map((o) => ({
       id: o.id,
       name: o.name,
       slug: o.slug,
       member_count: Number(o.member_count),
+      subscription: subscriptions.get(o.id) ?? null,
       created_at: new Date(o.created_at).toISOString(),
       updated_at: new Date(o.updated_at).toISOString(),
     })),
@@ -137,11 +146,7 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: Context, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationDetail(
-    org,
-    await countMembers(ctx.em, org.id),
-    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
-  );
+  return toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
 }
 
 export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
@@ -149,11 +154,7 @@ export async function updateOrganization(ctx: Context, input: { id: string; name
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationDetail(
-    org,
-    await countMembers(ctx.em, org.id),
-    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
-  );
+  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();
