@@ -1,8 +1,8 @@
 /**
  * Checked by `npm run lint` (dependency-cruiser): no import cycle anywhere in the repository, and the layering of
  * packages/api. Modules are ranked bottom to top in the order below; a module may import the kernel and lower-ranked
- * modules, never one ranked above it (so two modules can never import each other). The composition root (router,
- * openapi, entities, index, …) is above everything. A new module folder must be ranked here, or lint fails.
+ * modules, never one ranked above it (so two modules can never import each other). The composition root (modules.ts,
+ * the list of every module's declaration; router, openapi, index, …) is above everything. A new module folder must be ranked here, or lint fails.
  *
  * The ranking is one order; the code's shape is a tree (ARCHITECTURE.md "Layers"): a trunk applications → users →
  * sessions → sign-in with the sign-in flows on top, and the features beside sign-in, which branch off below it. The
@@ -37,7 +37,7 @@ module.exports = {
     { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
     {
       name: 'kernel-imports-no-module',
-      comment: 'The kernel (context, trpc, errors, db, lib) knows no module: modules fill its registries instead',
+      comment: 'The kernel (context, trpc, errors, db, lib) knows no module: module declarations fill its registries instead',
       severity: 'error',
       from: { path: KERNEL },
       to: { path: [MODULES, ROOT], pathNot: KERNEL },

@@ -2,6 +2,7 @@ import type { EntityManager, Orm } from './db/orm.ts';
 import { SecretBox, sha256 } from './lib/crypto.ts';
 import { createMailer, type Mailer } from './lib/mailer.ts';
 import { createMetrics, type Metrics } from './lib/metrics.ts';
+import type { Hooks } from './lib/modules.ts';
 import { type RateLimitStore, RateLimits } from './lib/rate-limit.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
@@ -31,6 +32,8 @@ export interface Services {
   /** `GATEHOUSE_DNS_SERVERS`: the resolvers of outbound requests and domain verification; unset: the system's. */
   dnsServers: readonly string[] | undefined;
   oauth: OAuthConfig;
+  /** The registries the modules fill (merge steps, sign-in checks, …), composed once from the module list. */
+  hooks: Hooks;
 }
 
 /** Social sign-in, as the process is configured (the oauth module reads it). */
@@ -92,6 +95,7 @@ export interface ServicesOptions {
   cnameTarget?: string;
   dnsServers?: readonly string[];
   oauth?: Partial<Omit<OAuthConfig, 'dnsServers'>>;
+  hooks: Hooks;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -115,6 +119,7 @@ export function createServices(options: ServicesOptions): Services {
       allowInsecureIssuers: options.oauth?.allowInsecureIssuers === true,
       dnsServers: options.dnsServers,
     },
+    hooks: options.hooks,
   };
 }
 

@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import pg from 'pg';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
-import { deleteInBatches, registerPurgeStep } from './housekeeping.ts';
+import { deleteInBatches, type PurgeStep } from './housekeeping.ts';
 import type { Metrics } from './metrics.ts';
 
 /** One counter: at most `points` attempts per `key` in a fixed window of `windowS` seconds. */
@@ -196,6 +196,5 @@ export class RateLimits {
 }
 
 /** Counters whose window ended an hour ago count nothing any more (the PostgreSQL store's rows; none elsewhere). */
-registerPurgeStep('rate_limits', (em) =>
-  deleteInBatches(em, 'rate_limits', `t.expire < (extract(epoch from now()) * 1000)::bigint - 3600000`),
-);
+export const purgeRateLimits: PurgeStep = (em) =>
+  deleteInBatches(em, 'rate_limits', `t.expire < (extract(epoch from now()) * 1000)::bigint - 3600000`);

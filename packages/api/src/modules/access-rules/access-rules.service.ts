@@ -4,17 +4,12 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
-import { registerSignInCheck } from '../sign-in/sign-in.service.ts';
+import type { SignInCheck } from '../sign-in/sign-in.service.ts';
 import { UserEntity } from '../users/user.entity.ts';
-import {
-  type AccessRule,
-  AccessRuleEntity,
-  type Host,
-  HostEntity,
-  type HostGroup,
-  HostGroupEntity,
-} from './access-rules.entity.ts';
+import { type AccessRule, AccessRuleEntity } from './access-rule.entity.ts';
 import type { AccessCheckRecord, AccessRuleRecord, HostGroupRecord, HostRecord } from './access-rules.schema.ts';
+import { type Host, HostEntity } from './host.entity.ts';
+import { type HostGroup, HostGroupEntity } from './host-group.entity.ts';
 
 const toHostGroupRecord = (g: HostGroup): HostGroupRecord => ({ id: g.id, name: g.name, created_at: g.createdAt.toISOString() });
 const toHostRecord = (h: Host): HostRecord => ({
@@ -58,7 +53,7 @@ async function findHost(em: EntityManager, applicationId: string, id: string) {
 }
 
 export async function createHostGroup(ctx: Context, input: { name: string }) {
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const group = em.create(HostGroupEntity, { id: newId(), application: ctx.application!.id, name: input.name });
   await flushUnique(em, 'host group');
   return toHostGroupRecord(group);
@@ -81,7 +76,7 @@ export async function deleteHostGroup(ctx: Context, id: string) {
 export async function createHost(ctx: Context, input: { name: string; host_group_id?: string }) {
   const applicationId = ctx.application!.id;
   if (input.host_group_id) await findGroup(ctx.em, applicationId, input.host_group_id);
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const host = em.create(HostEntity, {
     id: newId(),
     application: applicationId,
@@ -125,7 +120,7 @@ export async function createAccessRule(
   if (!subject) throw notFound(input.subject_kind === 'user' ? 'User' : 'Organization');
   if (input.target_kind === 'host') await findHost(ctx.em, applicationId, input.target_id);
   else await findGroup(ctx.em, applicationId, input.target_id);
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const rule = em.create(AccessRuleEntity, {
     id: newId(),
     application: applicationId,
@@ -188,11 +183,11 @@ export async function checkAccess(ctx: Context, input: { user_id: string; host_i
  * Sign-in honours the rules: a sign-in that names a host is refused unless the rules allow this user on it (an unknown
  * host is refused too, without saying so). A sign-in that names no host is not a host sign-in: no rule applies.
  */
-registerSignInCheck({
+export const hostAccessCheck: SignInCheck = {
   appliesTo: ({ hostId }) => hostId !== null,
   async check(em, application, user, { hostId }) {
     const decision = await decide(em, application.id, user.id, hostId!);
     if (!decision) return { reason: 'unknown_host', rule_id: null };
     return decision.allowed ? null : { reason: decision.rule_id ? 'denied_by_rule' : 'no_allow_rule', rule_id: decision.rule_id };
   },
-});
+};

@@ -2,14 +2,14 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { registerHousekeepingTask } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
-import { registerMemberAddCheck, registerSubscriptionSummarySource } from '../organizations/organizations.hooks.ts';
-import { type Plan, PlanEntity, SubscriptionEntity } from './billing.entity.ts';
+import type { MemberAddCheck, SubscriptionSummarySource } from '../organizations/organizations.hooks.ts';
 import type { PlanRecord, SubscriptionRecord } from './billing.schema.ts';
+import { type Plan, PlanEntity } from './plan.entity.ts';
+import { SubscriptionEntity } from './subscription.entity.ts';
 
 const toPlanRecord = (plan: Plan): PlanRecord => ({
   id: plan.id,
@@ -47,7 +47,7 @@ export async function createPlan(
     trial_days: number;
   },
 ) {
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const plan = em.create(PlanEntity, {
     id: newId(),
     application: ctx.application!.id,
@@ -338,14 +338,12 @@ export async function advanceSubscriptionPeriods(em: EntityManager): Promise<num
   }
 }
 
-registerHousekeepingTask('subscription_periods', advanceSubscriptionPeriods);
-
 /**
  * Seats (CONTRACT §5): while an organization's subscription is live, a member beyond `seats` is 409. The subscription
  * row is locked first, so concurrent additions on any number of processes are judged one after another, each counting
  * the members the ones before it committed.
  */
-registerMemberAddCheck('seats', async (em, { organizationId }) => {
+export const checkSeats: MemberAddCheck = async (em, { organizationId }) => {
   const [live] = await em.execute<Array<{ seats: number }>>(
     `select seats from billing_subscriptions where organization_id = ? and status <> 'canceled' for update`,
     [organizationId],
@@ -355,11 +353,12 @@ registerMemberAddCheck('seats', async (em, { organizationId }) => {
   if (members >= Number(live.seats)) {
     throw new AppError('seat_limit_reached', `Every seat of the subscription is taken (${live.seats})`);
   }
-});
+};
 
-registerSubscriptionSummarySource(async (em, organizationId) => {
-  const [row] = await em.execute<
+export const billingSubscriptionSummary: SubscriptionSummarySource = async (em, organizationIds) => {
+  const rows = await em.execute<
     Array<{
+      organization_id: string;
       id: string;
       plan_id: string;
       plan_key: string;
@@ -369,19 +368,23 @@ registerSubscriptionSummarySource(async (em, organizationId) => {
       canceled_at: Date | null;
     }>
   >(
-    `select s.id, s.plan_id, p.key as plan_key, s.status, s.seats, s.current_period_end, s.canceled_at
+    `select s.organization_id, s.id, s.plan_id, p.key as plan_key, s.status, s.seats, s.current_period_end, s.canceled_at
        from billing_subscriptions s join billing_plans p on p.id = s.plan_id
-      where s.organization_id = ? and s.status <> 'canceled'`,
-    [organizationId],
+      where s.organization_id in (select value::uuid from json_array_elements_text(?::json)) and s.status <> 'canceled'`,
+    [JSON.stringify(organizationIds)],
   );
-  if (!row) return null;
-  return {
-    id: row.id,
-    plan_id: row.plan_id,
-    plan_key: row.plan_key,
-    status: row.status as SubscriptionRecord['status'],
-    seats: Number(row.seats),
-    current_period_end: new Date(row.current_period_end).toISOString(),
-    canceled_at: row.canceled_at ? new Date(row.canceled_at).toISOString() : null,
-  };
-});
+  return new Map(
+    rows.map((row) => [
+      row.organization_id,
+      {
+        id: row.id,
+        plan_id: row.plan_id,
+        plan_key: row.plan_key,
+        status: row.status as SubscriptionRecord['status'],
+        seats: Number(row.seats),
+        current_period_end: new Date(row.current_period_end).toISOString(),
+        canceled_at: row.canceled_at ? new Date(row.canceled_at).toISOString() : null,
+      },
+    ]),
+  );
+};

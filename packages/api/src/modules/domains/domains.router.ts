@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { publicProcedure, router, secretKeyProcedure } from '../../trpc.ts';
 import {
@@ -17,6 +16,7 @@ const base = '/v1/applications/{id}/domains';
 export const domainsRouter = router({
   add: secretKeyProcedure('settings:write')
     .meta({
+      idempotent: true,
       openapi: {
         method: 'POST',
         path: base,
@@ -30,7 +30,7 @@ export const domainsRouter = router({
     })
     .input(AddDomainInputSchema)
     .output(CustomDomainSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => addDomain(ctx, input))),
+    .mutation(({ ctx, input }) => addDomain(ctx, input)),
   list: secretKeyProcedure('settings:read')
     .meta({ openapi: { method: 'GET', path: base, tags, summary: "The application's custom domains, newest first" } })
     .input(IdParamSchema)

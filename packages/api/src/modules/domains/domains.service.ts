@@ -3,13 +3,13 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
-import { type HousekeepingServices, registerHousekeepingTask } from '../../lib/housekeeping.ts';
+import type { HousekeepingServices } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type CustomDomain, CustomDomainEntity } from './domain.entity.ts';
+import { type CustomDomain, CustomDomainEntity } from './custom-domain.entity.ts';
 import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
 import type { CustomDomainRecord, VerificationError } from './domains.schema.ts';
 
@@ -199,7 +199,7 @@ async function recordCheck(
  * `FOR UPDATE SKIP LOCKED`, moving their next check a lease ahead in the same statement, so two processes never take
  * the same domain; looks each up outside any transaction; records the outcome. Answers how many were checked.
  */
-async function recheckPendingDomains(em: EntityManager, services: HousekeepingServices): Promise<number> {
+export async function recheckPendingDomains(em: EntityManager, services: HousekeepingServices): Promise<number> {
   let checked = 0;
   for (;;) {
     const claimed = await em.execute<
@@ -222,5 +222,3 @@ async function recheckPendingDomains(em: EntityManager, services: HousekeepingSe
     if (claimed.length < BATCH) return checked;
   }
 }
-
-registerHousekeepingTask('custom_domains_recheck', recheckPendingDomains);

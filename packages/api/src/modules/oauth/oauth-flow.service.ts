@@ -4,8 +4,9 @@ import type { Context } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound, stepUpRequired } from '../../errors.ts';
 import { randomBase62, sha256 } from '../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
+import type { Hooks } from '../../lib/modules.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
@@ -20,7 +21,6 @@ import {
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import type { User } from '../users/user.entity.ts';
 import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
-import { OAuthStateEntity } from './oauth.entity.ts';
 import {
   authorizationUrl,
   type ExchangeResult,
@@ -29,10 +29,12 @@ import {
   type ProviderClient,
   ProviderFailure,
   providerLabel,
+  unreachable,
   usesNonce,
 } from './oauth.providers.ts';
 import type { IdentityRecord } from './oauth.schema.ts';
 import { PROVIDER_SETTING_SQL, type ProviderSettingRow, providerClient } from './oauth.service.ts';
+import { OAuthStateEntity } from './oauth-state.entity.ts';
 
 const STATE_TTL_MS = 10 * 60_000;
 const LINKABLE_KINDS = ['oauth', 'saml'];
@@ -89,7 +91,7 @@ async function start(
   try {
     url = await authorizationUrl(ctx.services.oauth, client, secrets);
   } catch (error) {
-    throw providerError(ctx, error instanceof ProviderFailure ? error : new ProviderFailure(String(error), UNREACHABLE_START));
+    throw providerError(ctx, client, error instanceof ProviderFailure ? error : unreachable(String(error)));
   }
   const stateHash = sha256(secrets.state);
   ctx.em.create(OAuthStateEntity, {
@@ -112,11 +114,21 @@ async function start(
   return { authorization_url: url.toString() };
 }
 
-const UNREACHABLE_START = 'The provider\u2019s configuration could not be loaded. Check the issuer URL, then try again.';
-
-function providerError(ctx: Context, failure: ProviderFailure): AppError {
-  ctx.log.warn({ reason: failure.message }, 'OAuth provider step refused');
-  return new AppError('invalid_verification', failure.hint);
+/**
+ * A failed provider step as the person sees it: 401 when the provider refused this attempt; 503 naming the provider
+ * when it could not be reached or answered what no sign-in could use (its outage, or its misconfiguration: not
+ * something the person did, and worth trying again later).
+ */
+function providerError(ctx: Context, client: ProviderClient, failure: ProviderFailure): AppError {
+  ctx.log.warn({ provider: client.provider, reason: failure.message }, 'OAuth provider step refused');
+  if (!failure.unavailable) return new AppError('invalid_verification', failure.hint);
+  const issuerHost = client.issuer ? ` (${new URL(client.issuer).host})` : '';
+  return new AppError(
+    'service_unavailable',
+    `Sign-in with ${providerLabel(client.provider)}${issuerHost} is unavailable: ${failure.hint}`,
+    undefined,
+    { 'retry-after': '30' },
+  );
 }
 
 const PROVIDER_ERRORS: Record<string, string> = {
@@ -190,7 +202,7 @@ async function finish(
       hostId: row.host_id,
     };
   } catch (error) {
-    throw providerError(ctx, error as ProviderFailure);
+    throw providerError(ctx, client, error as ProviderFailure);
   }
 }
 
@@ -265,7 +277,7 @@ async function signInByOAuth(
   client: ProviderClient,
   result: ExchangeResult,
 ): Promise<SignInSubject> {
-  const known = await useIdentity(em, application, subjectOf(client, result.profile.subject));
+  const known = await useIdentity(ctx.services.hooks, em, application, subjectOf(client, result.profile.subject));
   const { user, identityId, secondFactors } = known ?? (await firstSignIn(em, application, client, result));
   await keepTokens(ctx, em, application, identityId, result);
   return { user, aal: 1, firstFactor: 'oauth', secondFactors };
@@ -389,6 +401,7 @@ const returningBy = (application: Application, subject: string, hostId: string |
  * and the user's second factors read.
  */
 async function useIdentity(
+  hooks: Hooks,
   em: EntityManager,
   application: Application,
   subject: string,
@@ -400,7 +413,7 @@ async function useIdentity(
        update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
         returning id, user_id
      )
-     select used.id, row_to_json(u) as u, ${secondFactorsSql('u.id')} as second_factors
+     select used.id, row_to_json(u) as u, ${secondFactorsSql(hooks, 'u.id')} as second_factors
        from used join users u on u.id = used.user_id`,
     [application.id, subject],
   );
@@ -486,7 +499,7 @@ export async function unlinkIdentity(ctx: Context, id: string) {
       kind: { $in: LINKABLE_KINDS },
     });
     if (!identity) throw notFound('Identity');
-    if (session.aal < 2 && (await secondFactorMethods(em, user)).length) throw stepUpRequired();
+    if (session.aal < 2 && (await secondFactorMethods(ctx.services.hooks, em, user)).length) throw stepUpRequired();
     const others = await em.count(IdentityEntity, { user: user.id, id: { $ne: identity.id } });
     if (!user.primaryEmail && others === 0) {
       throw new AppError(
@@ -503,4 +516,4 @@ export async function unlinkIdentity(ctx: Context, id: string) {
   return { id: record.id, deleted: true as const };
 }
 
-registerPurgeStep('oauth_states', (em) => deleteInBatches(em, 'oauth_states', SPENT_ONE_TIME_ROWS));
+export const purgeOAuthStates: PurgeStep = (em) => deleteInBatches(em, 'oauth_states', SPENT_ONE_TIME_ROWS);

@@ -7,11 +7,11 @@ import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
-import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
-import type { MemberRecord, OrganizationDetail, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
+import { runMemberAddChecks, subscriptionSummaries } from './organizations.hooks.ts';
+import type { MemberRecord, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
 
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
 export function slugify(name: string): string {
@@ -26,21 +26,23 @@ export function slugify(name: string): string {
   return slug || 'org';
 }
 
-/** The single organization (create, get, update and their events): with its live subscription, if any. */
-const toOrganizationDetail = (
+/** An organization as every answer and event shows it: its record with its live subscription, if any. */
+const toOrganizationRecord = (
   org: Organization,
   memberCount: number,
   subscription: SubscriptionSummary | null,
-): OrganizationDetail => ({ ...toOrganizationRecord(org, memberCount), subscription });
-
-const toOrganizationRecord = (org: Organization, memberCount: number): OrganizationRecord => ({
+): OrganizationRecord => ({
   id: org.id,
   name: org.name,
   slug: org.slug,
   member_count: memberCount,
+  subscription,
   created_at: org.createdAt.toISOString(),
   updated_at: org.updatedAt.toISOString(),
 });
+
+const subscriptionOf = async (ctx: Context, organizationId: string) =>
+  (await subscriptionSummaries(ctx.services.hooks, ctx.em, [organizationId])).get(organizationId) ?? null;
 
 const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
   user_id: user.id,
@@ -68,13 +70,16 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
   for (let attempt = 0; ; attempt++) {
     const base = input.slug ?? slugify(input.name);
     const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93).replace(/-+$/, '')}-${randomBase62(6).toLowerCase()}`;
-    const em = ctx.em.fork();
-    const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
-    const record = toOrganizationDetail(org, 0, null);
-    recordEvent(em, applicationId, 'organization.created', record);
     try {
-      await em.flush();
-      return record;
+      // Each attempt in a transaction of its own (a savepoint in the request's, under an Idempotency-Key): a taken slug
+      // undoes only the attempt.
+      return await ctx.em.transactional(async (em) => {
+        const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
+        const record = toOrganizationRecord(org, 0, null);
+        recordEvent(em, applicationId, 'organization.created', record);
+        await em.flush();
+        return record;
+      });
     } catch (error) {
       if (!isSlugViolation(error)) throw error;
       if (input.slug || attempt >= 4) throw new AppError('slug_taken', 'An organization with this slug already exists');
@@ -106,12 +111,19 @@ export async function listOrganizations(ctx: Context, input: PageQuery & { searc
   const [row] = pattern
     ? await ctx.em.execute<Row[]>(sql, values)
     : await preparedQuery<Row>(ctx.em, 'organizations_page', sql, values);
+  const page = row?.page ?? [];
+  const subscriptions = await subscriptionSummaries(
+    ctx.services.hooks,
+    ctx.em,
+    page.map((o) => o.id),
+  );
   return {
-    organizations: (row?.page ?? []).map((o) => ({
+    organizations: page.map((o) => ({
       id: o.id,
       name: o.name,
       slug: o.slug,
       member_count: Number(o.member_count),
+      subscription: subscriptions.get(o.id) ?? null,
       created_at: new Date(o.created_at).toISOString(),
       updated_at: new Date(o.updated_at).toISOString(),
     })),
@@ -132,7 +144,7 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: Context, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
+  return toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
 }
 
 export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
@@ -140,7 +152,7 @@ export async function updateOrganization(ctx: Context, input: { id: string; name
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
+  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();
@@ -170,7 +182,7 @@ export async function addMember(ctx: Context, input: { id: string; user_id: stri
       if (await em.count(MembershipEntity, { organization: org.id, user: user.id })) {
         throw new AppError('already_member', 'The user is already a member');
       }
-      await runMemberAddChecks(em, { applicationId: org.application, organizationId: org.id });
+      await runMemberAddChecks(ctx.services.hooks, em, { applicationId: org.application, organizationId: org.id });
       const membership = em.create(MembershipEntity, {
         id: newId(),
         application: org.application,
@@ -234,11 +246,11 @@ export async function removeMember(ctx: Context, input: { id: string; user_id: s
 }
 
 /** Merge: the source's memberships move to the target, except where the target is already a member. */
-registerMergeStep('organization_memberships', async (em, { sourceUserId, targetUserId }) => {
+export const mergeMemberships: MergeStep = async (em, { sourceUserId, targetUserId }) => {
   await em.execute(
     `delete from organization_members s where s.user_id = ?
         and exists (select 1 from organization_members t where t.organization_id = s.organization_id and t.user_id = ?)`,
     [sourceUserId, targetUserId],
   );
   await em.nativeUpdate(MembershipEntity, { user: sourceUserId }, { user: targetUserId, updatedAt: new Date() });
-});
+};

@@ -8,7 +8,7 @@ import { ownApplication } from '../applications/applications.service.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { queueMail } from '../messages/mail-outbox.ts';
 import { CATALOG, type CatalogEntry, catalogEntry } from './catalog.ts';
-import { type TemplateOverride, TemplateOverrideEntity } from './template.entity.ts';
+import { type TemplateOverride, TemplateOverrideEntity } from './template-override.entity.ts';
 
 const catalogOrThrow = (key: string): CatalogEntry => {
   const entry = catalogEntry(key);

@@ -8,7 +8,8 @@ import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import { EventEntity } from '../events/event.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type WebhookDelivery, WebhookDeliveryEntity, type WebhookEndpoint, WebhookEndpointEntity } from './webhook.entity.ts';
+import { type WebhookDelivery, WebhookDeliveryEntity } from './webhook-delivery.entity.ts';
+import { type WebhookEndpoint, WebhookEndpointEntity } from './webhook-endpoint.entity.ts';
 import type { WebhookDeliveryRecord, WebhookEndpointRecord } from './webhooks.schema.ts';
 
 /** How long the secret before a rotation keeps signing beside the new one. */
@@ -24,6 +25,12 @@ export interface WebhookSettings {
 }
 export const webhookSettings = new WeakMap<Services, WebhookSettings>();
 const settingsOf = (services: Services): WebhookSettings => webhookSettings.get(services) ?? { allowInsecure: false };
+/** A receiver URL under this process's policy; a refusal names the setting that allows http and loopback. */
+const checkReceiverUrl = (services: Services, url: string) =>
+  checkOutboundUrl(url, {
+    allowInsecure: settingsOf(services).allowInsecure,
+    insecureSetting: 'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS',
+  }).toString();
 
 export const sealContext = (endpointId: string) => `webhook:${endpointId}`;
 const newSecret = () => `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`;
@@ -65,7 +72,7 @@ async function findEndpoint(ctx: Context, id: string): Promise<WebhookEndpoint> 
 }
 
 export async function createWebhook(ctx: Context, input: { url: string; description: string; event_types: string[] }) {
-  const url = checkOutboundUrl(input.url, settingsOf(ctx.services)).toString();
+  const url = checkReceiverUrl(ctx.services, input.url);
   const id = newId();
   const secret = newSecret();
   const endpoint = ctx.em.create(WebhookEndpointEntity, {
@@ -103,7 +110,7 @@ export async function updateWebhook(
 ) {
   const endpoint = await findEndpoint(ctx, input.id);
   const changes: Partial<WebhookEndpoint> = { updatedAt: new Date() };
-  if (input.url !== undefined) changes.url = checkOutboundUrl(input.url, settingsOf(ctx.services)).toString();
+  if (input.url !== undefined) changes.url = checkReceiverUrl(ctx.services, input.url);
   if (input.description !== undefined) changes.description = input.description;
   if (input.event_types !== undefined) changes.eventTypes = uniqueTypes(input.event_types);
   if (input.status !== undefined && input.status !== endpoint.status) {
