@@ -4,6 +4,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import type { Authenticated, Context } from './context.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
+import { idempotent } from './lib/idempotency.ts';
 import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
 
@@ -19,6 +20,13 @@ export type Meta = OpenApiMeta<{
   envelope?: false;
   /** The route counts attempts against a rate limit, so it can answer 429 (documented in OpenAPI). */
   rateLimited?: true;
+  /**
+   * A create that honours an `Idempotency-Key` (`lib/idempotency.ts`; documented in OpenAPI, retried by the SDK): the
+   * key's claim, the handler's writes (through `ctx.em`) and the stored answer commit in one transaction. `'own-write'`:
+   * the handler makes an outbound call before it writes, which no transaction may wait on (PGlite has one connection),
+   * so it runs outside one and does its write through `idempotentWrite`.
+   */
+  idempotent?: true | 'own-write';
   /**
    * The procedure checks its credential inside its own statement, which saves a hot path a round trip: a secret key
    * (api-keys `secretKeyInStatement`), or an end user's application and origin (`ctx.applicationInStatement`). Its
@@ -47,8 +55,13 @@ export function errorBody(error: unknown): ErrorBody {
   if (cause instanceof AppError) return { code: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
     const code = issueCode(cause.issues as Parameters<typeof issueCode>[0]) as ErrorCode;
-    const message = code === 'validation_failed' ? 'The request does not match the schema' : 'The URL is not allowed';
-    return { code: code in ERROR_CODES ? code : 'validation_failed', message, details: zodDetails(cause) };
+    const details = zodDetails(cause);
+    // A refused URL says why in the message too (a plain CLI line or a log shows only the message).
+    const message =
+      code === 'validation_failed'
+        ? 'The request does not match the schema'
+        : `The URL is not allowed: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`;
+    return { code: code in ERROR_CODES ? code : 'validation_failed', message, details };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
   const mapped = error instanceof TRPCError ? TRPC_TO_CODE[error.code] : undefined;
@@ -124,12 +137,25 @@ type Next = (options?: { ctx: Authenticated }) => Promise<{ ok: true } | { ok: f
 /**
  * The one middleware of every procedure: the caller authenticated (by its meta `caller`), errors leaving with the tRPC
  * code matching their HTTP status, unexpected ones logged once with the request id (and nothing that could hold
- * secrets), and REST creates answering 201.
+ * secrets), creates run under their Idempotency-Key (meta `idempotent`), and REST creates answering 201.
  */
-const procedure = t.procedure.use(async ({ ctx, meta, next }) => {
+const procedure = t.procedure.use(async ({ ctx, meta, next, path, getRawInput }) => {
   let failure: unknown;
   try {
-    const result = await ctx.services.inFlight.run(() => authenticateAndRun(ctx, meta, next));
+    const mode = meta?.idempotent;
+    const run: Next = !mode
+      ? next
+      : async (options) => {
+          const call = { path, rawInput: await getRawInput() };
+          const { data } = await idempotent({ ...ctx, ...options?.ctx }, call, mode, async (em) => {
+            const result = await next({ ctx: em ? { ...options?.ctx, em } : options?.ctx });
+            if (!result.ok) throw result.error;
+            return result.data;
+          });
+          // A replay answers without running the handler: the result tRPC's own would have been.
+          return { ok: true, data, marker: undefined } as unknown as Awaited<ReturnType<typeof next>>;
+        };
+    const result = await ctx.services.inFlight.run(() => authenticateAndRun(ctx, meta, run));
     if (result.ok) {
       if (meta?.successStatus) ctx.response.status = meta.successStatus;
       if (meta?.envelope === false) ctx.response.raw = true;

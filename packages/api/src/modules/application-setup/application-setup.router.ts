@@ -1,4 +1,3 @@
-import { idempotent } from '../../lib/idempotency.ts';
 import { operatorProcedure } from '../../trpc.ts';
 import { CreateApplicationInputSchema } from '../applications/applications.schema.ts';
 import { CreatedApplicationSchema } from './application-setup.schema.ts';
@@ -9,6 +8,7 @@ const tags = ['Applications'];
 /** `applications.create` (mounted under applications by the root router). */
 export const createApplicationProcedure = operatorProcedure
   .meta({
+    idempotent: true,
     successStatus: 201,
     openapi: {
       method: 'POST',
@@ -20,4 +20,4 @@ export const createApplicationProcedure = operatorProcedure
   })
   .input(CreateApplicationInputSchema)
   .output(CreatedApplicationSchema)
-  .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createApplication(ctx, input)));
+  .mutation(({ ctx, input }) => createApplication(ctx, input));

@@ -25,15 +25,16 @@ export interface WebhookSettings {
 }
 export const webhookSettings = new WeakMap<Services, WebhookSettings>();
 const settingsOf = (services: Services): WebhookSettings => webhookSettings.get(services) ?? { allowInsecure: false };
-
 /**
- * The URL policy of an application's endpoints: the insecure development setting admits `http` and loopback for
- * development applications only. The outbox is shared by every process on the database, so a production tenant's
- * webhooks must never depend on one process's flag.
+ * A receiver URL under this process's policy; a refusal names the setting that allows http and loopback. That setting
+ * admits them for development applications only: the outbox is shared by every process on the database, so a
+ * production tenant's webhooks never depend on one process's flag.
  */
-const urlPolicyOf = (ctx: Context) => ({
-  allowInsecure: settingsOf(ctx.services).allowInsecure && ctx.application!.environment === 'development',
-});
+const checkReceiverUrl = (ctx: Context, url: string) =>
+  checkOutboundUrl(url, {
+    allowInsecure: settingsOf(ctx.services).allowInsecure && ctx.application!.environment === 'development',
+    insecureSetting: 'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS',
+  }).toString();
 
 export const sealContext = (endpointId: string) => `webhook:${endpointId}`;
 const newSecret = () => `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`;
@@ -75,7 +76,7 @@ async function findEndpoint(ctx: Context, id: string): Promise<WebhookEndpoint> 
 }
 
 export async function createWebhook(ctx: Context, input: { url: string; description: string; event_types: string[] }) {
-  const url = checkOutboundUrl(input.url, urlPolicyOf(ctx)).toString();
+  const url = checkReceiverUrl(ctx, input.url);
   const id = newId();
   const secret = newSecret();
   const endpoint = ctx.em.create(WebhookEndpointEntity, {
@@ -113,7 +114,7 @@ export async function updateWebhook(
 ) {
   const endpoint = await findEndpoint(ctx, input.id);
   const changes: Partial<WebhookEndpoint> = { updatedAt: new Date() };
-  if (input.url !== undefined) changes.url = checkOutboundUrl(input.url, urlPolicyOf(ctx)).toString();
+  if (input.url !== undefined) changes.url = checkReceiverUrl(ctx, input.url);
   if (input.description !== undefined) changes.description = input.description;
   if (input.event_types !== undefined) changes.eventTypes = uniqueTypes(input.event_types);
   if (input.status !== undefined && input.status !== endpoint.status) {
