@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from './lib/schemas.ts';
+import { endUserProcedure } from './modules/applications/callers.ts';
 import { mfaRouter } from './modules/mfa/mfa.router.ts';
 import { identitiesRouter, oauthRouter } from './modules/oauth/oauth.router.ts';
 import { interactionRouter, myGrantsRouter } from './modules/oauth2/oauth2.router.ts';
@@ -17,6 +18,7 @@ import {
   listSessions,
   refreshSession,
   revokeOwnSession,
+  signedInProcedure,
   signOut,
   switchOrganization,
 } from './modules/sessions/sessions.service.ts';
@@ -37,7 +39,7 @@ import {
 } from './modules/sign-in/magic-link/magic-link.service.ts';
 import { AcceptConsentInputSchema, SignInResultSchema } from './modules/sign-in/sign-in.schema.ts';
 import { CurrentUserSchema, UpdateMeInputSchema } from './modules/users/users.schema.ts';
-import { endUserProcedure, router, signedInProcedure } from './trpc.ts';
+import { router } from './trpc.ts';
 
 /** The end-user surface (ES): sign-in steps, tokens, the current user and their sessions. */
 const tags = ['End-user sign-in'];
@@ -106,7 +108,7 @@ export const authRouter = router({
       })
       .input(RefreshInputSchema)
       .output(TokensSchema)
-      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application!, input.refresh_token)),
+      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application, input.refresh_token)),
   }),
   signOut: signedInProcedure
     .meta({ openapi: { method: 'POST', path: '/v1/auth/sign-out', tags, summary: 'End the current session' } })

@@ -1,12 +1,15 @@
 import { authRouter } from './auth.router.ts';
 import { accessRulesRouter } from './modules/access-rules/access-rules.router.ts';
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.ts';
-import { createApplicationProcedure } from './modules/application-setup/application-setup.router.ts';
+import {
+  createApplicationProcedure,
+  eventsRouter,
+  keyApplicationProcedures,
+} from './modules/application-setup/application-setup.router.ts';
 import { applicationProcedures } from './modules/applications/applications.router.ts';
 import { authzRouter } from './modules/authz/authz.router.ts';
 import { billingRouter } from './modules/billing/billing.router.ts';
 import { domainsRouter } from './modules/domains/domains.router.ts';
-import { eventsRouter } from './modules/events/events.router.ts';
 import { userFactorsRouter } from './modules/factors/factors.router.ts';
 import { messagesRouter } from './modules/messages/messages.router.ts';
 import { providersRouter } from './modules/oauth/oauth.router.ts';
@@ -26,7 +29,7 @@ import { router } from './trpc.ts';
  * layers (users.factors comes from the factors module above users), so no module imports one above it.
  */
 export const appRouter = router({
-  applications: router({ create: createApplicationProcedure, ...applicationProcedures }),
+  applications: router({ create: createApplicationProcedure, ...applicationProcedures, ...keyApplicationProcedures }),
   apiKeys: apiKeysRouter,
   users: router({
     ...userProcedures,

@@ -2,7 +2,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import type { Authenticated, Context } from './context.ts';
+import type { Context } from './context.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
 import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
@@ -19,12 +19,6 @@ export type Meta = OpenApiMeta<{
   envelope?: false;
   /** The route counts attempts against a rate limit, so it can answer 429 (documented in OpenAPI). */
   rateLimited?: true;
-  /**
-   * The procedure checks its credential inside its own statement, which saves a hot path a round trip: a secret key
-   * (api-keys `secretKeyInStatement`), or an end user's application and origin (`ctx.applicationInStatement`). Its
-   * answers and their order are those of every other procedure of its kind.
-   */
-  credentialInStatement?: true;
 }>;
 
 /** tRPC's own error codes (thrown by tRPC before our middlewares run) mapped to ours. */
@@ -88,54 +82,52 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/**
- * How each kind of caller is authenticated: filled by the module that owns the credential (api-keys: operator, secret
- * key, end user; sessions: signed in), so the kernel imports no module. What an authenticator answers is merged into
- * the context (the fields it declares on `Context`).
- */
-type Authenticator = (ctx: Context, meta: Meta | undefined) => Promise<Authenticated>;
 type AuthenticatedCaller = Exclude<CallerKind, 'public'>;
-const authenticators = new Map<AuthenticatedCaller, Authenticator>();
-
-export function registerAuthenticator(caller: AuthenticatedCaller, authenticate: Authenticator): void {
-  authenticators.set(caller, authenticate);
-}
 
 /**
- * Authenticates the caller (by its meta `caller`) and runs the procedure with what the authenticator answered merged
- * into its context: a merged copy, since the calls of one tRPC batch share the context they start from. A credential
- * its procedure was to check in its own statement (`deferredCredential`) and did not reach is checked here, so that
- * its error comes first, as for every other procedure.
+ * How a kind of caller is authenticated: answers what it adds to the context (the application, the key, the session…),
+ * or throws the credential's error. `meta` is the procedure's.
  */
-async function authenticateAndRun(ctx: Context, meta: Meta | undefined, next: Next) {
-  const caller = meta?.caller ?? 'public';
-  if (caller === 'public') return next();
-  const authenticate = authenticators.get(caller);
-  // Fail closed: a route whose credential has no authenticator (a module not loaded) refuses everyone.
-  if (!authenticate) throw new Error(`no authenticator for ${caller}`);
-  const authenticated = await authenticate(ctx, meta);
-  const result = await next({ ctx: authenticated });
-  const deferred = authenticated.deferredCredential;
-  if (!result.ok && deferred && !deferred.settled) await deferred.settle();
-  return result;
-}
-type Next = (options?: { ctx: Authenticated }) => Promise<{ ok: true } | { ok: false; error: TRPCError }>;
+export type Authenticate<Caller extends object> = (ctx: Context, meta: Meta | undefined) => Promise<Caller>;
 
 /**
- * The one middleware of every procedure: the caller authenticated (by its meta `caller`), errors leaving with the tRPC
- * code matching their HTTP status, unexpected ones logged once with the request id (and nothing that could hold
- * secrets), and REST creates answering 201.
+ * A credential its procedure checks inside its own statement, which saves a hot path a round trip (a secret key, or an
+ * end user's application and origin): an authenticator answers it as the context's `deferredCredential`, and the
+ * procedure marks it `settled` once its statement has judged it. A call that fails before that (invalid input, say)
+ * gets it checked the ordinary way by `settle()`, so its answers and their order are those of every other procedure
+ * of its kind.
  */
-const procedure = t.procedure.use(async ({ ctx, meta, next }) => {
+export class DeferredCredential {
+  settled = false;
+  readonly settle: () => Promise<void>;
+  constructor(settle: () => Promise<void>) {
+    this.settle = settle;
+  }
+}
+
+type Settled = { ok: true } | { ok: false; error: unknown };
+
+/**
+ * What the one middleware of every procedure does around `call` (the caller's authentication and the procedure):
+ * errors leave with the tRPC code matching their HTTP status, unexpected ones logged once with the request id (and
+ * nothing that could hold secrets), and REST creates answer 201. One middleware, not one per concern: each costs a
+ * closure and an await on every call of the hot paths.
+ */
+async function guarded<Result extends Settled>(
+  ctx: Context,
+  meta: Meta | undefined,
+  call: () => Promise<Result>,
+): Promise<Result> {
   let failure: unknown;
   try {
-    const result = await ctx.services.inFlight.run(() => authenticateAndRun(ctx, meta, next));
-    if (result.ok) {
+    const result = await ctx.services.inFlight.run(call);
+    const settled: Settled = result;
+    if (settled.ok) {
       if (meta?.successStatus) ctx.response.status = meta.successStatus;
       if (meta?.envelope === false) ctx.response.raw = true;
-      return result as Awaited<ReturnType<typeof next>>;
+      return result;
     }
-    failure = result.error;
+    failure = settled.error;
   } catch (error) {
     failure = error;
   }
@@ -145,20 +137,30 @@ const procedure = t.procedure.use(async ({ ctx, meta, next }) => {
   const cause = thrown instanceof AppError ? thrown : new AppError(body.code, body.message, body.details);
   if (cause.headers) Object.assign(ctx.response.headers, cause.headers);
   throw new TRPCError({ code: ERROR_CODES[body.code].trpc, message: body.message, cause });
-});
+}
 
-export const publicProcedure = procedure.meta({ caller: 'public' });
+/** Anyone may call: the context is the request's, unauthenticated. */
+export const publicProcedure = t.procedure
+  .meta({ caller: 'public' })
+  .use(({ ctx, meta, next }) => guarded(ctx, meta, () => next()));
 
-const authenticated = (caller: AuthenticatedCaller) => procedure.meta({ caller });
-
-/** Operator routes: the operator token. */
-export const operatorProcedure = authenticated('operator');
-
-/** Secret-key procedures: the application from `x-application-id` first, then the key, then the scope. */
-export const secretKeyProcedure = (scope: Scope) => authenticated('secret_key').meta({ scope });
-
-/** End-user routes (ES): the application from `x-application-id`, then the browser's origin against its allowlist. */
-export const endUserProcedure = authenticated('end_user');
-
-/** Signed-in end-user routes (ES★): a valid access token of a session that is still live, of an active user. */
-export const signedInProcedure = authenticated('signed_in');
+/**
+ * The procedure builder of a kind of caller, for the module that owns its credential: its one middleware authenticates
+ * the caller with `authenticate` and runs the procedure with what that answered added to its context (a merged copy,
+ * since the calls of one tRPC batch share the context they start from), so the handler's context has the caller's
+ * type. A credential its procedure was to check in its own statement (`DeferredCredential`) and did not reach is
+ * checked here, so that its error comes first, as for every other procedure.
+ */
+export function authenticatedProcedure<Caller extends object>(caller: AuthenticatedCaller, authenticate: Authenticate<Caller>) {
+  return t.procedure.meta({ caller }).use(({ ctx, meta, next }) =>
+    guarded(ctx, meta, async () => {
+      const authenticated = await authenticate(ctx, meta);
+      const result = await next({ ctx: authenticated });
+      if (!result.ok && 'deferredCredential' in authenticated) {
+        const deferred = authenticated.deferredCredential;
+        if (deferred instanceof DeferredCredential && !deferred.settled) await deferred.settle();
+      }
+      return result;
+    }),
+  );
+}

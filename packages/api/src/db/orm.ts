@@ -112,6 +112,13 @@ export async function preparedQuery<T extends object>(
   return rows;
 }
 
+/** The row of a statement that always answers exactly one (an aggregate, or `from (select 1) left join …`). */
+export function onlyRow<T>(rows: readonly T[]): T {
+  const [row] = rows;
+  if (row === undefined) throw new Error('The statement answered no row');
+  return row;
+}
+
 const numberedTexts = new Map<string, { sql: string; text: string }>();
 
 /** `sql` with its `?` placeholders as PostgreSQL's `$1, $2…`, worked out once per statement name. */

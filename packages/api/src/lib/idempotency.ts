@@ -25,7 +25,11 @@ type Stored = { data: unknown; meta: { timestamp: string; request_id: string } }
  * with another request is 422 `idempotency_key_reused`; while the first is still running, a duplicate is 409
  * `conflict`. A first call that fails leaves no trace, so the client may retry it with the same key.
  */
-export async function idempotent<T>(ctx: Context, call: IdempotentCall, run: () => Promise<T>): Promise<T> {
+export async function idempotent<T>(
+  ctx: Context & { application?: { id: string } },
+  call: IdempotentCall,
+  run: () => Promise<T>,
+): Promise<T> {
   const header = ctx.headers['idempotency-key'];
   const key = Array.isArray(header) ? header[0] : header;
   if (key === undefined) return run();

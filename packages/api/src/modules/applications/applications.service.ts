@@ -10,6 +10,7 @@ import {
   type ApplicationSettingsPatch,
   ApplicationSettingsSchema,
 } from './applications.schema.ts';
+import type { TenantContext } from './callers.ts';
 
 export const toApplicationRecord = (app: Application): ApplicationRecord => ({
   id: app.id,
@@ -147,17 +148,17 @@ export async function deleteApplication(ctx: Context, id: string) {
 }
 
 /** `/v1/applications/{id}/…` answers only for the application of `x-application-id`; any other id is 404. */
-export function ownApplication(ctx: Context, id: string): Application {
-  if (ctx.application!.id !== id) throw notFound('Application');
-  return ctx.application!;
+export function ownApplication(ctx: TenantContext, id: string): Application {
+  if (ctx.application.id !== id) throw notFound('Application');
+  return ctx.application;
 }
 
-export async function getApplication(ctx: Context, id: string) {
+export async function getApplication(ctx: TenantContext, id: string) {
   return toApplicationRecord(ownApplication(ctx, id));
 }
 
 export async function updateApplication(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; name?: string; allowed_origins?: string[]; settings?: ApplicationSettingsPatch },
 ) {
   const app = ownApplication(ctx, input.id);

@@ -1,9 +1,11 @@
 import type { Context } from '../../context.ts';
-import { type EntityManager, preparedQuery } from '../../db/orm.ts';
+import { type EntityManager, onlyRow, preparedQuery } from '../../db/orm.ts';
 import { AppError, type ErrorDetail } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
-import { secretKeyInStatement } from '../api-keys/api-keys.service.ts';
+import { type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
+import type { TenantContext } from '../applications/callers.ts';
+import type { SignedInContext } from '../sessions/sessions.service.ts';
 import { registerDeleteStep } from '../users/users.hooks.ts';
 import { registerMergeStep } from '../users/users.merge.ts';
 import { MAX_DEPTH, type RelationshipTuple, type TupleInput } from './authz.schema.ts';
@@ -148,8 +150,8 @@ const INSERT_TUPLES = positional(
 );
 
 /** `POST /v1/authz/tuples`: deletes and writes in one transaction; the batch's revision is its consistency token. */
-export async function writeTuples(ctx: Context, input: { writes: TupleInput[]; deletes: TupleInput[] }) {
-  const applicationId = ctx.application!.id;
+export async function writeTuples(ctx: TenantContext, input: { writes: TupleInput[]; deletes: TupleInput[] }) {
+  const applicationId = ctx.application.id;
   return ctx.em.transactional(async (em) => {
     await lockUsers(em, applicationId, input.writes);
     const [row] = await em.execute<Array<{ revision: string }>>(`select nextval('authz_revisions')::text as revision`);
@@ -239,14 +241,14 @@ const KEYED_CHECK = positional(
 );
 
 export async function check(
-  ctx: Context,
+  ctx: SecretKeyInStatementContext,
   input: { object: string; relation: string; subject: string; consistency?: { mode: string; token?: string } },
 ) {
-  const key = ctx.keyInStatement!;
+  const key = ctx.keyInStatement;
   // A consistency token is judged after the key, which then needs its own query first (not the hot path).
   const keyFirst = input.consistency?.mode === 'at_least_as_fresh';
   if (keyFirst) {
-    await key.authenticate(ctx);
+    await key.authenticate();
     await honourConsistency(ctx, input.consistency);
   }
   const object = parseObject(input.object);
@@ -261,15 +263,17 @@ export async function check(
     subject.relation,
     directUser(subject),
   ];
-  const [row] = await preparedQuery<{ id: string | null; allowed: boolean; exceeded: boolean }>(
-    ctx.em,
-    keyFirst ? 'authz_check' : 'authz_keyed_check',
-    keyFirst ? CHECK.sql : KEYED_CHECK.sql,
-    keyFirst ? CHECK.params(values) : KEYED_CHECK.params([...values, key.hash, key.scopes]),
+  const row = onlyRow(
+    await preparedQuery<{ id: string | null; allowed: boolean; exceeded: boolean }>(
+      ctx.em,
+      keyFirst ? 'authz_check' : 'authz_keyed_check',
+      keyFirst ? CHECK.sql : KEYED_CHECK.sql,
+      keyFirst ? CHECK.params(values) : KEYED_CHECK.params([...values, key.hash, key.scopes]),
+    ),
   );
-  if (!keyFirst) await key.accept(ctx, row!.id === null ? undefined : row);
-  if (!row!.allowed && row!.exceeded) throw depthExceeded();
-  return { allowed: row!.allowed };
+  if (!keyFirst) await key.accept(row.id === null ? undefined : row);
+  if (!row.allowed && row.exceeded) throw depthExceeded();
+  return { allowed: row.allowed };
 }
 
 const UUID_TEXT = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`;
@@ -292,14 +296,14 @@ const EXPAND = positional(
 );
 
 export async function expand(
-  ctx: Context,
+  ctx: TenantContext,
   input: { object: string; relation: string; consistency?: { mode: string; token?: string } },
 ) {
   await honourConsistency(ctx, input.consistency);
   const object = parseObject(input.object);
   const rows = await ctx.em.execute<Array<{ t: string; i: string; r: string; d: number; subjects: string[]; exceeded: boolean }>>(
     EXPAND.sql,
-    EXPAND.params([ctx.application!.id, object.type, object.id, input.relation]),
+    EXPAND.params([ctx.application.id, object.type, object.id, input.relation]),
   );
   if (rows.some((row) => row.exceeded)) throw depthExceeded();
   return {
@@ -333,13 +337,13 @@ const LOOKUP = positional(
 );
 
 export async function lookup(
-  ctx: Context,
+  ctx: TenantContext,
   input: PageQuery & { subject: string; relation: string; namespace: string; consistency?: { mode: string; token?: string } },
 ) {
   await honourConsistency(ctx, input.consistency);
   const subject = parseSubject(input.subject);
   const params = LOOKUP.params([
-    ctx.application!.id,
+    ctx.application.id,
     subject.type,
     subject.id,
     subject.relation,
@@ -380,7 +384,7 @@ async function tuplePage(em: EntityManager, name: string, where: string, values:
 
 /** `GET /v1/authz/tuples`: every filter is optional; newest first. */
 export async function listTuples(
-  ctx: Context,
+  ctx: TenantContext,
   input: PageQuery & { object?: string; namespace?: string; relation?: string; subject?: string },
 ) {
   const object = input.object ? parseObject(input.object) : null;
@@ -397,7 +401,7 @@ export async function listTuples(
     'authz_tuples_page',
     where,
     [
-      ctx.application!.id,
+      ctx.application.id,
       object?.type ?? input.namespace ?? null,
       object?.id ?? null,
       input.relation ?? null,
@@ -411,14 +415,14 @@ export async function listTuples(
 }
 
 /** S11: the tuples whose subject is the signed-in user, newest first, optionally of one object namespace. */
-export async function listRelations(ctx: Context, input: PageQuery & { namespace?: string }) {
+export async function listRelations(ctx: SignedInContext, input: PageQuery & { namespace?: string }) {
   const where = `x.application_id = $1 and x.subject_type = 'user' and x.subject_id = $2::text and x.subject_relation = ''
     and ($3::text is null or x.object_type = $3::text)`;
   const { rows, total } = await tuplePage(
     ctx.em,
     'authz_relations_page',
     where,
-    [ctx.application!.id, ctx.user!.id, input.namespace ?? null],
+    [ctx.application.id, ctx.user.id, input.namespace ?? null],
     input,
   );
   return { relations: rows, total, limit: input.limit, offset: input.offset };

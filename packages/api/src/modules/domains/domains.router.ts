@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { publicProcedure, router, secretKeyProcedure } from '../../trpc.ts';
+import { publicProcedure, router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
   AddDomainInputSchema,
   AllowedDomainInputSchema,

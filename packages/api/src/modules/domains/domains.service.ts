@@ -8,6 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import { ownApplication } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/callers.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type CustomDomain, CustomDomainEntity } from './domain.entity.ts';
 import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
@@ -40,7 +41,7 @@ const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecor
   verified_at: iso(d.verifiedAt),
 });
 
-async function findDomain(ctx: Context, applicationId: string, domainId: string): Promise<CustomDomain> {
+async function findDomain(ctx: TenantContext, applicationId: string, domainId: string): Promise<CustomDomain> {
   ownApplication(ctx, applicationId);
   const domain = await ctx.em.findOne(CustomDomainEntity, { id: domainId, application: applicationId });
   if (!domain) throw notFound('Custom domain');
@@ -52,7 +53,7 @@ async function findDomain(ctx: Context, applicationId: string, domainId: string)
  * index on `domain` decides between concurrent adds of one name, in this application or another; the 409 never says
  * which application holds it.
  */
-export async function addDomain(ctx: Context, input: { id: string; domain: string }) {
+export async function addDomain(ctx: TenantContext, input: { id: string; domain: string }) {
   const application = ownApplication(ctx, input.id);
   const name = canonicalDomain(input.domain);
   const domain = ctx.em.create(CustomDomainEntity, {
@@ -80,7 +81,7 @@ export async function addDomain(ctx: Context, input: { id: string; domain: strin
   return toDomainRecord(domain, ctx.services.cnameTarget);
 }
 
-export async function listDomains(ctx: Context, applicationId: string) {
+export async function listDomains(ctx: TenantContext, applicationId: string) {
   ownApplication(ctx, applicationId);
   const domains = await ctx.em.find(
     CustomDomainEntity,
@@ -95,7 +96,7 @@ export async function listDomains(ctx: Context, applicationId: string) {
  * `verified` and `custom_domain.verified`; otherwise the status stays and `verification_error` says why. A verified
  * domain is answered as it is (no lookup, no second event).
  */
-export async function verifyDomain(ctx: Context, input: { id: string; domain_id: string }) {
+export async function verifyDomain(ctx: TenantContext, input: { id: string; domain_id: string }) {
   const domain = await findDomain(ctx, input.id, input.domain_id);
   // Each verify makes the service query DNS: bounded per application.
   await ctx.services.rateLimits.consume(
@@ -110,7 +111,7 @@ export async function verifyDomain(ctx: Context, input: { id: string; domain_id:
   return toDomainRecord(domain, ctx.services.cnameTarget);
 }
 
-export async function deleteDomain(ctx: Context, input: { id: string; domain_id: string }) {
+export async function deleteDomain(ctx: TenantContext, input: { id: string; domain_id: string }) {
   const domain = await findDomain(ctx, input.id, input.domain_id);
   await ctx.em.nativeDelete(CustomDomainEntity, { id: domain.id });
   return { id: domain.id, deleted: true as const };

@@ -8,7 +8,9 @@ import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../l
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { EndUserInStatementContext, TenantContext } from '../applications/callers.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
+import type { SignedInContext } from '../sessions/sessions.service.ts';
 import {
   completeReturningSignIn,
   completeSignIn,
@@ -62,12 +64,12 @@ export function toIdentityRecord(identity: Identity): IdentityRecord {
  * database (any process can finish) bound to the application, provider, purpose and, for linking, the user.
  */
 async function start(
-  ctx: Context,
+  ctx: TenantContext,
   input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string },
   purpose: Purpose,
   user: User | null,
 ): Promise<{ authorization_url: string }> {
-  const application = ctx.application!;
+  const application = ctx.application;
   await ctx.services.rateLimits.consume(
     [{ name: 'oauth_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
     ctx.response.headers,
@@ -136,13 +138,13 @@ const PROVIDER_ERRORS: Record<string, string> = {
  * redeems the code outside any transaction.
  */
 async function finish(
-  ctx: Context,
+  ctx: TenantContext | EndUserInStatementContext,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
   purpose: Purpose,
   user: User | null,
 ): Promise<{ application: Application; client: ProviderClient; result: ExchangeResult; hostId: string | null }> {
-  const deferred = ctx.applicationInStatement;
-  const applicationId = deferred?.id ?? ctx.application!.id;
+  const deferred = 'applicationInStatement' in ctx ? ctx.applicationInStatement : undefined;
+  const applicationId = 'applicationInStatement' in ctx ? ctx.applicationInStatement.id : ctx.application.id;
   const origin = deferred?.origin ?? { sql: () => 'true', params: [] };
   const stateHash = sha256(input.state);
   const [row] = await preparedQuery<{
@@ -165,7 +167,7 @@ async function finish(
        from a left join spent on true`,
     [applicationId, stateHash, input.provider, purpose, user?.id ?? null, ...origin.params, applicationId, input.provider],
   );
-  const application = deferred ? deferred.accept(ctx, row?.application) : ctx.application!;
+  const application = 'applicationInStatement' in ctx ? ctx.applicationInStatement.accept(row?.application) : ctx.application;
   if (!row?.secrets_sealed) {
     throw new AppError(
       'invalid_verification',
@@ -346,11 +348,11 @@ async function firstSignIn(
 // ---------------------------------------------------------------------------------------------------------------
 // Sign-in (ES)
 
-export const startOAuth = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string }) =>
+export const startOAuth = (ctx: TenantContext, input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string }) =>
   start(ctx, input, 'sign_in', null);
 
 export async function oauthCallback(
-  ctx: Context,
+  ctx: EndUserInStatementContext,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
 ) {
   const { application, client, result, hostId } = await finish(ctx, input, 'sign_in', null);
@@ -434,16 +436,16 @@ export async function relayRedirect(ctx: Context, params: Record<string, unknown
 // ---------------------------------------------------------------------------------------------------------------
 // Linking (ES★)
 
-function signedIn(ctx: Context) {
-  return { application: ctx.application!, session: ctx.session!, user: ctx.user! };
+function signedIn(ctx: SignedInContext) {
+  return { application: ctx.application, session: ctx.session, user: ctx.user };
 }
 
-export const startLink = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string }) =>
+export const startLink = (ctx: SignedInContext, input: { provider: OAuthProviderName; redirect_uri: string }) =>
   start(ctx, input, 'link', signedIn(ctx).user);
 
 /** Adds the provider account to the signed-in user; one already linked to someone else is 409. */
 export async function linkCallback(
-  ctx: Context,
+  ctx: SignedInContext,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
 ): Promise<IdentityRecord> {
   const { application, user } = signedIn(ctx);
@@ -460,7 +462,7 @@ export async function linkCallback(
   });
 }
 
-export async function listIdentities(ctx: Context): Promise<IdentityRecord[]> {
+export async function listIdentities(ctx: SignedInContext): Promise<IdentityRecord[]> {
   const { application, user } = signedIn(ctx);
   const rows = await ctx.em.find(
     IdentityEntity,
@@ -475,7 +477,7 @@ export async function listIdentities(ctx: Context): Promise<IdentityRecord[]> {
  * the last way left to sign in (no email, no passkey, no other link). The user row is locked so two concurrent
  * unlinks cannot both pass that check.
  */
-export async function unlinkIdentity(ctx: Context, id: string) {
+export async function unlinkIdentity(ctx: SignedInContext, id: string) {
   const { application, session, user } = signedIn(ctx);
   const record = await ctx.em.transactional(async (em) => {
     await em.execute('select id from users where id = ? for update', [user.id]);

@@ -16,9 +16,10 @@ import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/callers.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { requireStepUpWhenEnrolled, secondFactorAttempt } from '../mfa/mfa.service.ts';
-import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
+import { clearMfaEnrollmentRequired, type SignedInContext } from '../sessions/sessions.service.ts';
 import type { SignInResult } from '../sign-in/sign-in.schema.ts';
 import { completeSignIn, peekPendingToken, registerSecondFactorSource, type Statement } from '../sign-in/sign-in.service.ts';
 import { sendSecurityNotice } from '../templates/templates.service.ts';
@@ -73,8 +74,8 @@ const toPasskeyRecord = (passkey: Identity): PasskeyRecord => ({
 const passkeysOf = (em: EntityManager, userId: string) =>
   em.find(IdentityEntity, { user: userId, kind: 'passkey' }, { orderBy: { createdAt: 'desc', id: 'desc' } });
 
-function signedIn(ctx: Context) {
-  return { application: ctx.application!, session: ctx.session!, user: ctx.user! };
+function signedIn(ctx: SignedInContext) {
+  return { application: ctx.application, session: ctx.session, user: ctx.user };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ async function consumeCeremony(ctx: Context, application: Application, state: st
 // ---------------------------------------------------------------------------------------------------------------
 // Registration (signed in)
 
-export async function startRegistration(ctx: Context) {
+export async function startRegistration(ctx: SignedInContext) {
   const { application, session, user } = signedIn(ctx);
   const rp = relyingParty(application);
   await requireStepUpWhenEnrolled(ctx);
@@ -166,7 +167,7 @@ export async function startRegistration(ctx: Context) {
 }
 
 export async function finishRegistration(
-  ctx: Context,
+  ctx: SignedInContext,
   input: { credential: RegistrationCredential; state: string; name?: string },
 ) {
   const { application, session, user } = signedIn(ctx);
@@ -308,8 +309,8 @@ async function limitStarts(ctx: Context, application: Application) {
 }
 
 /** First factor: any discoverable passkey of this relying party; the browser lets the person choose. */
-export async function startSignIn(ctx: Context, input: { host_id?: string } = {}) {
-  const application = ctx.application!;
+export async function startSignIn(ctx: TenantContext, input: { host_id?: string } = {}) {
+  const application = ctx.application;
   const rp = relyingParty(application);
   await limitStarts(ctx, application);
   const options = await generateAuthenticationOptions({
@@ -322,8 +323,8 @@ export async function startSignIn(ctx: Context, input: { host_id?: string } = {}
 }
 
 /** A verified passkey with user verification is two factors in one: the sign-in continues at aal 2. */
-export async function finishSignIn(ctx: Context, input: { credential: AssertionCredential; state: string }) {
-  const application = ctx.application!;
+export async function finishSignIn(ctx: TenantContext, input: { credential: AssertionCredential; state: string }) {
+  const application = ctx.application;
   const ceremony = await consumeCeremony(ctx, application, input.state, 'sign_in');
   const passkey = await ctx.em.findOne(IdentityEntity, {
     application: application.id,
@@ -350,8 +351,8 @@ export async function finishSignIn(ctx: Context, input: { credential: AssertionC
 }
 
 /** Second factor: only this user's passkeys are allowed; the state is bound to the pending sign-in. */
-export async function startMfa(ctx: Context, input: { pending_token: string }) {
-  const application = ctx.application!;
+export async function startMfa(ctx: TenantContext, input: { pending_token: string }) {
+  const application = ctx.application;
   const rp = relyingParty(application);
   await limitStarts(ctx, application);
   const pending = await peekPendingToken(ctx.em, application, { token: input.pending_token }, 'mfa');
@@ -374,8 +375,11 @@ export async function startMfa(ctx: Context, input: { pending_token: string }) {
  * S5. The state is spent first; the attempt then counts like a wrong code (five kill the pending token) unless the
  * assertion verifies for the pending user, which consumes the pending token and completes at aal 2.
  */
-export async function finishMfa(ctx: Context, input: { credential: AssertionCredential; state: string }): Promise<SignInResult> {
-  const application = ctx.application!;
+export async function finishMfa(
+  ctx: TenantContext,
+  input: { credential: AssertionCredential; state: string },
+): Promise<SignInResult> {
+  const application = ctx.application;
   // The state is spent in the statement that reserves the attempt: one round trip, whatever follows.
   const via: Statement = {
     sql: `update webauthn_challenges set consumed_at = now()
@@ -416,12 +420,12 @@ export async function finishMfa(ctx: Context, input: { credential: AssertionCred
 // ---------------------------------------------------------------------------------------------------------------
 // Management
 
-export async function listPasskeys(ctx: Context) {
+export async function listPasskeys(ctx: SignedInContext) {
   return (await passkeysOf(ctx.em, signedIn(ctx).user.id)).map(toPasskeyRecord);
 }
 
 /** S16. Another user's (or application's) passkey is 404; removing one always needs aal 2. */
-export async function deletePasskey(ctx: Context, id: string) {
+export async function deletePasskey(ctx: SignedInContext, id: string) {
   const { application, session, user } = signedIn(ctx);
   const passkey = await ctx.em.findOne(IdentityEntity, { id, application: application.id, user: user.id, kind: 'passkey' });
   if (!passkey) throw notFound('Passkey');

@@ -7,6 +7,7 @@ import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../l
 import { newId } from '../../lib/ids.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/callers.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
 import { IdentityEntity } from '../users/identity.entity.ts';
@@ -38,10 +39,10 @@ const usable = (c: SamlConnection | null): c is SamlConnection => !!c && c.enabl
  * AuthnRequest's ID with where to return, and answers the IdP URL carrying the request (HTTP-Redirect).
  */
 export async function startSso(
-  ctx: Context,
+  ctx: TenantContext,
   input: { email?: string; connection_id?: string; redirect_uri: string; host_id?: string },
 ) {
-  const application = ctx.application!;
+  const application = ctx.application;
   await ctx.services.rateLimits.consume(
     [{ name: 'sso_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
     ctx.response.headers,
@@ -236,8 +237,8 @@ interface CodeRow {
 }
 
 /** `sso/complete`: spends the ACS's code (once, within a minute, by the database clock) and signs the person in. */
-export async function completeSso(ctx: Context, input: { code: string }) {
-  const application = ctx.application!;
+export async function completeSso(ctx: TenantContext, input: { code: string }) {
+  const application = ctx.application;
   return completeSignIn(ctx, application, async (em) => {
     const rows = await em.execute<CodeRow[]>(
       `update saml_codes set consumed_at = now()

@@ -1,5 +1,5 @@
 import { IdParamSchema } from '../../lib/schemas.ts';
-import { secretKeyProcedure } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import { RevokedSessionsSchema } from './sessions.schema.ts';
 import { revokeSessionsOfUser } from './sessions.service.ts';
 

@@ -1,8 +1,9 @@
 import type { Context } from '../../context.ts';
 import { ownApplication, settingsOf } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/callers.ts';
 
 /** S18, with the definitions of CONTRACT §5, counted by the database in one round trip. */
-export async function applicationStats(ctx: Context, id: string) {
+export async function applicationStats(ctx: TenantContext, id: string) {
   const application = ownApplication(ctx, id);
   const idle = settingsOf(application).session.idle_timeout_s;
   const [row] = await ctx.em.execute<Array<Record<string, string | number | boolean>>>(

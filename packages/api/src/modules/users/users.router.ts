@@ -1,6 +1,6 @@
 import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { secretKeyProcedure } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
   CreateUserInputSchema,
   ListUsersInputSchema,

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { router, secretKeyProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
   CreateWebhookInputSchema,
   DeliveryPageSchema,
