@@ -13,8 +13,8 @@ const FREE_FORM_BYTES = 8192;
 /** The path to the first value nested deeper than `limit` levels below `value`, or null. Iterative: no stack to blow. */
 export function tooDeep(value: unknown, limit: number): Array<string | number> | null {
   const stack: Array<{ value: unknown; path: Array<string | number> }> = [{ value, path: [] }];
-  while (stack.length) {
-    const { value: node, path } = stack.pop()!;
+  for (let entry = stack.pop(); entry; entry = stack.pop()) {
+    const { value: node, path } = entry;
     if (node === null || typeof node !== 'object') continue;
     if (path.length >= limit) return path;
     for (const [key, child] of Object.entries(node))

@@ -160,7 +160,9 @@ export async function resolveChecked(url: URL, policy: OutboundPolicy = {}): Pro
   const addresses = await resolveHost(host);
   if (addresses.some((a) => !isAllowedAddress(a.address, policy)))
     throw new OutboundBlockedError('blocked_address', 'The host name resolves to an address that is not allowed');
-  return addresses[0]!;
+  const [first] = addresses;
+  if (!first) throw new OutboundBlockedError('dns_failed', 'The host name could not be resolved');
+  return first;
 }
 
 /** A `lookup` that answers only the address already checked (both the single and the `all` callback forms). */

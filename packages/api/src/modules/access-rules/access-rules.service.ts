@@ -192,7 +192,8 @@ export async function checkAccess(ctx: TenantContext, input: { user_id: string; 
 registerSignInCheck({
   appliesTo: ({ hostId }) => hostId !== null,
   async check(em, application, user, { hostId }) {
-    const decision = await decide(em, application.id, user.id, hostId!);
+    if (hostId === null) return null;
+    const decision = await decide(em, application.id, user.id, hostId);
     if (!decision) return { reason: 'unknown_host', rule_id: null };
     return decision.allowed ? null : { reason: decision.rule_id ? 'denied_by_rule' : 'no_allow_rule', rule_id: decision.rule_id };
   },

@@ -154,17 +154,18 @@ export async function writeTuples(ctx: TenantContext, input: { writes: TupleInpu
   const applicationId = ctx.application.id;
   return ctx.em.transactional(async (em) => {
     await lockUsers(em, applicationId, input.writes);
-    const [row] = await em.execute<Array<{ revision: string }>>(`select nextval('authz_revisions')::text as revision`);
-    const revision = row!.revision;
+    const { revision } = onlyRow(
+      await em.execute<Array<{ revision: string }>>(`select nextval('authz_revisions')::text as revision`),
+    );
     let deleted = 0;
     if (input.deletes.length) {
       const params = DELETE_TUPLES.params([applicationId, JSON.stringify(input.deletes.map(record))]);
-      deleted = (await em.execute<Array<{ n: number }>>(DELETE_TUPLES.sql, params))[0]!.n;
+      deleted = onlyRow(await em.execute<Array<{ n: number }>>(DELETE_TUPLES.sql, params)).n;
     }
     let written = 0;
     if (input.writes.length) {
       const params = INSERT_TUPLES.params([applicationId, JSON.stringify(input.writes.map(record)), revision]);
-      written = (await em.execute<Array<{ n: number }>>(INSERT_TUPLES.sql, params))[0]!.n;
+      written = onlyRow(await em.execute<Array<{ n: number }>>(INSERT_TUPLES.sql, params)).n;
     }
     return { consistency_token: revision, written, deleted };
   });
@@ -353,11 +354,11 @@ export async function lookup(
     input.limit,
     input.offset,
   ]);
-  const [row] = await ctx.em.execute<Array<{ total: number; page: string[]; exceeded: boolean }>>(LOOKUP.sql, params);
-  if (row!.exceeded) throw depthExceeded();
+  const row = onlyRow(await ctx.em.execute<Array<{ total: number; page: string[]; exceeded: boolean }>>(LOOKUP.sql, params));
+  if (row.exceeded) throw depthExceeded();
   return {
-    objects: row!.page.map((id) => `${input.namespace}:${id}`),
-    total: row!.total,
+    objects: row.page.map((id) => `${input.namespace}:${id}`),
+    total: row.total,
     limit: input.limit,
     offset: input.offset,
   };
@@ -373,13 +374,15 @@ async function tuplePage(em: EntityManager, name: string, where: string, values:
                select x.id, ${TUPLE_COLUMNS} from authz_tuples x where ${where}
                 order by x.created_at desc, x.id desc limit $${values.length + 1} offset $${values.length + 2}) p) as page`,
   );
-  const [row] = await preparedQuery<{ total: number; page: TupleRow[] }>(
-    em,
-    name,
-    statement.sql,
-    statement.params([...values, page.limit, page.offset]),
+  const row = onlyRow(
+    await preparedQuery<{ total: number; page: TupleRow[] }>(
+      em,
+      name,
+      statement.sql,
+      statement.params([...values, page.limit, page.offset]),
+    ),
   );
-  return { rows: row!.page.map(toRelationshipTuple), total: row!.total };
+  return { rows: row.page.map(toRelationshipTuple), total: row.total };
 }
 
 /** `GET /v1/authz/tuples`: every filter is optional; newest first. */
@@ -433,7 +436,7 @@ export async function listRelations(ctx: SignedInContext, input: PageQuery & { n
  * already has is dropped instead of duplicated.
  */
 registerMergeStep('authz_tuples', async (em, { applicationId, sourceUserId, targetUserId }) => {
-  const rewrite = (column: 'subject' | 'object', same: string) => [
+  const rewrite = (column: 'subject' | 'object', same: string): [drop: string, update: string] => [
     `delete from authz_tuples s where s.application_id = ? and s.${column}_type = 'user' and s.${column}_id = ?
         and exists (select 1 from authz_tuples t where t.application_id = s.application_id and ${same}
                       and t.${column}_type = 'user' and t.${column}_id = ?)`,
@@ -448,8 +451,8 @@ registerMergeStep('authz_tuples', async (em, { applicationId, sourceUserId, targ
     ['object', sameObject],
   ] as const) {
     const [drop, update] = rewrite(column, same);
-    await em.execute(drop!, [applicationId, sourceUserId, targetUserId]);
-    await em.execute(update!, [targetUserId, applicationId, sourceUserId]);
+    await em.execute(drop, [applicationId, sourceUserId, targetUserId]);
+    await em.execute(update, [targetUserId, applicationId, sourceUserId]);
   }
 });
 

@@ -329,7 +329,8 @@ export async function advanceSubscriptionPeriods(em: EntityManager): Promise<num
       const applicationOf = new Map(rows.map((r) => [r.id, r.application_id]));
       for (const record of records) {
         const type = record.status === 'canceled' ? 'subscription.canceled' : 'subscription.updated';
-        recordEvent(tx, applicationOf.get(record.id)!, type, record);
+        const applicationId = applicationOf.get(record.id);
+        if (applicationId) recordEvent(tx, applicationId, type, record);
       }
       await tx.flush();
       return rows.length;

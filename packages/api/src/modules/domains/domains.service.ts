@@ -15,7 +15,8 @@ import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
 import type { CustomDomainRecord, VerificationError } from './domains.schema.ts';
 
 /** Seconds before each background re-check of a pending domain (the last one repeats). */
-const RECHECK_BACKOFF_S = [60, 300, 900, 1800, 3600, 7200, 14_400, 21_600];
+const LAST_BACKOFF_S = 21_600;
+const RECHECK_BACKOFF_S = [60, 300, 900, 1800, 3600, 7200, 14_400, LAST_BACKOFF_S];
 /** A domain still pending this long after it was added is `failed` (its TLS too). */
 const FAIL_AFTER = "interval '7 days'";
 /** How long a process's claim of a domain lasts while it looks the record up (another takes over after a crash). */
@@ -24,7 +25,7 @@ const BATCH = 50;
 
 const challengeName = (domain: string) => `${CHALLENGE_PREFIX}.${domain}`;
 const challengeValue = (token: string) => `gatehouse-domain-verification=${token}`;
-const backoffS = (checks: number) => RECHECK_BACKOFF_S[Math.min(checks, RECHECK_BACKOFF_S.length - 1)]!;
+const backoffS = (checks: number) => RECHECK_BACKOFF_S[checks] ?? LAST_BACKOFF_S;
 
 const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecord => ({
   id: d.id,
@@ -208,10 +209,12 @@ async function recheckPendingDomains(em: EntityManager): Promise<number> {
        returning id, application_id, domain, verification_token, check_count`,
     );
     // The lookups run side by side; the writes one after another (PGlite is one connection).
-    const errors = await Promise.all(claimed.map((row) => lookUpChallenge(row.domain, row.verification_token)));
-    for (const [i, row] of claimed.entries()) {
+    const checks = await Promise.all(
+      claimed.map(async (row) => ({ row, error: await lookUpChallenge(row.domain, row.verification_token) })),
+    );
+    for (const { row, error } of checks) {
       const domain = { id: row.id, application: row.application_id, domain: row.domain, checkCount: Number(row.check_count) };
-      await recordCheck(em, domain, errors[i]!);
+      await recordCheck(em, domain, error);
     }
     checked += claimed.length;
     if (claimed.length < BATCH) return checked;

@@ -27,10 +27,10 @@ export async function removeUserFactor(ctx: TenantContext, userId: string, facto
   const user = await findUser(ctx, userId);
   const outcome = await ctx.em.transactional(async (em) => {
     const passkey = await removePasskeyOfUser(em, user.id, factorId);
-    const factor = passkey ? null : await removeFactorOfUser(em, user.id, factorId);
-    if (!passkey && !factor) throw notFound('Factor');
+    const removed = passkey ?? (await removeFactorOfUser(em, user.id, factorId));
+    if (!removed) throw notFound('Factor');
     const revoked = await revokeUserSessions(em, user.application, user.id, 'factor_removed');
-    return { name: (passkey ?? factor)!.name, notice: passkey ? 'passkey_removed' : 'mfa_factor_removed', revoked } as const;
+    return { name: removed.name, notice: passkey ? 'passkey_removed' : 'mfa_factor_removed', revoked } as const;
   });
   await sendSecurityNotice(ctx, user, outcome.notice, outcome.name);
   return { id: factorId, deleted: true as const, revoked_sessions: outcome.revoked };

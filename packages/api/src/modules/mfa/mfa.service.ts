@@ -171,13 +171,17 @@ const randomBackupCode = () => {
   return `${code.slice(0, 5)}-${code.slice(5)}`;
 };
 
-/** The canonical form of a typed code: case, spaces and hyphens ignored; o, i and l read as 0, 1 and 1. */
-function normalizeBackupCode(code: string): string | null {
-  const canonical = code
+/** The canonical form of a code: case, spaces and hyphens ignored; o, i and l read as 0, 1 and 1. */
+const canonicalBackupCode = (code: string) =>
+  code
     .toLowerCase()
     .replace(/[\s-]+/g, '')
     .replace(/o/g, '0')
     .replace(/[il]/g, '1');
+
+/** The canonical form of a typed code, or null when it cannot be one. */
+function normalizeBackupCode(code: string): string | null {
+  const canonical = canonicalBackupCode(code);
   return canonical.length === BACKUP_CODE_LENGTH && [...canonical].every((c) => BACKUP_CODE_ALPHABET.includes(c))
     ? canonical
     : null;
@@ -214,7 +218,7 @@ export async function createBackupCodes(ctx: SignedInContext) {
         application: application.id,
         user: user.id,
         factor: id,
-        codeHash: backupCodeHash(id, normalizeBackupCode(code)!),
+        codeHash: backupCodeHash(id, canonicalBackupCode(code)),
         usedAt: null,
       });
     }

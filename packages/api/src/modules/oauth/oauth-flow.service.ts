@@ -174,10 +174,12 @@ async function finish(
       'This sign-in attempt is unknown, expired (10 minutes) or already finished. Start again from the sign-in button.',
     );
   }
-  if (input.error !== undefined) {
+  // The input schema lets exactly one of `code` and `error` through.
+  const { code } = input;
+  if (input.error !== undefined || code === undefined) {
     throw new AppError(
       'invalid_verification',
-      `${PROVIDER_ERRORS[input.error] ?? 'The provider did not sign the person in.'} Start again to retry.`,
+      `${PROVIDER_ERRORS[input.error ?? ''] ?? 'The provider did not sign the person in.'} Start again to retry.`,
     );
   }
   const { verifier, nonce } = JSON.parse(
@@ -188,7 +190,7 @@ async function finish(
     return {
       application,
       client,
-      result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
+      result: await exchangeCode(ctx.services.oauth, client, { code, state: input.state, verifier, nonce }),
       hostId: row.host_id,
     };
   } catch (error) {

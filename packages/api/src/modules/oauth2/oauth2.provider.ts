@@ -56,7 +56,8 @@ export async function providerFor(
   const provider = buildProvider(services, application, signing);
   const built = { provider, handle: provider.callback(), version };
   cache.delete(applicationId);
-  if (cache.size >= MAX_PROVIDERS) cache.delete(cache.keys().next().value!);
+  const oldest = cache.keys().next();
+  if (cache.size >= MAX_PROVIDERS && !oldest.done) cache.delete(oldest.value);
   cache.set(applicationId, built);
   return built;
 }
@@ -114,11 +115,14 @@ function buildProvider(
           : `${issuer}/interaction/${interaction.uid}`,
     },
     async loadExistingGrant(ctx) {
+      // The provider asks only while authorizing a client.
+      const clientId = ctx.oidc.client?.clientId;
+      if (!clientId) return undefined;
       const grantId =
         ctx.oidc.result?.consent?.grantId ||
-        ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId) ||
+        ctx.oidc.session?.grantIdFor(clientId) ||
         (ctx.oidc.session?.accountId
-          ? await latestGrantId(services, applicationId, ctx.oidc.session.accountId, ctx.oidc.client!.clientId)
+          ? await latestGrantId(services, applicationId, ctx.oidc.session.accountId, clientId)
           : undefined);
       return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
     },
@@ -254,8 +258,8 @@ function withQuery(base: string, key: string, value: string): string {
   return url.toString();
 }
 
-const escapeHtml = (value: string) =>
-  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
 
 const errorPage = (error: string, description?: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -15,7 +15,7 @@ import { type OAuth2Client, OAuth2ClientEntity, OAuth2GrantEntity } from './oaut
 import { providerFor, STANDARD_SCOPES } from './oauth2.provider.ts';
 import type { GrantRecord, OAuth2ClientRecord } from './oauth2.schema.ts';
 
-const STANDARD_DESCRIPTIONS: Record<string, string> = {
+const STANDARD_DESCRIPTIONS: Record<(typeof STANDARD_SCOPES)[number], string> = {
   openid: 'Sign you in with your account',
   profile: 'Read your name and picture',
   email: 'Read your email address',
@@ -36,7 +36,7 @@ const toClientRecord = (client: OAuth2Client): OAuth2ClientRecord => ({
 
 /** The scopes an application offers: the OpenID ones and its own (`settings.oauth2.scopes`). */
 function offeredScopes(ctx: TenantContext): Map<string, string> {
-  const offered = new Map(STANDARD_SCOPES.map((s) => [s as string, STANDARD_DESCRIPTIONS[s]!]));
+  const offered = new Map<string, string>(STANDARD_SCOPES.map((s) => [s, STANDARD_DESCRIPTIONS[s]]));
   for (const scope of settingsOf(ctx.application).oauth2.scopes) offered.set(scope.name, scope.description);
   return offered;
 }

@@ -203,7 +203,11 @@ export async function listMembers(ctx: TenantContext, input: PageQuery & { id: s
   const users = await ctx.em.find(UserEntity, { id: { $in: rows.map((m) => m.user) } });
   const byId = new Map(users.map((u) => [u.id, u]));
   return {
-    members: rows.map((m) => toMemberRecord(m, byId.get(m.user)!)),
+    // A user deleted between the two reads (their memberships go with them) is left out.
+    members: rows.flatMap((m) => {
+      const user = byId.get(m.user);
+      return user ? [toMemberRecord(m, user)] : [];
+    }),
     total,
     limit: input.limit,
     offset: input.offset,

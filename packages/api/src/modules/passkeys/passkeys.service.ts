@@ -49,13 +49,14 @@ interface RelyingParty {
  */
 function relyingParty(application: Application): RelyingParty {
   const origins = application.allowedOrigins;
-  if (!origins.length) {
+  const [first] = origins;
+  if (!first) {
     throw new AppError('validation_failed', 'Passkeys need the web origin of the application in its allowed_origins', [
       { path: 'allowed_origins', message: 'empty' },
     ]);
   }
   const settings = settingsOf(application).passkeys;
-  return { id: settings.rp_id ?? new URL(origins[0]!).hostname, name: settings.rp_name ?? application.name, origins };
+  return { id: settings.rp_id ?? new URL(first).hostname, name: settings.rp_name ?? application.name, origins };
 }
 
 /** The WebAuthn user handle: the user id's 16 bytes (no personal data, stable for the user). */
@@ -232,10 +233,10 @@ interface StoredPasskey {
   id: string;
   user: string;
   subject: string;
-  publicKey: string | null;
-  userHandle: string | null;
-  transports: string[] | null;
-  signCount: number;
+  publicKey?: string | null;
+  userHandle?: string | null;
+  transports?: string[] | null;
+  signCount?: number | null;
 }
 
 const storedPasskeyFromRow = (row: Record<string, any>): StoredPasskey => ({
@@ -331,19 +332,14 @@ export async function finishSignIn(ctx: TenantContext, input: { credential: Asse
     kind: 'passkey',
     subject: input.credential.id,
   });
-  const { gate, refused } = await checkAssertion(
-    ctx,
-    application,
-    ceremony.challenge,
-    input.credential,
-    passkey as StoredPasskey,
-  );
+  if (!passkey) throw assertionFailed();
+  const { gate, refused } = await checkAssertion(ctx, application, ceremony.challenge, input.credential, passkey);
   if (!(await ctx.em.execute(gate.sql, gate.params)).length) {
     await refused();
     throw assertionFailed();
   }
   return completeSignIn(ctx, application, async (em) => ({
-    user: await em.findOneOrFail(UserEntity, { id: passkey!.user }),
+    user: await em.findOneOrFail(UserEntity, { id: passkey.user }),
     aal: 2,
     firstFactor: 'passkey',
     hostId: ceremony.host_id,
@@ -397,12 +393,14 @@ export async function finishMfa(
         params: [application.id, input.credential.id],
       },
       check: async (row, ceremony) => {
+        // The ceremony's row is there: the attempt was reserved through it.
+        if (!ceremony) return null;
         try {
           const passkey = row ? storedPasskeyFromRow(row) : null;
           const { gate, refused } = await checkAssertion(
             ctx,
             application,
-            ceremony!.challenge,
+            ceremony.challenge,
             input.credential,
             passkey,
             passkey?.user,

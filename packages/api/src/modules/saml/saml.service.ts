@@ -140,7 +140,11 @@ export async function createSamlConnectionFromMetadata(
   },
 ) {
   const field = input.metadata_url !== undefined ? 'metadata_url' : 'metadata_xml';
-  const xml = input.metadata_xml ?? (await fetchMetadata(input.metadata_url!, field, ctx.services.allowInsecureSaml));
+  // The input schema lets exactly one of metadata_xml and metadata_url through.
+  const xml =
+    input.metadata_url === undefined
+      ? (input.metadata_xml ?? '')
+      : await fetchMetadata(input.metadata_url, field, ctx.services.allowInsecureSaml);
   const metadata = parseIdpMetadata(xml);
   if (typeof metadata === 'string') {
     throw new AppError('validation_failed', 'The IdP metadata cannot be used', [{ path: field, message: metadata }]);

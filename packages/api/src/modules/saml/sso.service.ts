@@ -54,11 +54,17 @@ export async function startSso(
   }
   const where = input.connection_id
     ? { id: input.connection_id, application: application.id }
-    : { emailDomain: normalizeEmail(input.email!).split('@').pop()!, application: application.id };
+    : {
+        emailDomain:
+          normalizeEmail(input.email ?? '')
+            .split('@')
+            .pop() ?? '',
+        application: application.id,
+      };
   const connection = await ctx.em.findOne(SamlConnectionEntity, where);
   // Disabled, certificate-less, unknown and other applications' connections are one answer.
-  if (!usable(connection)) throw notFound(input.connection_id ? 'SAML connection' : 'SAML connection for this email domain');
-  const sp = spConfigOf(ctx.services.baseUrl, connection)!;
+  const sp = usable(connection) ? spConfigOf(ctx.services.baseUrl, connection) : null;
+  if (!sp || !connection) throw notFound(input.connection_id ? 'SAML connection' : 'SAML connection for this email domain');
   const requestId = `_${randomBytes(20).toString('hex')}`;
   ctx.em.create(SamlRequestEntity, {
     id: requestId,

@@ -230,11 +230,12 @@ export class WebhookWorker {
   /** Each attempt's row, its delivery's outcome and its endpoint's failing run, in one transaction. */
   async #record(attempts: Attempt[]) {
     const em = this.services.orm.em.fork() as EntityManager;
-    const deliveries = attempts.map(({ row, outcome }) => {
+    const deliveries = attempts.map((attempt) => {
+      const { row, outcome } = attempt;
       const scheduled = this.retryScheduleS[row.attempts - 1];
       const delayS = outcome.ok || outcome.gone || scheduled === undefined ? undefined : (outcome.retryAfterS ?? scheduled);
       const status = outcome.ok ? 'succeeded' : delayS === undefined ? 'failed' : 'pending';
-      return { status, delayMs: delayS === undefined ? null : Math.round(delayS * 1000) };
+      return { ...attempt, status, delayMs: delayS === undefined ? null : Math.round(delayS * 1000) };
     });
     // Per endpoint, folded in answer order: a success ends the failing run; a failure starts one unless one runs.
     const runs = new Map<string, { restart: boolean; since: Date | null }>();
@@ -246,7 +247,7 @@ export class WebhookWorker {
     }
     // Each statement takes the batch as one JSON array of rows (a parameter, never spliced into the text).
     const rows = JSON.stringify(
-      attempts.map(({ row, outcome, attemptedAt, durationMs }, i) => ({
+      deliveries.map(({ row, outcome, attemptedAt, durationMs, status, delayMs }) => ({
         attempt_id: newId(),
         id: row.id,
         attempted_at: attemptedAt.toISOString(),
@@ -254,8 +255,8 @@ export class WebhookWorker {
         duration_ms: durationMs,
         excerpt: outcome.excerpt,
         error: outcome.error,
-        status: deliveries[i]!.status,
-        delay_ms: deliveries[i]!.delayMs,
+        status,
+        delay_ms: delayMs,
       })),
     );
     const endpoints = JSON.stringify(
