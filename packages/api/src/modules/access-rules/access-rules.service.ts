@@ -1,9 +1,8 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
 import { registerSignInCheck } from '../sign-in/sign-in.service.ts';
 import { UserEntity } from '../users/user.entity.ts';

@@ -1,14 +1,15 @@
 import { type Context, header } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { constantTimeEqual, randomSecret, sha256 } from '../../lib/crypto.ts';
+import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import { SCOPES, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
 import { authenticatedProcedure, DeferredCredential } from '../../trpc.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationFromRow } from '../applications/applications.service.ts';
-import { applicationNotResolved, bearer, resolveApplication, type TenantContext } from '../applications/callers.ts';
+import { applicationNotResolved, bearer, resolveApplication } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type ApiKey, ApiKeyEntity } from './api-key.entity.ts';
 import type { ApiKeyRecord } from './api-keys.schema.ts';

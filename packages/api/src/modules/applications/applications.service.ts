@@ -1,4 +1,4 @@
-import type { Context } from '../../context.ts';
+
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
@@ -10,7 +10,7 @@ import {
   type ApplicationSettingsPatch,
   ApplicationSettingsSchema,
 } from './applications.schema.ts';
-import type { TenantContext } from './callers.ts';
+import type { OperatorContext, TenantContext } from './contexts.ts';
 
 export const toApplicationRecord = (app: Application): ApplicationRecord => ({
   id: app.id,
@@ -131,7 +131,7 @@ export function newApplication(
   });
 }
 
-export async function listApplications(ctx: Context, input: PageQuery) {
+export async function listApplications(ctx: OperatorContext, input: PageQuery) {
   const [rows, total] = await ctx.em.findAndCount(
     ApplicationEntity,
     {},
@@ -140,7 +140,7 @@ export async function listApplications(ctx: Context, input: PageQuery) {
   return { applications: rows.map(toApplicationRecord), total, limit: input.limit, offset: input.offset };
 }
 
-export async function deleteApplication(ctx: Context, id: string) {
+export async function deleteApplication(ctx: OperatorContext, id: string) {
   // Every tenant-owned row references the application with ON DELETE CASCADE.
   const deleted = await ctx.em.nativeDelete(ApplicationEntity, { id });
   if (!deleted) throw notFound('Application');

@@ -13,20 +13,6 @@ import { allowOrigin, originCondition } from './cors.ts';
  * every module can use them; the secret key's are in api-keys, the signed-in end user's in sessions.
  */
 
-/** A call made for one application (the tenant): all that a service reading or writing its data needs. */
-export interface TenantContext extends Context {
-  /** The application every authenticated call resolves first (`x-application-id`, or the token's). */
-  application: Application;
-}
-
-/** A call with the operator token. */
-export interface OperatorContext extends Context {
-  operator: true;
-}
-
-/** An end user's browser: the application of `x-application-id`, whose allowed origins include the caller's. */
-export type EndUserContext = TenantContext;
-
 /** The bearer token of an `Authorization` header: undefined without one, '' when it is not a bearer token. */
 export function bearer(value: string | undefined): string | undefined {
   if (!value) return undefined;

@@ -4,7 +4,7 @@ import { AppError, type ErrorDetail } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import type { SignedInContext } from '../sessions/sessions.service.ts';
 import { registerDeleteStep } from '../users/users.hooks.ts';
 import { registerMergeStep } from '../users/users.merge.ts';

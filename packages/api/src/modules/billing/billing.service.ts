@@ -1,11 +1,10 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { registerHousekeepingTask } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import { registerMemberAddCheck, registerSubscriptionSummarySource } from '../organizations/organizations.hooks.ts';

@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import { ownApplication } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type CustomDomain, CustomDomainEntity } from './domain.entity.ts';
 import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';

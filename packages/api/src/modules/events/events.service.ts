@@ -1,9 +1,8 @@
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { EventEntity } from './event.entity.ts';
 import type { EventType } from './events.schema.ts';
 

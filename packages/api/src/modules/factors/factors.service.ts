@@ -1,6 +1,5 @@
-import type { Context } from '../../context.ts';
 import { notFound } from '../../errors.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { factorsOfUser, removeFactorOfUser } from '../mfa/mfa.service.ts';
 import { passkeysOfUser, removePasskeyOfUser } from '../passkeys/passkeys.service.ts';
 import { revokeUserSessions } from '../sessions/sessions.service.ts';

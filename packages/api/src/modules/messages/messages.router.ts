@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import type { Context } from '../../context.ts';
 import { listQuerySchema, type PageQuery, pageOf } from '../../lib/pagination.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { MessageEntity } from './message.entity.ts';
 
 export const MessageSchema = z

@@ -1,13 +1,13 @@
 import { randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { Context, Services } from '../../context.ts';
+import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken, notFound, stepUpRequired } from '../../errors.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Limit } from '../../lib/rate-limit.ts';
 import { iso } from '../../lib/time.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { clearMfaEnrollmentRequired, type SignedInContext } from '../sessions/sessions.service.ts';
 import type { SignInResult } from '../sign-in/sign-in.schema.ts';
 import {

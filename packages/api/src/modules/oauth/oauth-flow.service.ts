@@ -8,7 +8,8 @@ import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../l
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import type { EndUserInStatementContext, TenantContext } from '../applications/callers.ts';
+import type { EndUserInStatementContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
 import type { SignedInContext } from '../sessions/sessions.service.ts';
 import {

@@ -5,7 +5,7 @@ import { newId } from '../../lib/ids.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { type OAuthProvider, OAuthProviderEntity } from './oauth.entity.ts';
 import {
   defaultScopes,

@@ -1,11 +1,10 @@
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, registerPurgeStep } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import type { SignedInContext } from '../sessions/sessions.service.ts';
 import { registerBanStep } from '../users/users.hooks.ts';
 import { registerMergeStep } from '../users/users.merge.ts';

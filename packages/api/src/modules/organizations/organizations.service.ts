@@ -1,11 +1,10 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { registerMergeStep } from '../users/users.merge.ts';

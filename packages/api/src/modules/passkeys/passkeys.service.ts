@@ -16,7 +16,7 @@ import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { requireStepUpWhenEnrolled, secondFactorAttempt } from '../mfa/mfa.service.ts';
 import { clearMfaEnrollmentRequired, type SignedInContext } from '../sessions/sessions.service.ts';

@@ -6,7 +6,7 @@ import { newId } from '../../lib/ids.ts';
 import { guardedRequest, isAllowedAddress, OutboundBlockedError } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type SamlConnection, SamlConnectionEntity } from './saml.entity.ts';
 import { parseCertificate, parseIdpMetadata, type SpConfig, spMetadataXml } from './saml.protocol.ts';

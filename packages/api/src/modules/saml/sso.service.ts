@@ -7,7 +7,7 @@ import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../l
 import { newId } from '../../lib/ids.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
 import { IdentityEntity } from '../users/identity.entity.ts';

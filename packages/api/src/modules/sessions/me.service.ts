@@ -1,4 +1,3 @@
-import type { Context } from '../../context.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { toUserRecord } from '../users/users.service.ts';

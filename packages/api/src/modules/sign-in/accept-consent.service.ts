@@ -1,7 +1,6 @@
-import type { Context } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { missingConsents, recordConsents } from '../consent/consent.service.ts';
 import { completeSignIn, consumePendingToken, peekPendingToken } from './sign-in.service.ts';
 

@@ -1,7 +1,6 @@
-import type { Context } from '../../context.ts';
 import { onlyRow } from '../../db/orm.ts';
 import { ownApplication, settingsOf } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 
 /** S18, with the definitions of CONTRACT §5, counted by the database in one round trip. */
 export async function applicationStats(ctx: TenantContext, id: string) {

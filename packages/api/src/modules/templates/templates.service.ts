@@ -1,11 +1,11 @@
 import Mustache from 'mustache';
-import type { Context, Services } from '../../context.ts';
+import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { queueMail } from '../messages/mail-outbox.ts';
 import { CATALOG, type CatalogEntry, catalogEntry } from './catalog.ts';

@@ -1,12 +1,11 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { iso } from '../../lib/time.ts';
 import { markTraffic } from '../applications/applications.service.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type Identity, IdentityEntity } from './identity.entity.ts';
 import { type User, UserEntity } from './user.entity.ts';

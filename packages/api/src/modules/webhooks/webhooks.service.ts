@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Context, Services } from '../../context.ts';
+import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
-import type { TenantContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { EventEntity } from '../events/event.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type WebhookDelivery, WebhookDeliveryEntity, type WebhookEndpoint, WebhookEndpointEntity } from './webhook.entity.ts';

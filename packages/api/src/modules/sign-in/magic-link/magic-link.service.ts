@@ -6,7 +6,7 @@ import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../.
 import { newId } from '../../../lib/ids.ts';
 import type { Application } from '../../applications/application.entity.ts';
 import { settingsOf } from '../../applications/applications.service.ts';
-import type { TenantContext } from '../../applications/callers.ts';
+import type { TenantContext } from '../../applications/contexts.ts';
 import { recordEvent } from '../../events/events.service.ts';
 import { sendTemplate } from '../../templates/templates.service.ts';
 import { UserEntity } from '../../users/user.entity.ts';
