@@ -142,7 +142,7 @@ export interface Context extends RequestInfo {
 }
 
 export function createContext(services: Services, info: RequestInfo): Context {
-  return { ...info, services, em: services.orm.em.fork() as EntityManager, response: { headers: {} } };
+  return { ...info, services, em: services.orm.em.fork(), response: { headers: {} } };
 }
 
 export function header(ctx: Pick<Context, 'headers'>, name: string): string | undefined {

@@ -49,7 +49,7 @@ export const retentionDays = (key: string, fallback: number) =>
 
 /** Runs every registered purge step; answers how many rows went. */
 export async function purgeExpired(orm: Orm): Promise<number> {
-  const em = orm.em.fork() as EntityManager;
+  const em = orm.em.fork();
   let purged = 0;
   for (const step of steps.values()) purged += await step(em);
   return purged;
@@ -69,6 +69,6 @@ export function registerHousekeepingTask(name: string, task: HousekeepingTask): 
 export async function runHousekeeping(orm: Orm): Promise<{ purged: number; handled: number }> {
   const purged = await purgeExpired(orm);
   let handled = 0;
-  for (const task of tasks.values()) handled += await task(orm.em.fork() as EntityManager);
+  for (const task of tasks.values()) handled += await task(orm.em.fork());
   return { purged, handled };
 }

@@ -1,4 +1,3 @@
-
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';

@@ -2,7 +2,6 @@ import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Provider, { type Configuration, errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -40,7 +39,7 @@ export async function providerFor(
   authorization?: string,
   presented?: string,
 ): Promise<Built | undefined> {
-  const em = services.orm.em.fork() as EntityManager;
+  const em = services.orm.em.fork();
   const application = await applicationWithReads(em, applicationId, authorization, presented);
   if (!application) return undefined;
   const signing = await activeSigningKey(em, services, applicationId);
@@ -244,7 +243,7 @@ function buildProvider(
 
 async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {
   if (!isUuid(userId) || !isUuid(clientId)) return undefined;
-  const [row] = await (services.orm.em.fork() as EntityManager).execute<Array<{ id: string }>>(
+  const [row] = await services.orm.em.fork().execute<Array<{ id: string }>>(
     `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
         order by updated_at desc limit 1`,
     [applicationId, userId, clientId],
@@ -310,7 +309,7 @@ export async function handleProviderRequest(
     if (path === '/jwks' && req.method === 'GET') {
       // One key set per application: the provider publishes the service's document (active and still-valid retired keys).
       res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'public, max-age=300' });
-      res.end(JSON.stringify(await jwks(services.orm.em.fork() as EntityManager, applicationId)));
+      res.end(JSON.stringify(await jwks(services.orm.em.fork(), applicationId)));
       return true;
     }
     const base = new URL(services.baseUrl);

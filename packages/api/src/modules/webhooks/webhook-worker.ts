@@ -1,6 +1,5 @@
 import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
 import { newId } from '../../lib/ids.ts';
 import { PollingWorker } from '../../lib/polling-worker.ts';
 import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
@@ -164,7 +163,7 @@ export class WebhookWorker {
 
   /** Claims due deliveries of active endpoints and reads what sending them needs, in one statement. */
   #claim(): Promise<ClaimedDelivery[]> {
-    const em = this.services.orm.em.fork() as EntityManager;
+    const em = this.services.orm.em.fork();
     return em.execute<ClaimedDelivery[]>(
       `with claimed as (
          update webhook_deliveries set locked_until = now() + interval '${this.leaseS} seconds', attempts = attempts + 1
@@ -229,7 +228,7 @@ export class WebhookWorker {
 
   /** Each attempt's row, its delivery's outcome and its endpoint's failing run, in one transaction. */
   async #record(attempts: Attempt[]) {
-    const em = this.services.orm.em.fork() as EntityManager;
+    const em = this.services.orm.em.fork();
     const deliveries = attempts.map((attempt) => {
       const { row, outcome } = attempt;
       const scheduled = this.retryScheduleS[row.attempts - 1];
@@ -293,7 +292,7 @@ export class WebhookWorker {
 
   /** A 410 disables its endpoint at once; so does a failure that ends five days of nothing but failures. */
   async #disableFailing(attempts: Attempt[]) {
-    const em = this.services.orm.em.fork() as EntityManager;
+    const em = this.services.orm.em.fork();
     for (const { row, outcome, attemptedAt } of attempts) {
       if (outcome.ok) continue;
       const failingSince = row.failing_since ? new Date(row.failing_since).getTime() : attemptedAt.getTime();
