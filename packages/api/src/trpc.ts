@@ -45,8 +45,8 @@ export function errorBody(error: unknown): ErrorBody {
     return { code: code in ERROR_CODES ? code : 'validation_failed', message, details: zodDetails(cause) };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
-  const mapped = error instanceof TRPCError ? TRPC_TO_CODE[error.code] : undefined;
-  if (mapped) return { code: mapped, message: (error as TRPCError).message };
+  const mapped = error instanceof TRPCError ? { code: TRPC_TO_CODE[error.code], message: error.message } : undefined;
+  if (mapped?.code) return { code: mapped.code, message: mapped.message };
   return { code: 'internal_error', message: 'Internal error' };
 }
 
