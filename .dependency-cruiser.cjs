@@ -1,14 +1,22 @@
 /**
  * Checked by `npm run lint` (dependency-cruiser): no import cycle anywhere in the repository, and the layering of
- * packages/api — a module imports only what sits below it. Modules are ranked bottom to top; a module may import the kernel and lower-ranked modules,
- * never one ranked above it (so two modules can never import each other). The composition root (router, openapi,
- * entities, index) is above everything. A new module folder must be ranked here, or lint fails.
+ * packages/api. Modules are ranked bottom to top in the order below; a module may import the kernel and lower-ranked
+ * modules, never one ranked above it (so two modules can never import each other). The composition root (modules.ts,
+ * the list of every module's declaration; router, openapi, index, …) is above everything. A new module folder must be ranked here, or lint fails.
+ *
+ * The ranking is one order; the code's shape is a tree (ARCHITECTURE.md "Layers"): a trunk applications → users →
+ * sessions → sign-in with the sign-in flows on top, and the features beside sign-in, which branch off below it. The
+ * groups name those parts; `beside-sign-in` keeps the branches off the sign-in part of the trunk.
  */
 const LAYERS = {
+  // The tenant and what every module records: events, keys, messages and their templates.
   tenancy: ['applications', 'events', 'api-keys', 'signing-keys', 'messages', 'templates', 'application-setup'],
-  identity: ['users', 'organizations', 'consent', 'sessions'],
-  'sign-in flows': ['sign-in', 'mfa', 'passkeys', 'factors', 'saml', 'oauth'],
-  integrations: ['stats', 'webhooks', 'domains', 'authz', 'billing', 'access-rules', 'oauth2'],
+  // End users, their organizations, consents and sessions: the trunk under sign-in.
+  users: ['users', 'organizations', 'consent', 'sessions'],
+  // Signing people in: the one decision (sign-in), the flows that end in it, and the host rules that veto it.
+  'sign-in': ['sign-in', 'mfa', 'passkeys', 'factors', 'saml', 'oauth', 'access-rules'],
+  // Features beside sign-in: they build on tenancy and users only (rule beside-sign-in), whatever their rank.
+  features: ['stats', 'webhooks', 'domains', 'authz', 'billing', 'oauth2'],
 };
 const RANKED = Object.values(LAYERS).flat();
 const MODULES = '^packages/api/src/modules/';
@@ -29,7 +37,7 @@ module.exports = {
     { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
     {
       name: 'kernel-imports-no-module',
-      comment: 'The kernel (context, trpc, errors, db, lib) knows no module: modules fill its registries instead',
+      comment: 'The kernel (context, trpc, errors, db, lib) knows no module: module declarations fill its registries instead',
       severity: 'error',
       from: { path: KERNEL },
       to: { path: [MODULES, ROOT], pathNot: KERNEL },
@@ -46,6 +54,17 @@ module.exports = {
       severity: 'error',
       from: { path: MODULES, pathNot: RANKED.map(folder) },
       to: {},
+    },
+    {
+      name: 'beside-sign-in',
+      comment: 'A feature beside sign-in imports nothing of sign-in or sessions: it builds on tenancy and users only',
+      severity: 'error',
+      from: { path: LAYERS.features.map(folder) },
+      to: {
+        path: [...LAYERS['sign-in'], 'sessions'].map(folder),
+        // The signed-in caller (its procedure builder and context) is a credential, not the session machinery.
+        pathNot: '^packages/api/src/modules/sessions/(signed-in|contexts)[.]ts$',
+      },
     },
     ...upward,
   ],

@@ -7,7 +7,10 @@ export default defineConfig({
     // Each file boots its own server and (on PGlite) its own embedded database: two at a time suits two cores.
     pool: 'forks',
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 120_000,
+    // Limits that hold on a busy two-core laptop (a newcomer's, also running the service): they only bound a hang, a
+    // passing test takes a fraction of them. A wait inside a test gives up sooner (helpers/limits.ts), so that
+    // its failure names what it waited for.
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
   },
 });

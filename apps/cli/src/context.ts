@@ -97,7 +97,9 @@ export async function operatorToken(env: NodeJS.ProcessEnv = process.env): Promi
   if (env.GATEHOUSE_OPERATOR_TOKEN) return env.GATEHOUSE_OPERATOR_TOKEN;
   // Loaded on demand, from the light entry of the server package (no HTTP stack, no ORM).
   const { dataDirOf, operatorTokenPath } = await import('@gatehouse/server/config');
-  const path = operatorTokenPath(dataDirOf({ GATEHOUSE_DATA_DIR: env.GATEHOUSE_DATA_DIR || './.gatehouse' }, env));
+  const path = operatorTokenPath(
+    dataDirOf({ GATEHOUSE_DATA_DIR: env.GATEHOUSE_DATA_DIR || './.gatehouse', INIT_CWD: env.INIT_CWD }),
+  );
   try {
     const token = (await readFile(path, 'utf8')).trim();
     if (token) return token;

@@ -13,7 +13,7 @@ import { createGatehouse, createGatehouseClient, GatehouseError } from '@gatehou
 import { createGatehouseServer, type GatehouseServer } from '@gatehouse/server';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalDns } from '../../server/test/helpers/dns.ts';
+import { type LocalDns, startLocalDns } from '../../server/test/helpers/dns.ts';
 import { createTestIdp, postToAcs, type TestIdp } from '../../server/test/helpers/saml-idp.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -28,6 +28,8 @@ interface Result {
 }
 
 let server: GatehouseServer;
+/** The DNS server the server under test resolves through (its `dnsServers`): `domains verify` looks up here. */
+let dns: LocalDns;
 let closeDatabase: () => Promise<void>;
 let url: string;
 let operatorToken: string;
@@ -90,12 +92,14 @@ beforeAll(async () => {
   const database = await openDatabase();
   closeDatabase = database.close;
   operatorToken = `op_${randomBytes(24).toString('hex')}`;
+  dns = await startLocalDns();
   server = await createGatehouseServer({
     database: database.config,
     operatorToken,
     masterKey: randomBytes(32),
     baseUrl: 'http://gatehouse.test',
     logLevel: false,
+    dnsServers: [dns.address],
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   const address = server.app.server.address();
@@ -106,6 +110,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await firstMigration;
   await server?.close();
+  await dns?.close();
   await closeDatabase?.();
   await rm(tmp, { recursive: true, force: true });
 });
@@ -814,9 +819,7 @@ describe('gatehouse CLI against a real server', () => {
   });
 
   it('domains add, list, verify (through a real local DNS server), remove; clear errors', async () => {
-    // The server runs in this process: GATEHOUSE_DNS_SERVERS points its lookups at the local DNS server.
-    const dns = await startLocalDns();
-    try {
+    {
       const name = `cli-${randomBytes(4).toString('hex')}.gatehouse-test.dev`;
       const added = await json(['domains', 'add', `  ${name.toUpperCase()}. `]);
       expect(added).toMatchObject({ domain: name, status: 'pending_verification', tls_status: 'pending' });
@@ -852,8 +855,6 @@ describe('gatehouse CLI against a real server', () => {
       expect(await json(['domains', 'remove', name, '--yes'])).toEqual({ id: added.id, deleted: true });
       expect(await json(['domains', 'remove', `www.${name}`, '--yes'])).toMatchObject({ deleted: true });
       expect(await json(['domains', 'list'])).toEqual([]);
-    } finally {
-      await dns.close();
     }
   });
 

@@ -76,7 +76,7 @@ beforeAll(async () => {
   });
   const created = await json(['apps', 'create', 'Providers walkthrough', '--origin', 'https://app.example.com']);
   Object.assign(env, { GATEHOUSE_APPLICATION_ID: created.application.id, GATEHOUSE_SECRET_KEY: created.secret_key.secret });
-}, 90_000);
+});
 
 afterAll(async () => {
   await server?.close();

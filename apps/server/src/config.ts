@@ -17,8 +17,8 @@ export { loadSecrets, masterKeyPath, operatorTokenPath } from './secrets.ts';
  * workspace (`apps/server`), so `npm start` at the repository root would otherwise put `./.gatehouse` in there;
  * npm tells the original directory in `INIT_CWD`.
  */
-export const dataDirOf = (env: Pick<Env, 'GATEHOUSE_DATA_DIR'>, processEnv: NodeJS.ProcessEnv = process.env): string =>
-  resolve(processEnv.INIT_CWD ?? process.cwd(), env.GATEHOUSE_DATA_DIR);
+export const dataDirOf = (env: Pick<Env, 'GATEHOUSE_DATA_DIR' | 'INIT_CWD'>): string =>
+  resolve(env.INIT_CWD ?? process.cwd(), env.GATEHOUSE_DATA_DIR);
 
 /**
  * The database of this environment: PostgreSQL from `DATABASE_URL`, else the embedded PGlite in

@@ -62,6 +62,7 @@ const EnvSchema = z.object({
   GATEHOUSE_DNS_SERVERS: z
     .string()
     .regex(/^[0-9a-fA-F.:[\]]+(,[0-9a-fA-F.:[\]]+)*$/, 'GATEHOUSE_DNS_SERVERS must be IP addresses separated by commas')
+    .transform((v) => v.split(','))
     .optional(),
   /** Bearer token that `GET /metrics` requires; unset leaves /metrics open (keep it off the public network). */
   GATEHOUSE_METRICS_TOKEN: z.string().min(16, 'GATEHOUSE_METRICS_TOKEN must be at least 16 characters').optional(),
@@ -71,6 +72,8 @@ const EnvSchema = z.object({
   GATEHOUSE_ALLOW_INSECURE_OIDC: z.enum(['0', '1']).optional(),
   ...sharedOAuthVariables,
   GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Set by npm: the directory the person ran `npm start` in (npm runs a workspace's scripts in the workspace). */
+  INIT_CWD: z.string().optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

@@ -38,11 +38,13 @@ export interface GatehouseServerOptions {
   allowInsecureSaml?: boolean;
   /** Social sign-in: the operator's shared development credentials, http issuers (development), and — for tests
    * that construct the server in-process only — stand-in endpoints of built-in providers. */
-  oauth?: Partial<OAuthConfig>;
+  oauth?: Partial<Omit<OAuthConfig, 'dnsServers'>>;
   /** Webhook delivery: insecure receivers (development), the retry schedule, the per-attempt timeout. */
   webhooks?: WebhookWorkerOptions;
   /** `GATEHOUSE_CNAME_TARGET`: the host name custom domains point their CNAME at (default: the base URL's). */
   cnameTarget?: string;
+  /** `GATEHOUSE_DNS_SERVERS`: resolvers (`ip` or `ip:port`) for outbound requests and domain verification. */
+  dnsServers?: readonly string[];
 }
 
 /**
@@ -54,6 +56,8 @@ const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
 export interface GatehouseServer {
   app: FastifyInstance;
   orm: Orm;
+  /** One housekeeping run now (the process also runs one every 10 minutes). */
+  housekeeping: () => ReturnType<typeof runHousekeeping>;
   /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
   close: () => Promise<void>;
 }
@@ -80,6 +84,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         rateLimitStore,
         allowInsecureSaml: options.allowInsecureSaml,
         cnameTarget: options.cnameTarget,
+        dnsServers: options.dnsServers,
         oauth: options.oauth,
       }),
     logLevel: options.logLevel ?? 'info',
@@ -92,12 +97,13 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
   const webhookWorker = new WebhookWorker(services, options.webhooks);
   webhookWorker.start();
   const housekeeping = setInterval(() => {
-    runHousekeeping(orm).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
+    runHousekeeping(services).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
   }, HOUSEKEEPING_INTERVAL_MS);
   housekeeping.unref();
   return {
     app,
     orm,
+    housekeeping: () => runHousekeeping(services),
     close: async () => {
       clearInterval(housekeeping);
       await app.close();

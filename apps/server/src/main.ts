@@ -46,6 +46,7 @@ async function main() {
     metricsToken: env.GATEHOUSE_METRICS_TOKEN,
     allowInsecureSaml: env.GATEHOUSE_ALLOW_INSECURE_SAML === '1',
     cnameTarget: env.GATEHOUSE_CNAME_TARGET,
+    dnsServers: env.GATEHOUSE_DNS_SERVERS,
     oauth: { sharedCredentials: sharedOAuthCredentials(env), allowInsecureIssuers: env.GATEHOUSE_ALLOW_INSECURE_OIDC === '1' },
   });
   let stopping = false;

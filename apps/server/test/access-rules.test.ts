@@ -2,9 +2,10 @@ import { verifyToken } from '@gatehouse/sdk';
 import { decodeJwt } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createHost, rule } from './helpers/access-rules.ts';
+import { createOrg, createUser, unique, uniqueEmail } from './helpers/fixtures.ts';
 import { expectError, isoDate, MISSING, ok, rejection, sql, type TestApp, UUID } from './helpers/server.ts';
 import { endUser, requestMagicLink, signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 
@@ -13,11 +14,6 @@ beforeAll(async () => {
   app = await suite.server.createApp();
 });
 
-let seq = 0;
-const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;
-
-const createUser = (on: TestApp, email = uniqueEmail()) => ok(on.rest('POST', '/v1/users', { primary_email: email }), 201);
-const createOrg = (on: TestApp) => ok(on.rest('POST', '/v1/organizations', { name: unique('org') }), 201);
 const createGroup = (on: TestApp) => ok(on.rest('POST', '/v1/os/host-groups', { name: unique('group') }), 201);
 const check = (on: TestApp, userId: string, hostId: string) =>
   ok(on.rest('POST', '/v1/os/access-check', { user_id: userId, host_id: hostId }));
@@ -242,7 +238,7 @@ describe('sign-in honours host access rules', () => {
 
   it('a sign-in to a denied host is 403 access_denied, creates nothing, and emits access.denied', async () => {
     const email = uniqueEmail('denied');
-    const user = await createUser(app, email);
+    const user = await createUser(app, { primary_email: email });
     const host = await createHost(app);
     const deny = await rule(app, 'deny', ['user', user.id], ['host', host.id]);
     await rule(app, 'allow', ['user', user.id], ['host', host.id]);
@@ -287,7 +283,7 @@ describe('sign-in honours host access rules', () => {
 
   it('an allowed sign-in completes; its access token carries `host`, refreshed tokens too; without a host, no claim', async () => {
     const email = uniqueEmail('allowed');
-    const user = await createUser(app, email);
+    const user = await createUser(app, { primary_email: email });
     const group = await createGroup(app);
     const host = await createHost(app, group.id);
     await rule(app, 'allow', ['user', user.id], ['host_group', group.id]);
@@ -309,7 +305,7 @@ describe('sign-in honours host access rules', () => {
 
   it('a deleted rule no longer applies at sign-in', async () => {
     const email = uniqueEmail('revoked');
-    const user = await createUser(app, email);
+    const user = await createUser(app, { primary_email: email });
     const host = await createHost(app);
     const allow = await rule(app, 'allow', ['user', user.id], ['host', host.id]);
     await signIn(suite.server, suite.smtp, app, email, { hostId: host.id });
@@ -323,7 +319,7 @@ describe('sign-in honours host access rules', () => {
       settings: { consent_documents: [{ doc_type: 'terms', url: 'https://example.com/terms', version: '1' }] },
     });
     const email = uniqueEmail('consent');
-    const user = await createUser(consented, email);
+    const user = await createUser(consented, { primary_email: email });
     const host = await createHost(consented);
     const allow = await rule(consented, 'allow', ['user', user.id], ['host', host.id]);
     const mail = await requestMagicLink(suite.smtp, consented, email, { hostId: host.id });
@@ -340,7 +336,7 @@ describe('sign-in honours host access rules', () => {
 
   it('the SDK surfaces the refusal as access_denied', async () => {
     const email = uniqueEmail('sdk');
-    await createUser(app, email);
+    await createUser(app, { primary_email: email });
     const host = await createHost(app);
     const mail = await requestMagicLink(suite.smtp, app, email, { hostId: host.id });
     const { createGatehouseClient } = await import('@gatehouse/sdk');

@@ -1,8 +1,9 @@
 import { createGatehouseClient } from '@gatehouse/sdk';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createUser, scopedKey, unique, uniqueEmail } from './helpers/fixtures.ts';
 import { acrossServers, expectError, isoDate, ok, rejection, sql, type TestApp } from './helpers/server.ts';
 import { endUser, requestMagicLink, signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 
@@ -18,13 +19,6 @@ interface Tuple {
   subject: string;
 }
 
-let seq = 0;
-/** A name no other test uses, for objects and groups. */
-const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;
-
-const createUser = async (on: TestApp) =>
-  (await ok(on.rest('POST', '/v1/users', { primary_email: uniqueEmail('authz') }), 201)).id as string;
-
 const write = (on: TestApp, writes: Tuple[], deletes: Tuple[] = []) => on.rest('POST', '/v1/authz/tuples', { writes, deletes });
 
 const check = async (on: TestApp, object: string, relation: string, subject: string) =>
@@ -34,15 +28,9 @@ const tuples = async (on: TestApp, query = '') => ok(on.rest('GET', `/v1/authz/t
 
 const t = (object: string, relation: string, subject: string): Tuple => ({ object, relation, subject });
 
-async function scopedKey(on: TestApp, scopes: string[]) {
-  const res = await on.rest('POST', '/v1/api-keys', { name: 'scoped', scopes });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { authorization: `Bearer ${res.body.data.secret}` };
-}
-
 describe('POST /v1/authz/tuples', () => {
   it('writes and deletes, idempotently, answering a growing consistency token', async () => {
-    const user = await createUser(app);
+    const user = (await createUser(app)).id;
     const doc = `doc:${unique('w')}`;
     const first = await ok(write(app, [t(doc, 'viewer', `user:${user}`), t(doc, 'editor', 'group:eng#member')]));
     expect(first).toEqual({ consistency_token: expect.stringMatching(/^\d+$/), written: 2, deleted: 0 });
@@ -59,7 +47,7 @@ describe('POST /v1/authz/tuples', () => {
   });
 
   it('applies a batch atomically: one invalid write and nothing is applied (422 with its path)', async () => {
-    const user = await createUser(app);
+    const user = (await createUser(app)).id;
     const doc = `doc:${unique('atomic')}`;
     await ok(write(app, [t(doc, 'keep', `user:${user}`)]));
     const good = [t(doc, 'viewer', `user:${user}`), t(doc, 'editor', 'team:x#member')];
@@ -88,7 +76,7 @@ describe('POST /v1/authz/tuples', () => {
     expectError(missing, 422, 'user_not_found');
     expect(missing.body.error.details).toEqual([{ path: 'writes.2.subject', message: expect.any(String) }]);
     const other = await suite.server.createApp();
-    const foreign = await createUser(other);
+    const foreign = (await createUser(other)).id;
     expectError(await write(app, [t(`user:${foreign}`, 'manager', `user:${user}`)]), 422, 'user_not_found');
     // Nothing of any refused batch was applied: the delete did not run, the good writes were not written.
     expect((await tuples(app, `?object=${doc}`)).tuples.map((x: Tuple) => x.relation)).toEqual(['keep']);
@@ -115,7 +103,7 @@ describe('POST /v1/authz/tuples', () => {
   });
 
   it('20 identical batches at once on two processes store each tuple once, and only one reports writing it', async () => {
-    const user = await createUser(app);
+    const user = (await createUser(app)).id;
     const doc = `doc:${unique('race')}`;
     const batch = [t(doc, 'viewer', `user:${user}`), t(doc, 'editor', 'team:race#member')];
     const results = await acrossServers(suite.server, 20, (server, i) =>
@@ -127,12 +115,12 @@ describe('POST /v1/authz/tuples', () => {
   });
 
   it('needs authz:write; authz:read lists and checks', async () => {
-    const reader = await scopedKey(app, ['authz:read']);
+    const reader = bearer(await scopedKey(app, ['authz:read']));
     const body = { writes: [t('doc:scoped', 'viewer', 'group:g#member')] };
     expectError(await app.rest('POST', '/v1/authz/tuples', body, reader), 403, 'insufficient_scope');
     expect((await ok(app.rest('GET', '/v1/authz/tuples', undefined, reader))).tuples).toBeInstanceOf(Array);
     await ok(app.rest('POST', '/v1/authz/check', { ...body.writes[0] }, reader));
-    const other = await scopedKey(app, ['users:read']);
+    const other = bearer(await scopedKey(app, ['users:read']));
     expectError(await app.rest('GET', '/v1/authz/tuples', undefined, other), 403, 'insufficient_scope');
     expectError(await app.rest('POST', '/v1/authz/check', { ...body.writes[0] }, other), 403, 'insufficient_scope');
     expectError(await app.rest('GET', '/v1/authz/tuples', undefined, { authorization: undefined }), 401, 'missing_credentials');
@@ -142,7 +130,7 @@ describe('POST /v1/authz/tuples', () => {
 describe('GET /v1/authz/tuples', () => {
   it('filters by object, namespace, relation and subject, newest first, paginated', async () => {
     const fresh = await suite.server.createApp();
-    const user = await createUser(fresh);
+    const user = (await createUser(fresh)).id;
     await ok(write(fresh, [t('doc:a', 'viewer', `user:${user}`), t('doc:a', 'editor', 'group:eng#member')]));
     await ok(write(fresh, [t('folder:f', 'viewer', `user:${user}`)]));
     await ok(write(fresh, [t('doc:b', 'viewer', 'group:eng#member')]));
@@ -166,7 +154,7 @@ describe('GET /v1/authz/tuples', () => {
 
 describe('POST /v1/authz/check', () => {
   it('follows subject sets three levels deep; other users and relations are denied', async () => {
-    const [alice, bob] = [await createUser(app), await createUser(app)];
+    const [alice, bob] = [(await createUser(app)).id, (await createUser(app)).id];
     const [doc, folder, team, core] = [unique('doc'), unique('folder'), unique('team'), unique('core')];
     await ok(
       write(app, [
@@ -188,7 +176,7 @@ describe('POST /v1/authz/check', () => {
   });
 
   it('is safe on cycles: a cycle without the user answers false, with the user true', async () => {
-    const [alice, bob] = [await createUser(app), await createUser(app)];
+    const [alice, bob] = [(await createUser(app)).id, (await createUser(app)).id];
     const [a, b, c] = [unique('a'), unique('b'), unique('c')];
     await ok(
       write(app, [
@@ -206,7 +194,7 @@ describe('POST /v1/authz/check', () => {
   });
 
   it('follows 25 levels of subject sets; beyond that it is 422 depth_limit_exceeded', async () => {
-    const alice = await createUser(app);
+    const alice = (await createUser(app)).id;
     const chain = async (levels: number) => {
       const name = unique('chain');
       const links = Array.from({ length: levels }, (_, k) => t(`level:${name}-${k}`, 'member', `level:${name}-${k + 1}#member`));
@@ -222,7 +210,7 @@ describe('POST /v1/authz/check', () => {
   });
 
   it('resolves organization:<id>#member and #<role> from the membership table, the moment it changes', async () => {
-    const user = await createUser(app);
+    const user = (await createUser(app)).id;
     const org = await ok(app.rest('POST', '/v1/organizations', { name: unique('Acme') }), 201);
     const doc = `doc:${unique('org')}`;
     await ok(write(app, [t(doc, 'viewer', `organization:${org.id}#member`), t(doc, 'editor', `organization:${org.id}#admin`)]));
@@ -239,7 +227,7 @@ describe('POST /v1/authz/check', () => {
   });
 
   it('honours consistency: a token a write answered is met; one never issued is 422', async () => {
-    const user = await createUser(app);
+    const user = (await createUser(app)).id;
     const doc = `doc:${unique('fresh')}`;
     const { consistency_token } = await ok(write(app, [t(doc, 'viewer', `user:${user}`)]));
     const ask = (consistency: unknown) =>
@@ -257,7 +245,7 @@ describe('POST /v1/authz/check', () => {
   });
 
   it('checks its secret key inside the check statement with the answers and order of every other route', async () => {
-    const user = await createUser(app);
+    const user = (await createUser(app)).id;
     const doc = `doc:${unique('keyed')}`;
     const { consistency_token } = await ok(write(app, [t(doc, 'viewer', `user:${user}`)]));
     const body = { object: doc, relation: 'viewer', subject: `user:${user}` };
@@ -304,7 +292,7 @@ describe('POST /v1/authz/check', () => {
 
   it("never sees another application's tuples or organizations", async () => {
     const other = await suite.server.createApp();
-    const user = await createUser(app);
+    const user = (await createUser(app)).id;
     const doc = `doc:${unique('tenant')}`;
     await ok(write(app, [t(doc, 'viewer', `user:${user}`)]));
     expect(await check(app, doc, 'viewer', `user:${user}`)).toBe(true);
@@ -328,7 +316,7 @@ describe('POST /v1/authz/check', () => {
 describe('expand and lookup', () => {
   it('expand answers every userset reached with its subjects, nearest first; organizations list their members', async () => {
     const fresh = await suite.server.createApp();
-    const [alice, bob] = [await createUser(fresh), await createUser(fresh)];
+    const [alice, bob] = [(await createUser(fresh)).id, (await createUser(fresh)).id];
     const org = await ok(fresh.rest('POST', '/v1/organizations', { name: 'Expand' }), 201);
     await ok(fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: bob }), 201);
     await ok(
@@ -354,7 +342,7 @@ describe('expand and lookup', () => {
 
   it('lookup answers the objects of a namespace a subject reaches, through subject sets and memberships, paginated', async () => {
     const fresh = await suite.server.createApp();
-    const [alice, bob] = [await createUser(fresh), await createUser(fresh)];
+    const [alice, bob] = [(await createUser(fresh)).id, (await createUser(fresh)).id];
     const org = await ok(fresh.rest('POST', '/v1/organizations', { name: 'Lookup' }), 201);
     await ok(fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: alice, role: 'admin' }), 201);
     await ok(
@@ -391,7 +379,7 @@ describe('expand and lookup', () => {
 
 describe('users and tuples', () => {
   it("merge rewrites user:<source> to user:<target>, dropping the target's duplicates", async () => {
-    const [source, target] = [await createUser(app), await createUser(app)];
+    const [source, target] = [(await createUser(app)).id, (await createUser(app)).id];
     const [doc, shared] = [`doc:${unique('merge')}`, `doc:${unique('shared')}`];
     await ok(
       write(app, [
@@ -416,7 +404,7 @@ describe('users and tuples', () => {
   });
 
   it("deleting a user removes that user's tuples, as subject, subject set and object", async () => {
-    const [gone, stays] = [await createUser(app), await createUser(app)];
+    const [gone, stays] = [(await createUser(app)).id, (await createUser(app)).id];
     const doc = `doc:${unique('delete')}`;
     await ok(
       write(app, [
@@ -440,7 +428,7 @@ describe('GET /v1/authz/relations (S11)', () => {
   it("answers the signed-in user's tuples newest first, with the namespace filter and paging", async () => {
     const fresh = await suite.server.createApp();
     const { tokens, user } = await signIn(suite.server, suite.smtp, fresh, uniqueEmail('relations'));
-    const other = await createUser(fresh);
+    const other = (await createUser(fresh)).id;
     await ok(write(fresh, [t('doc:1', 'viewer', `user:${user.id}`), t('doc:1', 'viewer', `user:${other}`)]));
     await ok(write(fresh, [t('folder:a', 'owner', `user:${user.id}`)]));
     await ok(write(fresh, [t('doc:2', 'editor', `user:${user.id}`), t('doc:3', 'viewer', 'team:t#member')]));
@@ -478,7 +466,7 @@ describe('GET /v1/authz/relations (S11)', () => {
 describe('SDK', () => {
   it('authz.tuples.write|list, check, expand and lookup over tRPC, with the same error codes', async () => {
     const fresh = await suite.server.createApp();
-    const user = await createUser(fresh);
+    const user = (await createUser(fresh)).id;
     const written = await fresh.sdk.authz.tuples.write({
       writes: [t('doc:sdk', 'viewer', 'team:sdk#member'), t('team:sdk', 'member', `user:${user}`)],
     });

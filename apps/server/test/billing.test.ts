@@ -1,5 +1,5 @@
-import { runHousekeeping } from '@gatehouse/api';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { createOrg, createUser, expectExactlyOneWinner, unique } from './helpers/fixtures.ts';
 import { acrossServers, expectError, isoDate, MISSING, ok, rejection, sql, type TestApp, UUID } from './helpers/server.ts';
 import { serverSuite } from './helpers/suite.ts';
 
@@ -9,9 +9,6 @@ let app: TestApp;
 beforeAll(async () => {
   app = await suite.server.createApp();
 });
-
-let seq = 0;
-const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;
 
 const createPlan = (on: TestApp, body: Record<string, unknown> = {}) =>
   ok(
@@ -26,8 +23,6 @@ const createPlan = (on: TestApp, body: Record<string, unknown> = {}) =>
     }),
     201,
   );
-const createOrg = (on: TestApp, name = 'Acme') => ok(on.rest('POST', '/v1/organizations', { name }), 201);
-const createUser = (on: TestApp) => ok(on.rest('POST', '/v1/users', { primary_email: `${unique('u')}@example.com` }), 201);
 const addMember = (on: TestApp, orgId: string, userId: string) =>
   on.rest('POST', `/v1/organizations/${orgId}/members`, { user_id: userId });
 const subscribe = (on: TestApp, body: Record<string, unknown>) => on.rest('POST', '/v1/billing/subscriptions', body);
@@ -121,8 +116,8 @@ describe('subscriptions', () => {
   it('S13: every subscription of the application with exactly the seed fields, newest first', async () => {
     const fresh = await suite.server.createApp();
     const plan = await createPlan(fresh, { key: 'team', name: 'Team', interval: 'year', currency: 'EUR', price_cents: 50000 });
-    const acme = await createOrg(fresh, 'Acme');
-    const globex = await createOrg(fresh, 'Globex');
+    const acme = await createOrg(fresh, { name: 'Acme' });
+    const globex = await createOrg(fresh, { name: 'Globex' });
     const before = Date.now();
     const first = await ok(subscribe(fresh, { organization_id: acme.id, plan_id: plan.id, seats: 5 }), 201);
     const second = await ok(subscribe(fresh, { organization_id: globex.id, plan_id: plan.id, seats: 2 }), 201);
@@ -166,7 +161,7 @@ describe('subscriptions', () => {
     expect(trialEnd - before).toBeLessThan(14.1 * DAY_MS);
 
     // Housekeeping leaves a trial that has not ended alone.
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     expect((await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`))).status).toBe('trialing');
 
     await endPeriod(sub.id);
@@ -175,7 +170,7 @@ describe('subscriptions', () => {
       'select current_period_end as end from billing_subscriptions where id = ?',
       [sub.id],
     );
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     const active = await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`));
     expect(active.status).toBe('active');
     const months = (Date.parse(active.current_period_end) - new Date(endedAt).getTime()) / DAY_MS;
@@ -185,7 +180,7 @@ describe('subscriptions', () => {
     expect(updated[0]!.data).toEqual(active);
 
     // A second run changes nothing: the new period has not ended.
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     expect(await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`))).toEqual(active);
   });
 
@@ -196,7 +191,7 @@ describe('subscriptions', () => {
     const pastDue = await ok(app.rest('PATCH', `/v1/billing/subscriptions/${sub.id}`, { status: 'past_due' }));
     expect(pastDue.status).toBe('past_due');
     await endPeriod(sub.id);
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     const renewed = await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`));
     expect(renewed.status).toBe('past_due');
     expect(Date.parse(renewed.current_period_end)).toBeGreaterThan(Date.now() + 27 * DAY_MS);
@@ -218,7 +213,7 @@ describe('subscriptions', () => {
     });
 
     await endPeriod(sub.id);
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     const ended = await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`));
     expect(ended).toMatchObject({ status: 'canceled', canceled_at: scheduled.canceled_at });
     expect((await events(app, 'subscription.canceled')).map((e) => e.data)).toContainEqual(ended);
@@ -237,7 +232,7 @@ describe('subscriptions', () => {
     expectError(await app.rest('PATCH', `/v1/billing/subscriptions/${sub.id}`, { seats: 9 }), 409, 'conflict');
     // Housekeeping never touches a canceled subscription.
     await endPeriod(sub.id);
-    await runHousekeeping(suite.server.server.orm);
+    await suite.server.server.housekeeping();
     expect((await ok(app.rest('GET', `/v1/billing/subscriptions/${sub.id}`))).status).toBe('canceled');
   });
 
@@ -247,8 +242,7 @@ describe('subscriptions', () => {
     const results = await Promise.all(
       Array.from({ length: 10 }, () => subscribe(app, { organization_id: org.id, plan_id: plan.id, seats: 1 })),
     );
-    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
-    for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'conflict');
+    expectExactlyOneWinner(results, 201, 'conflict');
     const live = await sql(suite.server, `select count(*)::int as n from billing_subscriptions where organization_id = ?`, [
       org.id,
     ]);
@@ -313,8 +307,7 @@ describe('subscriptions', () => {
     await ok(subscribe(app, { organization_id: org.id, plan_id: plan.id, seats }), 201);
     const users = await Promise.all(Array.from({ length: 20 }, () => createUser(app)));
     const results = await acrossServers(suite.server, 20, (server, i) => addMember(app.via(server), org.id, users[i]!.id));
-    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
-    for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'seat_limit_reached');
+    expectExactlyOneWinner(results, 201, 'seat_limit_reached');
     const [row] = await sql(suite.server, 'select count(*)::int as n from organization_members where organization_id = ?', [
       org.id,
     ]);

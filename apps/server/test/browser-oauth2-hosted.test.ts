@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { createClient, oauthApp, oidc, type RegisteredClient, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
 import { ok, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
 import { endUser, type SmtpSink } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
-import { uniqueEmail } from './helpers/suite.ts';
 
 /**
  * The OAuth provider's hosted interaction page (an application without `settings.oauth2.login_url`) clicked through in
@@ -68,7 +68,7 @@ describe.skipIf(!hasChromium)('the hosted OAuth interaction page in Chromium', (
     const token = linkIn(await smtp.next(email)).searchParams.get('token')!;
     // The link opened on another device: the page's poll then collects the session.
     await ok(endUser(app, 'POST', '/v1/auth/magic-link/confirm', { token }));
-    await page.waitForSelector('#consent:not([hidden])', { timeout: 20_000 });
+    await page.waitForSelector('#consent:not([hidden])');
     await page.click(button);
     const callback = await back;
     await page.close();

@@ -7,10 +7,11 @@ import type { GatehouseBrowserClient, SignInResult } from '@gatehouse/sdk/client
 import type { BrowserContext, CDPSession, JSHandle, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium, sdkBundle } from './helpers/browser.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { type TestApp, UUID } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * Passkeys in a real browser: Debian's Chromium, driven by playwright-core over CDP, with a CDP virtual authenticator.
@@ -220,7 +221,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
     }
   }
 
-  it('registers a passkey, signs in with it at aal 2, and the token works', { timeout: 60_000 }, async () => {
+  it('registers a passkey, signs in with it at aal 2, and the token works', async () => {
     // The server's own offer: Chromium takes the first algorithm it supports (ML-DSA-44, -48, on Chromium 156).
     const { address, user, passkey, registration, signedIn } = await registerThenSignIn();
     expect([-48, -8, -7, -257]).toContain(registration.credential!.response.publicKeyAlgorithm);
@@ -240,15 +241,13 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
     expect(me.body.data).toMatchObject({ id: user.id, primary_email: address });
   });
 
-  it('a passkey on ES256 (the most common algorithm) signs in too', { timeout: 60_000 }, async () => {
+  it('a passkey on ES256 (the most common algorithm) signs in too', async () => {
     const { registration, signedIn } = await registerThenSignIn([-7]);
     expect(registration.credential!.response.publicKeyAlgorithm).toBe(-7);
     expect(signedIn.finish?.status, JSON.stringify(signedIn.finish?.body)).toBe(200);
     expect(signedIn.finish!.body.data).toMatchObject({ status: 'complete', tokens: { aal: 2 } });
   });
-  it('the SDK browser client, bundled as an app ships it: passkeys.register, signIn (dialog and autofill), mfa.passkey, remove', {
-    timeout: 60_000,
-  }, async () => {
+  it('the SDK browser client, bundled as an app ships it: passkeys.register, signIn (dialog and autofill), mfa.passkey, remove', async () => {
     const tab = await context.newPage();
     const tabCdp = await context.newCDPSession(tab);
     await tabCdp.send('WebAuthn.enable');
@@ -326,9 +325,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
       await tab.close();
     }
   });
-  it('the default magic link signs in the device that asked: the SDK waits on one page, the hosted page confirms on another', {
-    timeout: 60_000,
-  }, async () => {
+  it('the default magic link signs in the device that asked: the SDK waits on one page, the hosted page confirms on another', async () => {
     const laptop = await context.newPage();
     const phone = await context.newPage();
     try {

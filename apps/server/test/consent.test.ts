@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { acrossServers, expectError, type RestResponse, sql, type TestApp } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 

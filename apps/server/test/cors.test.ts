@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { expectError, rawRequest, sql, type TestApp } from './helpers/server.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { runHousekeeping } from '@gatehouse/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalDns, startLocalDns } from './helpers/dns.ts';
+import { expectExactlyOneWinner } from './helpers/fixtures.ts';
 import {
   acrossServers,
   expectError,
@@ -29,7 +29,7 @@ let dns: LocalDns;
 
 beforeAll(async () => {
   dns = await startLocalDns();
-  server = await startServer({ cnameTarget: CNAME_TARGET });
+  server = await startServer({ cnameTarget: CNAME_TARGET, dnsServers: [dns.address] });
 });
 afterAll(async () => {
   await server?.close();
@@ -242,8 +242,7 @@ describe('S7: adding a domain', () => {
     const apps = [await server.createApp(), await server.createApp()];
     const name = fresh('race');
     const results = await acrossServers(server, 20, (target, i) => add(apps[i % 2]!.via(target), name));
-    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
-    for (const r of results.filter((r) => r.status !== 200)) expectError(r, 409, 'domain_already_configured');
+    expectExactlyOneWinner(results, 200, 'domain_already_configured');
     const rows = await sql(server, 'select application_id from custom_domains where domain = ?', [name]);
     expect(rows).toHaveLength(1);
     const events = await sql(server, `select 1 from events where type = 'custom_domain.added' and data->>'domain' = ?`, [name]);
@@ -374,18 +373,17 @@ describe('verification through a real DNS server', () => {
   });
 
   it('a DNS server that does not answer is dns_failed (and the domain stays pending)', async () => {
-    const app = await server.createApp();
-    const domain = await ok(add(app, fresh('down')));
-    const previous = process.env.GATEHOUSE_DNS_SERVERS;
     // A port nobody listens on: the lookup times out or is refused.
-    process.env.GATEHOUSE_DNS_SERVERS = '127.0.0.1:9';
+    const unanswered = await startServer({ dnsServers: ['127.0.0.1:9'] });
     try {
+      const app = await unanswered.createApp();
+      const domain = await ok(add(app, fresh('down')));
       expect(await ok(verify(app, domain.id))).toMatchObject({
         status: 'pending_verification',
         verification_error: 'dns_failed',
       });
     } finally {
-      process.env.GATEHOUSE_DNS_SERVERS = previous;
+      await unanswered.close();
     }
   });
 
@@ -446,7 +444,7 @@ describe('the background re-check (housekeeping)', () => {
     ]);
     await sql(server, `update custom_domains set created_at = now() - interval '8 days' where id = ?`, [old.id]);
 
-    await runHousekeeping(server.server.orm);
+    await server.server.housekeeping();
 
     const byId = Object.fromEntries(
       ((await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))) as any[]).map((d) => [d.id, d]),
@@ -481,7 +479,7 @@ describe('the background re-check (housekeeping)', () => {
     expect((await eventsOf(app, 'custom_domain.verified')).map((e) => e.data.id)).toEqual([ready.id]);
     // A failed domain is never re-checked in the background; a manual verify still can succeed.
     publish(old.dns_records.txt);
-    await runHousekeeping(server.server.orm);
+    await server.server.housekeeping();
     expect((await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))).find((d: any) => d.id === old.id).status).toBe(
       'failed',
     );
@@ -494,7 +492,7 @@ describe('the background re-check (housekeeping)', () => {
     for (let i = 0; i < 6; i++) domains.push(await ok(add(app, fresh(`multi${i}`))));
     for (const d of domains) publish(d.dns_records.txt);
     await sql(server, `update custom_domains set next_check_at = now() - interval '1 second' where application_id = ?`, [app.id]);
-    await acrossServers(server, 4, (target) => runHousekeeping(target.server.orm));
+    await acrossServers(server, 4, (target) => target.server.housekeeping());
     const listed = (await ok(app.rest('GET', `/v1/applications/${app.id}/domains`))) as any[];
     expect(listed.map((d) => d.status)).toEqual(domains.map(() => 'verified'));
     const events = await eventsOf(app, 'custom_domain.verified');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { acrossServers, rawRequest, sql } from './helpers/server.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite({ smtp: false });
 

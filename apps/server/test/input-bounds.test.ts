@@ -1,8 +1,9 @@
 import { createOrm } from '@gatehouse/api';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite({ smtp: false });
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
 
 /** The process as operators run it: the real entry point (or `npm start`), on the embedded database. */
@@ -57,7 +58,7 @@ function run(command: string, args: string[], env: Record<string, string>): Run 
 const serve = (env: Record<string, string>, args: string[] = []) => run(process.execPath, [main, ...args], env);
 
 async function ready(port: number, server: Run): Promise<void> {
-  const deadline = Date.now() + 90_000;
+  const deadline = Date.now() + BOOT_MS;
   for (;;) {
     const res = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
     if (res?.status === 200) return;
@@ -87,9 +88,8 @@ const processGone = (pid: number) => {
 
 const noStack = (text: string) => expect(text).not.toMatch(/^\s+at /m);
 
-// Real `npm start` and server processes on fresh embedded databases: more than the default 30 s when the suite's other
-// files load the same two cores.
-describe('process lifecycle', { timeout: 90_000 }, () => {
+// Real `npm start` and server processes on fresh embedded databases: a test may boot two (BOOT_MS each).
+describe('process lifecycle', { timeout: 600_000 }, () => {
   it('SIGTERM to `npm start` stops the server within 10 s and frees the port (no orphan)', async () => {
     const port = await freePort();
     const npm = run('npm', ['start', '--silent'], { PORT: String(port), GATEHOUSE_DATA_DIR: await dataDir() });

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import { createUser, uniqueEmail } from './helpers/fixtures.ts';
 import { acrossServers, expectError, type RestResponse, sql, type TestApp, type TestServer, UUID } from './helpers/server.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 
@@ -31,12 +32,6 @@ async function mailedLink(
   const mail = await suite.smtp.next(address);
   const link = linkIn(mail);
   return { started, mail, link, token: link.searchParams.get('token')! };
-}
-
-async function createUser(app: TestApp, body: Record<string, unknown>) {
-  const res = await app.rest('POST', '/v1/users', body);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.data;
 }
 
 async function patchSettings(app: TestApp, settings: Record<string, unknown>) {

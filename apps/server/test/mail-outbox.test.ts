@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
+import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
 import { rawRequest, sql, startServer, type TestServer, until } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
-import { uniqueEmail } from './helpers/suite.ts';
 
 const servers: Array<{ close(): Promise<unknown> }> = [];
 afterAll(async () => {
@@ -84,7 +85,7 @@ describe('mail goes through a durable outbox', () => {
 /** The real entry point, killed with SIGKILL while a mail waits; the next process sends it. */
 // Real server processes, each opening an embedded database (migrations included): more than the default 30 s when
 // the suite's other files load the same two cores.
-describe('durable across kill -9', { timeout: 90_000 }, () => {
+describe('durable across kill -9', { timeout: 600_000 }, () => {
   const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
   const children: ChildProcess[] = [];
   let dataDir: string;
@@ -109,7 +110,7 @@ describe('durable across kill -9', { timeout: 90_000 }, () => {
     await until(
       async () => ((await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
       'the server to start',
-      90_000,
+      BOOT_MS,
     );
     return child;
   }
@@ -141,7 +142,7 @@ describe('durable across kill -9', { timeout: 90_000 }, () => {
     const smtp = await startSmtpSink({ port: smtpPort });
     servers.push(smtp);
     await start(port, smtp.url);
-    const mail = await smtp.next(email, 20_000);
+    const mail = await smtp.next(email);
     expect(mail.text).toContain('token=ml_');
   });
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
 import { rawRequest } from './helpers/server.ts';
 
@@ -36,7 +37,7 @@ beforeAll(async () => {
   child.stderr?.on('data', (chunk) => {
     output += chunk;
   });
-  const deadline = Date.now() + 90_000;
+  const deadline = Date.now() + BOOT_MS;
   while (!output.includes('Gatehouse is running')) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { expectAal2, mfaRequired, totpCode } from './helpers/mfa.ts';
 import { acrossServers, expectError, ok, sql, type TestApp, UUID } from './helpers/server.ts';
 import { beginSignIn, endUser, type SignInResult, signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
 import { type StandIn, startStandIn } from './helpers/oauth-idp.ts';
 import { acrossServers, expectError, ok, sql, startServer, type TestApp, type TestServer } from './helpers/server.ts';
@@ -18,7 +19,7 @@ beforeAll(async () => {
   // The operator's shared Google client is the stand-in's registered client.
   const shared = { clientId: standIn.clients.google.id, clientSecret: standIn.clients.google.secret };
   server = await startServer({ oauth: { endpoints: standIn.endpoints, sharedCredentials: { google: shared } } });
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await standIn?.close();
@@ -28,8 +29,8 @@ beforeEach(() => {
   standIn.githubEmails = null;
 });
 
+/** Numbers the stand-ins' accounts (subjects, GitHub ids): no two tests share one. */
 let seq = 0;
-const unique = (label: string) => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
 
 async function appWith(...providers: Array<'google' | 'github'>): Promise<TestApp> {
   const app = await oauthApp(server);
@@ -60,8 +61,8 @@ const counts = async (app: TestApp) => {
 describe('built-in providers against stand-ins', () => {
   it('Google: the ID token is verified, the user created with the verified email; GitHub reads /user/emails', async () => {
     const app = await appWith('google', 'github');
-    const email = unique('grace');
-    const googleSub = `g-${seq}`;
+    const email = uniqueEmail('grace');
+    const googleSub = `g-${++seq}`;
     const githubId = `${9000 + seq}`;
     standIn.user.google = { sub: googleSub, email, email_verified: true, name: 'Grace Hopper' };
     const { authorization_url } = await ok(startOAuth(app, 'google'));
@@ -76,7 +77,7 @@ describe('built-in providers against stand-ins', () => {
     // GitHub: the primary verified address of /user/emails (not an unverified primary) links the same person.
     standIn.user.github = { sub: githubId, email: null, email_verified: false, name: 'Grace' };
     standIn.githubEmails = [
-      { email: unique('unverified'), primary: true, verified: false },
+      { email: uniqueEmail('unverified'), primary: true, verified: false },
       { email, primary: false, verified: true },
     ];
     const github = await authorize(app, 'github');
@@ -90,8 +91,8 @@ describe('built-in providers against stand-ins', () => {
   it("shared development credentials: a development application signs in end to end with the operator's client", async () => {
     const dev = await oauthApp(server);
     await ok(putProvider(dev, 'google', { enabled: true, use_shared_dev_credentials: true }));
-    const email = unique('shared');
-    standIn.user.google = { sub: `s-${seq}`, email, email_verified: true };
+    const email = uniqueEmail('shared');
+    standIn.user.google = { sub: `s-${++seq}`, email, email_verified: true };
     const { authorization_url } = await ok(startOAuth(dev, 'google'));
     expect(new URL(authorization_url).searchParams.get('client_id')).toBe(standIn.clients.google.id);
     const { code, state } = await throughRelay(server, await standIn.authorize(authorization_url));
@@ -106,9 +107,9 @@ describe('built-in providers against stand-ins', () => {
 
   it('an unverified provider email matching an existing user is 409 email_taken with a helpful message, not linked', async () => {
     const app = await appWith('github');
-    const email = unique('owner');
+    const email = uniqueEmail('owner');
     await ok(app.rest('POST', '/v1/users', { primary_email: email, email_verified: true }), 201);
-    standIn.user.github = { sub: `${7000 + seq}`, email, email_verified: false };
+    standIn.user.github = { sub: `${7000 + ++seq}`, email, email_verified: false };
     const { code, state } = await authorize(app, 'github');
     const refused = await callback(app, 'github', { code, state });
     expectError(refused, 409, 'email_taken');
@@ -172,7 +173,7 @@ describe('attacks, each refused with nothing created', () => {
   for (const [label, tampering, message] of idTokenCases) {
     it(`an ID token with ${label}`, async () => {
       const app = await appWith('google');
-      standIn.user.google = { sub: `t-${seq}`, email: unique('victim'), email_verified: true };
+      standIn.user.google = { sub: `t-${++seq}`, email: uniqueEmail('victim'), email_verified: true };
       const { code, state } = await authorize(app, 'google');
       standIn.tampering = tampering;
       const refused = await callback(app, 'google', { code, state });
@@ -202,7 +203,7 @@ describe('attacks, each refused with nothing created', () => {
 
   it("GitHub's refusal of a spent code (200 with an error field) is 401 with a helpful message", async () => {
     const app = await appWith('github');
-    standIn.user.github = { sub: `${80_000 + ++seq}`, email: unique('octo'), email_verified: true };
+    standIn.user.github = { sub: `${80_000 + ++seq}`, email: uniqueEmail('octo'), email_verified: true };
     const first = await authorize(app, 'github');
     expect((await ok(callback(app, 'github', { code: first.code, state: first.state }))).status).toBe('complete');
     const second = await authorize(app, 'github');
@@ -221,7 +222,7 @@ describe('attacks, each refused with nothing created', () => {
 
   it('one person signing in for the first time in 10 tabs at once: every tab signed in, one user, one identity', async () => {
     const app = await appWith('google');
-    standIn.user.google = { sub: `tabs-${++seq}`, email: unique('tabs'), email_verified: true };
+    standIn.user.google = { sub: `tabs-${++seq}`, email: uniqueEmail('tabs'), email_verified: true };
     const attempts: Array<Awaited<ReturnType<typeof authorize>>> = [];
     for (let i = 0; i < 10; i++) attempts.push(await authorize(app, 'google'));
     const results = await acrossServers(server, 10, (target, i) =>
@@ -234,7 +235,7 @@ describe('attacks, each refused with nothing created', () => {
 
   it('20 parallel callbacks with one code and state: exactly one sign-in', async () => {
     const app = await appWith('google');
-    standIn.user.google = { sub: `race-${seq}`, email: unique('race'), email_verified: true };
+    standIn.user.google = { sub: `race-${++seq}`, email: uniqueEmail('race'), email_verified: true };
     const { code, state } = await authorize(app, 'google');
     const redeemedBefore = standIn.redeemed;
     const results = await acrossServers(server, 20, (target) => callback(app.via(target), 'google', { code, state }));

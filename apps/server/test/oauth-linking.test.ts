@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { enrolTotp } from './helpers/mfa.ts';
 import { APP_CALLBACK, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
 import { type StandIn, startStandIn } from './helpers/oauth-idp.ts';
@@ -16,14 +17,14 @@ let standIn: StandIn;
 beforeAll(async () => {
   standIn = await startStandIn();
   server = await startServer({ oauth: { endpoints: standIn.endpoints } });
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await standIn?.close();
 });
 
+/** Numbers the stand-ins' accounts (subjects, GitHub ids): no two tests share one. */
 let seq = 0;
-const unique = (label: string) => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;
 
 async function appWithProviders(): Promise<TestApp> {
   const app = await oauthApp(server);
@@ -58,11 +59,11 @@ async function linkGithub(app: TestApp, token: string, user: StandIn['user']['gi
 describe('linking accounts (ES★)', () => {
   it('links GitHub to the signed-in user, lists both, unlinks it; events for each', async () => {
     const app = await appWithProviders();
-    const { tokens, user } = await googleSignIn(app, { sub: `g-${++seq}`, email: unique('lin'), email_verified: true });
+    const { tokens, user } = await googleSignIn(app, { sub: `g-${++seq}`, email: uniqueEmail('lin'), email_verified: true });
     const githubId = `${50_000 + seq}`;
     const { code, state } = await linkGithub(app, tokens.access_token, {
       sub: githubId,
-      email: unique('other'),
+      email: uniqueEmail('other'),
       email_verified: true,
     });
     const identity = await ok(linkCallback(app, tokens.access_token, { code, state }), 201);
@@ -101,8 +102,8 @@ describe('linking accounts (ES★)', () => {
 
   it('a provider account linked to someone else is 409; states do not cross purposes or users', async () => {
     const app = await appWithProviders();
-    const alice = await googleSignIn(app, { sub: `a-${++seq}`, email: unique('alice'), email_verified: true });
-    const bob = await googleSignIn(app, { sub: `b-${++seq}`, email: unique('bob'), email_verified: true });
+    const alice = await googleSignIn(app, { sub: `a-${++seq}`, email: uniqueEmail('alice'), email_verified: true });
+    const bob = await googleSignIn(app, { sub: `b-${++seq}`, email: uniqueEmail('bob'), email_verified: true });
     const githubId = `${60_000 + seq}`;
     const first = await linkGithub(app, alice.tokens.access_token, { sub: githubId, email: null, email_verified: false });
     await ok(linkCallback(app, alice.tokens.access_token, { code: first.code, state: first.state }), 201);
@@ -150,7 +151,7 @@ describe('linking accounts (ES★)', () => {
 
   it('a returning person with a second factor stops at mfa_required, as on a first sign-in that links their account', async () => {
     const app = await appWithProviders();
-    const person = { sub: `m-${++seq}`, email: unique('mfa'), email_verified: true };
+    const person = { sub: `m-${++seq}`, email: uniqueEmail('mfa'), email_verified: true };
     const token = (await googleSignIn(app, person)).tokens.access_token;
     await enrolTotp(app, token);
     const sessions = async () => (await sql(server, 'select id from sessions where application_id = ?', [app.id])).length;
@@ -174,7 +175,7 @@ describe('linking accounts (ES★)', () => {
   it('never unlinks the last way to sign in (409); needs aal 2 when the user has a second factor (403)', async () => {
     const app = await appWithProviders();
     // GitHub with no verified email: the user has no email, so GitHub is their only way in.
-    standIn.user.github = { sub: `${70_000 + ++seq}`, email: unique('unverified'), email_verified: false };
+    standIn.user.github = { sub: `${70_000 + ++seq}`, email: uniqueEmail('unverified'), email_verified: false };
     const { authorization_url } = await ok(startOAuth(app, 'github'));
     const back = await throughRelay(server, await standIn.authorize(authorization_url));
     const result = await ok(callback(app, 'github', { code: back.code, state: back.state }));
@@ -185,7 +186,7 @@ describe('linking accounts (ES★)', () => {
     expect(last.body.error.message).toMatch(/only way left to sign in/);
 
     // A user with TOTP, signed in at aal 1 before enrolling: unlinking needs a step up.
-    const signedIn = await googleSignIn(app, { sub: `t-${++seq}`, email: unique('totp'), email_verified: true });
+    const signedIn = await googleSignIn(app, { sub: `t-${++seq}`, email: uniqueEmail('totp'), email_verified: true });
     const token = signedIn.tokens.access_token;
     await enrolTotp(app, token);
     const [google] = await ok(endUser(app, 'GET', '/v1/auth/identities', undefined, token));

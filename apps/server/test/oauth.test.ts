@@ -24,7 +24,7 @@ beforeAll(async () => {
   server = await startServer({
     oauth: { allowInsecureIssuers: true, sharedCredentials: { google: SHARED } },
   });
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await idp?.close();

@@ -1,5 +1,6 @@
 import { purgeExpired } from '@gatehouse/api';
 import { describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import {
   authorize,
   createClient,
@@ -229,7 +230,6 @@ describe('OAuth provider attacks', () => {
     const started = await startAuthorization(suite.server, config, { scope: 'openid' });
     const uid = interactionUid(started.first.location);
     const { signIn } = await import('./helpers/sign-in.ts');
-    const { uniqueEmail } = await import('./helpers/suite.ts');
     const { tokens } = await signIn(suite.server, suite.smtp, app, uniqueEmail());
     const res = await app.rest(
       'POST',

@@ -1,5 +1,6 @@
 import { createGatehouseClient } from '@gatehouse/sdk';
 import { describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import {
   authorize,
   createClient,
@@ -14,7 +15,7 @@ import {
 import { expectError, isoDate, MISSING, ok, sql, UUID } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /** OAuth clients (SK, `oauth2:*` scopes) and the management view of grants, merge and ban. */
 const suite = serverSuite();

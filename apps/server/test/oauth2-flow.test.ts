@@ -1,6 +1,7 @@
 import { verifyToken } from '@gatehouse/sdk';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import {
   API_RESOURCE,
   authorize,
@@ -16,7 +17,7 @@ import {
 } from './helpers/oauth2.ts';
 import { expectError, ok, rawRequest } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * A third-party app, played by openid-client (a certified relying party), signs a user in with an application:

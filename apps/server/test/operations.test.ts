@@ -1,8 +1,9 @@
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { rawRequest, startServer, type TestServer } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 

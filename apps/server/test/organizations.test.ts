@@ -1,5 +1,6 @@
 import { GatehouseError } from '@gatehouse/sdk';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createOrg, createUser, expectExactlyOneWinner, scopedKey } from './helpers/fixtures.ts';
 import { expectError, isoDate, MISSING, ok, type TestApp, UUID } from './helpers/server.ts';
 import { serverSuite } from './helpers/suite.ts';
 
@@ -12,14 +13,6 @@ beforeAll(async () => {
 });
 
 const SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
-
-let seq = 0;
-const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;
-
-const createOrg = (on: TestApp, body: Record<string, unknown>) => ok(on.rest('POST', '/v1/organizations', body), 201);
-
-const createUser = (on: TestApp, primaryEmail: string | null = `${unique('u')}@example.com`) =>
-  ok(on.rest('POST', '/v1/users', primaryEmail ? { primary_email: primaryEmail } : {}), 201);
 
 const listOrgs = async (on: TestApp, query = '') =>
   (await ok(on.rest('GET', `/v1/organizations${query}`))) as {
@@ -40,12 +33,6 @@ const listMembers = async (on: TestApp, orgId: string, query = '') =>
     limit: number;
     offset: number;
   };
-
-async function scopedKey(on: TestApp, scopes: string[]) {
-  const res = await on.rest('POST', '/v1/api-keys', { name: 'scoped', scopes });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { authorization: `Bearer ${res.body.data.secret}` };
-}
 
 describe('POST /v1/organizations', () => {
   it('201 with the organization, its slug generated from the name', async () => {
@@ -329,7 +316,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
 
   it('organizations:write implies organizations:read; a read key cannot write; another scope grants neither', async () => {
     const fresh = await suite.server.createApp();
-    const writer = await scopedKey(fresh, ['organizations:write']);
+    const writer = bearer(await scopedKey(fresh, ['organizations:write']));
     const created = await fresh.rest('POST', '/v1/organizations', { name: 'By writer' }, writer);
     expect(created.status).toBe(201);
     const list = await fresh.rest('GET', '/v1/organizations', undefined, writer);
@@ -338,7 +325,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
     expect((await fresh.rest('GET', `/v1/organizations/${created.body.data.id}`, undefined, writer)).status).toBe(200);
     expect((await fresh.rest('GET', `/v1/organizations/${created.body.data.id}/members`, undefined, writer)).status).toBe(200);
 
-    const reader = await scopedKey(fresh, ['organizations:read']);
+    const reader = bearer(await scopedKey(fresh, ['organizations:read']));
     expect((await fresh.rest('GET', '/v1/organizations', undefined, reader)).status).toBe(200);
     expectError(await fresh.rest('POST', '/v1/organizations', { name: 'By reader' }, reader), 403, 'insufficient_scope');
     expectError(
@@ -352,7 +339,7 @@ describe('GET, PATCH, DELETE /v1/organizations/{id}', () => {
       'insufficient_scope',
     );
 
-    const usersOnly = await scopedKey(fresh, ['users:write']);
+    const usersOnly = bearer(await scopedKey(fresh, ['users:write']));
     expectError(await fresh.rest('GET', '/v1/organizations', undefined, usersOnly), 403, 'insufficient_scope');
     expect((await listOrgs(fresh)).total).toBe(1);
   });
@@ -362,7 +349,7 @@ describe('organization members (S8)', () => {
   it('POST 201 with {user_id, email, role, user_status, created_at}; role defaults to member', async () => {
     const fresh = await suite.server.createApp();
     const org = await createOrg(fresh, { name: 'Team' });
-    const user = await createUser(fresh, 'Member.One@Example.com');
+    const user = await createUser(fresh, { primary_email: 'Member.One@Example.com' });
     const res = await fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: user.id });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ success: true, error: null });
@@ -377,7 +364,7 @@ describe('organization members (S8)', () => {
     const list = await listMembers(fresh, org.id);
     expect(list.members).toEqual([res.body.data]);
 
-    const admin = await createUser(fresh, null);
+    const admin = await createUser(fresh, {});
     const adminRes = await fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: admin.id, role: 'admin' });
     expect(adminRes.status).toBe(201);
     expect(adminRes.body.data).toMatchObject({ user_id: admin.id, email: null, role: 'admin', user_status: 'active' });
@@ -537,14 +524,7 @@ describe('organization members (S8)', () => {
     const results = await Promise.all(
       Array.from({ length: 20 }, () => fresh.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: user.id })),
     );
-    const statuses = results.map((r) => r.status);
-    expect(
-      statuses.filter((s) => s === 201),
-      JSON.stringify(statuses),
-    ).toHaveLength(1);
-    const conflicts = results.filter((r) => r.status === 409);
-    expect(conflicts).toHaveLength(19);
-    for (const r of conflicts) expect(r.body.error?.code).toBe('already_member');
+    expectExactlyOneWinner(results, 201, 'already_member');
     expect(await memberCount(fresh, org.id)).toBe(1);
     expect((await listMembers(fresh, org.id)).total).toBe(1);
     const events = await fresh.rest('GET', '/v1/events?type=organization_membership.created');
@@ -574,14 +554,7 @@ describe('organization races', () => {
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => fresh.rest('POST', '/v1/organizations', { name: `Claimant ${i}`, slug: 'contested' })),
     );
-    const statuses = results.map((r) => r.status);
-    expect(
-      statuses.filter((s) => s === 201),
-      JSON.stringify(statuses),
-    ).toHaveLength(1);
-    const conflicts = results.filter((r) => r.status === 409);
-    expect(conflicts).toHaveLength(9);
-    for (const r of conflicts) expect(r.body.error?.code).toBe('slug_taken');
+    expectExactlyOneWinner(results, 201, 'slug_taken');
     expect((await listOrgs(fresh)).total).toBe(1);
     expect((await fresh.rest('GET', '/v1/events?type=organization.created')).body.data.total).toBe(1);
   });

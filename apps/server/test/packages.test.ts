@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import type { TestApp } from './helpers/server.ts';
 import { signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * The SDK and the CLI as a developer gets them: built and packed with `npm pack`, installed from the tarballs into a
@@ -54,10 +55,10 @@ beforeAll(async () => {
   await run('npm', ['install', '--no-audit', '--no-fund', '--silent', ...tarballs.map((t) => `./${t}`)], {
     cwd: scratch,
     env,
-    timeout: 120_000,
+    timeout: 240_000,
   });
   app = await suite.server.createApp();
-}, 240_000);
+}, 480_000);
 
 afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });

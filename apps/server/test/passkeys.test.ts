@@ -4,10 +4,11 @@ import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createHost, rule } from './helpers/access-rules.ts';
 import { type CreateTamper, type GetTamper, SoftwareAuthenticator } from './helpers/authenticator.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { expectAal2, mfaRequired, totpCode } from './helpers/mfa.ts';
 import { acrossServers, expectError, ok, sql, type TestApp, UUID } from './helpers/server.ts';
 import { endUser, type SignInResult, signIn, type Tokens } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 

@@ -1,8 +1,9 @@
 import { purgeExpired } from '@gatehouse/api';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { sql, type TestApp } from './helpers/server.ts';
 import { signIn } from './helpers/sign-in.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 

@@ -1,9 +1,10 @@
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createHost, rule } from './helpers/access-rules.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { CALLBACK, complete, counts, createTestIdp, postToAcs, samlApp, start } from './helpers/saml.ts';
 import { acrossServers, expectError, ok, sql } from './helpers/server.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * SAML sign-in end to end over HTTP against a real, independent IdP implementation (samlify in IdP mode, its own

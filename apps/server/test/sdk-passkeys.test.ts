@@ -8,10 +8,11 @@ import {
 } from '@gatehouse/sdk';
 import { describe, expect, it } from 'vitest';
 import { type GetTamper, SoftwareAuthenticator } from './helpers/authenticator.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { totpCode } from './helpers/mfa.ts';
 import { rejection, type TestApp, UUID } from './helpers/server.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { bearer, scopedKey, uniqueEmail } from './helpers/fixtures.ts';
 import { expectError, isoDate, ok, rawRequest, sql, type TestApp, UUID, until } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite();
 
@@ -26,11 +27,6 @@ const messagesTo = (app: TestApp, address: string) =>
     const found = page.messages.filter((m: { to: string }) => m.to === address);
     return found.length && found.every((m: { status: string }) => m.status !== 'queued') ? found : undefined;
   }, `a settled message to ${address}`);
-
-async function scopedKey(app: TestApp, scopes: string[]) {
-  const created = await ok(app.rest('POST', '/v1/api-keys', { name: `scoped ${scopes.join(',')}`, scopes }), 201);
-  return created.secret as string;
-}
 
 describe('S14 GET /v1/applications/{id}/templates/catalog', () => {
   it('lists every message the service sends, with label, channel and documented variables', async () => {
@@ -185,27 +181,30 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
     const reader = await scopedKey(app, ['settings:read']);
     const writer = await scopedKey(app, ['settings:write']);
     const stranger = await scopedKey(app, ['users:read']);
-    const as = (key: string) => ({ authorization: `Bearer ${key}` });
 
     for (const key of [reader, writer]) {
-      expect((await app.rest('GET', `/v1/applications/${app.id}/templates/catalog`, undefined, as(key))).status).toBe(200);
-      expect((await app.rest('GET', templatePath(app), undefined, as(key))).status).toBe(200);
-      expect((await app.rest('POST', `${templatePath(app)}/preview`, {}, as(key))).status).toBe(200);
-      expect((await app.rest('GET', '/v1/messages', undefined, as(key))).status).toBe(200);
+      expect((await app.rest('GET', `/v1/applications/${app.id}/templates/catalog`, undefined, bearer(key))).status).toBe(200);
+      expect((await app.rest('GET', templatePath(app), undefined, bearer(key))).status).toBe(200);
+      expect((await app.rest('POST', `${templatePath(app)}/preview`, {}, bearer(key))).status).toBe(200);
+      expect((await app.rest('GET', '/v1/messages', undefined, bearer(key))).status).toBe(200);
     }
-    expectError(await app.rest('PUT', templatePath(app), { subject: 'x {{app_name}}' }, as(reader)), 403, 'insufficient_scope');
-    expectError(await app.rest('DELETE', templatePath(app), undefined, as(reader)), 403, 'insufficient_scope');
+    expectError(
+      await app.rest('PUT', templatePath(app), { subject: 'x {{app_name}}' }, bearer(reader)),
+      403,
+      'insufficient_scope',
+    );
+    expectError(await app.rest('DELETE', templatePath(app), undefined, bearer(reader)), 403, 'insufficient_scope');
     expect((await ok(app.rest('GET', templatePath(app)))).customized).toBe(false);
 
-    expect((await app.rest('PUT', templatePath(app), { subject: 'x {{app_name}}' }, as(writer))).status).toBe(200);
-    expect((await app.rest('DELETE', templatePath(app), undefined, as(writer))).status).toBe(200);
+    expect((await app.rest('PUT', templatePath(app), { subject: 'x {{app_name}}' }, bearer(writer))).status).toBe(200);
+    expect((await app.rest('DELETE', templatePath(app), undefined, bearer(writer))).status).toBe(200);
 
     for (const [method, path] of [
       ['GET', `/v1/applications/${app.id}/templates/catalog`],
       ['GET', templatePath(app)],
       ['GET', '/v1/messages'],
     ] as const) {
-      expectError(await app.rest(method, path, undefined, as(stranger)), 403, 'insufficient_scope', path);
+      expectError(await app.rest(method, path, undefined, bearer(stranger)), 403, 'insufficient_scope', path);
     }
   });
 });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import type { TestApp } from './helpers/server.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 /**
  * `/trpc`: single calls (the SDK's httpLink) run on the server's own fast path, everything else on tRPC's handler.

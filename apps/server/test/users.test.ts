@@ -1,7 +1,8 @@
 import { GatehouseError } from '@gatehouse/sdk';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createOrg, createUser, expectExactlyOneWinner, scopedKey, uniqueEmail } from './helpers/fixtures.ts';
 import { expectError, isoDate, MISSING, ok, type RestResponse, type TestApp, UUID } from './helpers/server.ts';
-import { serverSuite, uniqueEmail } from './helpers/suite.ts';
+import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite({ smtp: false });
 
@@ -11,22 +12,14 @@ beforeAll(async () => {
   app = await suite.server.createApp();
 });
 
-const createUser = (on: TestApp, body: Record<string, unknown> = { primary_email: uniqueEmail() }) =>
-  ok(on.rest('POST', '/v1/users', body), 201);
-
 const listUsers = async (on: TestApp, query = '') =>
   (await ok(on.rest('GET', `/v1/users${query}`))) as { users: any[]; total: number; limit: number; offset: number };
-
-const createOrg = (on: TestApp, name: string) => ok(on.rest('POST', '/v1/organizations', { name }), 201);
 
 const addMember = (on: TestApp, orgId: string, userId: string, role?: string) =>
   ok(on.rest('POST', `/v1/organizations/${orgId}/members`, { user_id: userId, ...(role ? { role } : {}) }), 201);
 
 const members = async (on: TestApp, orgId: string) =>
   (await ok(on.rest('GET', `/v1/organizations/${orgId}/members?limit=100`))).members as Array<{ user_id: string; role: string }>;
-
-const scopedKey = async (on: TestApp, scopes: string[]) =>
-  (await ok(on.rest('POST', '/v1/api-keys', { name: `scoped ${scopes.join(',')}`, scopes }), 201)).secret as string;
 
 describe('POST /v1/users', () => {
   it('201 with the whole User shape, optional fields null', async () => {
@@ -306,8 +299,7 @@ describe('scopes', () => {
   it('a users:read key may list and read users but not create, update or delete them (403 insufficient_scope)', async () => {
     const fresh = await suite.server.createApp();
     const user = await createUser(fresh);
-    const secret = await scopedKey(fresh, ['users:read']);
-    const auth = { authorization: `Bearer ${secret}` };
+    const auth = bearer(await scopedKey(fresh, ['users:read']));
     expectError(await fresh.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, auth), 403, 'insufficient_scope');
     expectError(await fresh.rest('PATCH', `/v1/users/${user.id}`, { status: 'banned' }, auth), 403, 'insufficient_scope');
     expectError(await fresh.rest('DELETE', `/v1/users/${user.id}`, undefined, auth), 403, 'insufficient_scope');
@@ -328,10 +320,10 @@ describe('scopes', () => {
 
   it('users:write implies users:read; another scope grants neither', async () => {
     const fresh = await suite.server.createApp();
-    const writer = { authorization: `Bearer ${await scopedKey(fresh, ['users:write'])}` };
+    const writer = bearer(await scopedKey(fresh, ['users:write']));
     expect((await fresh.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, writer)).status).toBe(201);
     expect((await fresh.rest('GET', '/v1/users', undefined, writer)).status).toBe(200);
-    const orgsOnly = { authorization: `Bearer ${await scopedKey(fresh, ['organizations:write'])}` };
+    const orgsOnly = bearer(await scopedKey(fresh, ['organizations:write']));
     expectError(await fresh.rest('GET', '/v1/users', undefined, orgsOnly), 403, 'insufficient_scope');
     expectError(await fresh.rest('POST', '/v1/users', { primary_email: uniqueEmail() }, orgsOnly), 403, 'insufficient_scope');
   });
@@ -365,9 +357,9 @@ describe('POST /v1/users/merge (S20)', () => {
     const source = await createUser(fresh);
     const target = await createUser(fresh);
     const bystander = await createUser(fresh);
-    const onlySource = await createOrg(fresh, 'Only source');
-    const both = await createOrg(fresh, 'Both');
-    const onlyTarget = await createOrg(fresh, 'Only target');
+    const onlySource = await createOrg(fresh, { name: 'Only source' });
+    const both = await createOrg(fresh, { name: 'Both' });
+    const onlyTarget = await createOrg(fresh, { name: 'Only target' });
     await addMember(fresh, onlySource.id, source.id, 'admin');
     await addMember(fresh, onlySource.id, bystander.id);
     await addMember(fresh, both.id, source.id, 'admin');
@@ -534,14 +526,7 @@ describe('races', () => {
         fresh.rest('POST', '/v1/users', { primary_email: i % 2 ? address.toUpperCase() : ` ${address}` }),
       ),
     );
-    const statuses = results.map((r) => r.status);
-    expect(
-      statuses.filter((s) => s === 201),
-      JSON.stringify(statuses),
-    ).toHaveLength(1);
-    const conflicts = results.filter((r) => r.status === 409);
-    expect(conflicts).toHaveLength(19);
-    for (const r of conflicts) expect(r.body.error?.code).toBe('email_taken');
+    expectExactlyOneWinner(results, 201, 'email_taken');
     const list = await listUsers(fresh);
     expect(list.total).toBe(1);
     expect(list.users).toHaveLength(1);

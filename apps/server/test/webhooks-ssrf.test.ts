@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalDns, startLocalDns } from './helpers/dns.ts';
+import { uniqueEmail } from './helpers/fixtures.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { expectError, ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
-import { uniqueEmail } from './helpers/suite.ts';
 
 /** SECURITY.md rule 8 for webhooks: every refused spelling at create and update, and the check again at delivery. */
 
@@ -20,8 +20,11 @@ let dns: LocalDns;
 
 beforeAll(async () => {
   dns = await startLocalDns(ZONE);
-  secure = await startServer({ webhooks: { retryScheduleS: [], timeoutMs: 2000 } });
-  insecure = await startServer({ webhooks: { allowInsecure: true, retryScheduleS: [], timeoutMs: 2000 } });
+  secure = await startServer({ dnsServers: [dns.address], webhooks: { retryScheduleS: [], timeoutMs: 2000 } });
+  insecure = await startServer({
+    dnsServers: [dns.address],
+    webhooks: { allowInsecure: true, retryScheduleS: [], timeoutMs: 2000 },
+  });
 });
 afterAll(async () => {
   await secure?.close();

@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import { MikroORM } from '@mikro-orm/core';
 import { migrate } from '../src/db/orm.ts';
-import { createOrm } from '../src/entities.ts';
+import { createOrm } from '../src/modules.ts';
 
 const admin = process.env.MIGRATION_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const scratch = `gatehouse_migration_${process.pid}`;

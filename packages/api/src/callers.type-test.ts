@@ -8,7 +8,7 @@ import { createApiKey, listApiKeys, secretKeyProcedure } from './modules/api-key
 import { listApplications } from './modules/applications/applications.service.ts';
 import { endUserProcedure, operatorProcedure } from './modules/applications/callers.ts';
 import { listPasskeys } from './modules/passkeys/passkeys.service.ts';
-import { signedInProcedure } from './modules/sessions/sessions.service.ts';
+import { signedInProcedure } from './modules/sessions/signed-in.ts';
 import { publicProcedure, router } from './trpc.ts';
 
 const input = z.strictObject({});

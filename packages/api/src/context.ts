@@ -2,6 +2,7 @@ import type { EntityManager, Orm } from './db/orm.ts';
 import { SecretBox, sha256 } from './lib/crypto.ts';
 import { createMailer, type Mailer } from './lib/mailer.ts';
 import { createMetrics, type Metrics } from './lib/metrics.ts';
+import type { Hooks } from './lib/modules.ts';
 import { type RateLimitStore, RateLimits } from './lib/rate-limit.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
@@ -28,7 +29,11 @@ export interface Services {
   allowInsecureSaml: boolean;
   /** `GATEHOUSE_CNAME_TARGET`: where custom domains point their CNAME (default: the base URL's host name). */
   cnameTarget: string;
+  /** `GATEHOUSE_DNS_SERVERS`: the resolvers of outbound requests and domain verification; unset: the system's. */
+  dnsServers: readonly string[] | undefined;
   oauth: OAuthConfig;
+  /** The registries the modules fill (merge steps, sign-in checks, …), composed once from the module list. */
+  hooks: Hooks;
 }
 
 /** Social sign-in, as the process is configured (the oauth module reads it). */
@@ -42,6 +47,8 @@ export interface OAuthConfig {
   endpoints: Partial<Record<string, Partial<Record<'authorization' | 'token' | 'jwks' | 'api', string>>>>;
   /** `GATEHOUSE_ALLOW_INSECURE_OIDC=1`: a generic OIDC issuer may be http and loopback (local development and tests). */
   allowInsecureIssuers: boolean;
+  /** The resolvers the issuers' requests look names up on (`Services.dnsServers`). */
+  dnsServers: readonly string[] | undefined;
 }
 
 /**
@@ -86,7 +93,9 @@ export interface ServicesOptions {
   rateLimitStore: RateLimitStore;
   allowInsecureSaml?: boolean;
   cnameTarget?: string;
-  oauth?: Partial<OAuthConfig>;
+  dnsServers?: readonly string[];
+  oauth?: Partial<Omit<OAuthConfig, 'dnsServers'>>;
+  hooks: Hooks;
 }
 
 export function createServices(options: ServicesOptions): Services {
@@ -103,11 +112,14 @@ export function createServices(options: ServicesOptions): Services {
     metrics,
     allowInsecureSaml: options.allowInsecureSaml === true,
     cnameTarget: options.cnameTarget ?? new URL(options.baseUrl).hostname,
+    dnsServers: options.dnsServers,
     oauth: {
       sharedCredentials: options.oauth?.sharedCredentials ?? {},
       endpoints: options.oauth?.endpoints ?? {},
       allowInsecureIssuers: options.oauth?.allowInsecureIssuers === true,
+      dnsServers: options.dnsServers,
     },
+    hooks: options.hooks,
   };
 }
 

@@ -1,10 +1,14 @@
+import { createServices as createKernelServices, type ServicesOptions } from './context.ts';
+import type { Orm } from './db/orm.ts';
+import { purgeExpired as purge } from './lib/housekeeping.ts';
+import { service } from './modules.ts';
+
 export type { Context, OAuthConfig, RequestInfo, Services } from './context.ts';
-export { createContext, createServices, type ServicesOptions } from './context.ts';
+export { createContext } from './context.ts';
 export { type DatabaseConfig, migrate, type Orm, openPglite, pendingMigrations } from './db/orm.ts';
-export { createOrm } from './entities.ts';
 export { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
 export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
-export { purgeExpired, runHousekeeping } from './lib/housekeeping.ts';
+export { runHousekeeping } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
@@ -19,7 +23,14 @@ export {
   WebhookWorker,
   type WebhookWorkerOptions,
 } from './modules/webhooks/webhook-worker.ts';
+export { createOrm } from './modules.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { callProcedure, procedureTypes, type RestRoute, restRoutes } from './rest.ts';
 export { type AppRouter, appRouter } from './router.ts';
 export { describeError, errorBody, type Meta } from './trpc.ts';
+
+/** The process's services, with the registries of every module. */
+export const createServices = (options: Omit<ServicesOptions, 'hooks'>) =>
+  createKernelServices({ ...options, hooks: service.hooks });
+/** Every purge step of every module (housekeeping's first half): how many rows went. */
+export const purgeExpired = (orm: Orm) => purge(orm, service.hooks);

@@ -1,5 +1,6 @@
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { ERROR_CODES, type ErrorCode } from './errors.ts';
+import { service } from './modules.ts';
 import { exampleOf } from './openapi-examples.ts';
 import { appRouter } from './router.ts';
 import type { CallerKind, Meta } from './trpc.ts';
@@ -32,74 +33,6 @@ const ERROR_EXAMPLES: Record<number, [ErrorCode, string]> = {
   429: ['rate_limited', 'Too many attempts; try again later'],
   500: ['internal_error', 'Internal error'],
 };
-
-/** The tags of the document, in reading order, each with what it groups. */
-const TAGS: Array<{ name: string; description: string }> = [
-  {
-    name: 'Applications',
-    description:
-      'Applications (tenants): settings, allowed origins, usage statistics and the message log. Created with the operator token.',
-  },
-  { name: 'API keys', description: 'Secret keys of an application, with scopes. A secret is shown once, at creation.' },
-  {
-    name: 'Signing keys',
-    description: "The application's Ed25519 keys: the public JWKS any backend verifies access tokens against, and rotation.",
-  },
-  {
-    name: 'Users',
-    description:
-      'The users of an application: create, search, update, ban, merge, sign out everywhere, support view of their factors.',
-  },
-  { name: 'Organizations', description: 'Organizations and their members with roles.' },
-  { name: 'Events', description: 'The event log: every change, written in the transaction that makes it.' },
-  {
-    name: 'Webhooks',
-    description:
-      'Endpoints that receive the events, signed per Standard Webhooks (at-least-once, retried for about a day), their deliveries and attempts.',
-  },
-  {
-    name: 'Domains',
-    description:
-      "Custom domains of an application, verified through a DNS TXT record; `/v1/domains/allowed` answers the TLS proxy's on-demand certificate `ask`.",
-  },
-  {
-    name: 'Authorization',
-    description:
-      'Relationship tuples (Zanzibar-style) in the same database as users and organizations: write, list, check, expand, lookup; `organization:<id>#member` and `#<role>` resolve from the membership table.',
-  },
-  {
-    name: 'Billing',
-    description: 'Plans and the subscriptions of organizations, with seats enforced in the transaction that adds a member.',
-  },
-  {
-    name: 'Host access rules',
-    description:
-      'Hosts, host groups and the allow/deny rules deciding who may sign in to them; sign-in honours them and the access token carries `host`.',
-  },
-  { name: 'Templates', description: 'The mails Gatehouse sends, with per-application overrides and previews.' },
-  {
-    name: 'End-user sign-in',
-    description:
-      "Called from the end user's browser with the publishable application id: magic links, consent, tokens, the current user and their sessions.",
-  },
-  { name: 'End-user second factors', description: 'Authenticator apps (TOTP) and backup codes: enrollment and verification.' },
-  { name: 'End-user passkeys', description: 'WebAuthn passkeys: registration, passwordless sign-in and second factor.' },
-  {
-    name: 'SAML SSO',
-    description:
-      "Enterprise single sign-on: one SAML connection per customer IdP (from its metadata), our SP metadata for the IdP's administrator. The browser's side is `/v1/auth/sso/*`.",
-  },
-  {
-    name: 'OAuth providers',
-    description:
-      "Social sign-in per application: Google, GitHub, Microsoft, Apple, GitLab, Discord, Slack, LinkedIn and any OpenID Connect issuer (`oidc`); development applications may use the operator's shared credentials. The browser's side is `/v1/auth/oauth/*`.",
-  },
-  {
-    name: 'OAuth 2.0 provider',
-    description:
-      'The application as an OAuth 2.1 / OpenID Connect provider for third-party apps and AI agents: clients, the login and consent interaction its sign-in page runs, and the grants users gave (S6). The protocol endpoints themselves live under the issuer `/oauth2/{application_id}` (discovery at `/.well-known/openid-configuration` there).',
-  },
-];
 
 const SECURITY: Record<CallerKind, Json[]> = {
   operator: [{ operatorToken: [] }],
@@ -210,7 +143,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
     },
   };
   Object.assign(doc.paths, SAML_HTTP_ROUTES, OAUTH_HTTP_ROUTES);
-  doc.tags = TAGS;
+  doc.tags = service.tags;
   doc.info.license = { name: 'MIT', identifier: 'MIT' };
   return doc as OpenAPIObject;
 }

@@ -1,7 +1,5 @@
+import { unique } from './fixtures.ts';
 import { ok, type TestApp } from './server.ts';
-
-let seq = 0;
-const unique = (label: string) => `${label}-${Date.now().toString(36)}-${++seq}`;
 
 /** A host (in `groupId`, when given) with a name no other test uses. */
 export const createHost = (on: TestApp, groupId?: string) =>

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { WAIT_MS } from './limits.ts';
 
 /** Debian's Chromium, which CI installs (`.ci/run`); a browser test skips itself, saying so, where it is missing. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -42,7 +43,7 @@ export async function launchChromium(hostRules: string): Promise<Browser> {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    timeout: 30_000,
+    timeout: WAIT_MS,
     args: [
       '--headless',
       '--no-sandbox',
@@ -55,7 +56,7 @@ export async function launchChromium(hostRules: string): Promise<Browser> {
       `--host-resolver-rules=${hostRules}`,
     ],
   });
-  context.setDefaultTimeout(15_000);
+  context.setDefaultTimeout(WAIT_MS);
   const page = context.pages()[0] ?? (await context.newPage());
   return {
     context,

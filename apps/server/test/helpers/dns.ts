@@ -11,18 +11,16 @@ export interface DnsRecords {
 export interface LocalDns {
   /** The zone it answers from, by lower-case name; a name not listed is NXDOMAIN. Tests may change it at any time. */
   zone: Record<string, DnsRecords>;
-  /** `127.0.0.1:<port>`: what `GATEHOUSE_DNS_SERVERS` is set to. */
+  /** `127.0.0.1:<port>`: what the server under test is given as its `dnsServers` (`GATEHOUSE_DNS_SERVERS`). */
   address: string;
-  /** Stops the server and restores `GATEHOUSE_DNS_SERVERS`. */
   close(): Promise<void>;
 }
 
 /**
- * A real DNS server on a local UDP port (the `dns2` package), answering from `zone`, and `GATEHOUSE_DNS_SERVERS`
- * pointed at it for this test file's process: the server under test resolves through it.
+ * A real DNS server on a local UDP port (the `dns2` package), answering from `zone`: start the server under test with
+ * its `address` as `dnsServers` and it resolves through it.
  */
 export async function startLocalDns(zone: Record<string, DnsRecords> = {}): Promise<LocalDns> {
-  const previous = process.env.GATEHOUSE_DNS_SERVERS;
   const local = { zone } as LocalDns;
   const server = dns2.createServer({
     udp: true,
@@ -41,11 +39,6 @@ export async function startLocalDns(zone: Record<string, DnsRecords> = {}): Prom
   });
   const listening = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
   local.address = `127.0.0.1:${listening.udp?.port}`;
-  process.env.GATEHOUSE_DNS_SERVERS = local.address;
-  local.close = async () => {
-    await server.close();
-    if (previous === undefined) delete process.env.GATEHOUSE_DNS_SERVERS;
-    else process.env.GATEHOUSE_DNS_SERVERS = previous;
-  };
+  local.close = () => server.close();
   return local;
 }

@@ -1,7 +1,7 @@
 import * as oidc from 'openid-client';
+import { uniqueEmail } from './fixtures.ts';
 import { ok, sql, type TestApp, type TestServer } from './server.ts';
 import { endUser, type SmtpSink, signIn } from './sign-in.ts';
-import { uniqueEmail } from './suite.ts';
 
 /** The configured base URL of test servers (links and issuers); requests are sent to the real listening address. */
 export const BASE = 'http://gatehouse.test';

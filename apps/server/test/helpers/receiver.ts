@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WAIT_MS } from './limits.ts';
 
 export interface Received {
   path: string;
@@ -51,7 +52,7 @@ export async function startReceiver() {
       scripts.set(path, [...(scripts.get(path) ?? []), ...answers]);
     },
     at: (path: string) => received.filter((r) => r.path === path),
-    async until(path: string, count: number, timeoutMs = 15_000): Promise<Received[]> {
+    async until(path: string, count: number, timeoutMs = WAIT_MS): Promise<Received[]> {
       const deadline = Date.now() + timeoutMs;
       while (received.filter((r) => r.path === path).length < count) {
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${count} request(s) to ${path}`);

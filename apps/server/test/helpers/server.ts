@@ -5,6 +5,7 @@ import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehous
 import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
+import { WAIT_MS } from './limits.ts';
 
 export interface Envelope<T = any> {
   success: boolean;
@@ -153,6 +154,8 @@ export interface StartOptions {
   webhooks?: WebhookWorkerOptions;
   /** GATEHOUSE_CNAME_TARGET. */
   cnameTarget?: string;
+  /** GATEHOUSE_DNS_SERVERS (a `LocalDns`'s address). */
+  dnsServers?: string[];
   /** Social sign-in: shared credentials, http issuers, stand-in endpoints of built-in providers (in-process only). */
   oauth?: Partial<OAuthConfig>;
 }
@@ -176,6 +179,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     redisUrl: options.redisUrl,
     allowInsecureSaml: options.allowInsecureSaml,
     cnameTarget: options.cnameTarget,
+    dnsServers: options.dnsServers,
     oauth: options.oauth,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
@@ -257,7 +261,7 @@ export const rejection = (promise: Promise<unknown>): Promise<GatehouseError> =>
 export async function until<T>(
   probe: () => Promise<T | undefined> | T | undefined,
   what: string,
-  timeoutMs = 15_000,
+  timeoutMs = WAIT_MS,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import PostalMime from 'postal-mime';
 import { SMTPServer } from 'smtp-server';
+import { WAIT_MS } from './limits.ts';
 
 export interface ReceivedMail {
   to: string;
@@ -52,7 +53,7 @@ export async function startSmtpSink(options: { refuse?: number; port?: number } 
     /** How many messages were refused so far. */
     refused: () => refused,
     /** Waits for the next message to `to` (case-insensitive), up to `timeoutMs`. */
-    async next(to: string, timeoutMs = 10_000): Promise<ReceivedMail> {
+    async next(to: string, timeoutMs = WAIT_MS): Promise<ReceivedMail> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const index = inbox.findIndex((m) => m.to.toLowerCase() === to.toLowerCase());

@@ -48,7 +48,3 @@ export function serverSuite(options: ServerSuiteOptions = {}): MailServerSuite {
     },
   };
 }
-
-let seq = 0;
-/** A unique address per call: the SMTP sink, and often one application, are shared by every test of a file. */
-export const uniqueEmail = (label = 'user') => `${label}.${Date.now().toString(36)}.${++seq}@example.com`;

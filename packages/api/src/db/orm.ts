@@ -22,7 +22,7 @@ export type Orm = MikroORM<AbstractSqlDriver>;
 const PGLITE_EXTENSIONS = { pg_trgm };
 export type EntityManager = SqlEntityManager;
 
-/** `entities`: every table's entity, listed by the composition root (`src/entities.ts`): the kernel knows no module. */
+/** `entities`: every table's entity, from the module list of the composition root (`src/modules.ts`): the kernel knows no module. */
 function ormOptions(db: DatabaseConfig, entities: Options['entities']): Partial<Options<AbstractSqlDriver>> {
   const common = {
     entities,

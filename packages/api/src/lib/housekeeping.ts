@@ -1,7 +1,8 @@
 import type { EntityManager, Orm } from '../db/orm.ts';
+import { type Hooks, Registry } from './modules.ts';
 
 /**
- * Housekeeping, run by every process on an interval (the kernel knows no table; modules register their steps):
+ * Housekeeping, run by every process on an interval (the kernel knows no table; modules declare their steps):
  * - retention: every module that keeps rows nobody needs after a while registers a purge step; concurrent runs on
  *   several processes are harmless: each delete takes its own batch;
  * - recurring tasks (re-checking pending custom domains, …): each claims its rows so that several processes never
@@ -9,12 +10,7 @@ import type { EntityManager, Orm } from '../db/orm.ts';
  */
 export type PurgeStep = (em: EntityManager) => Promise<number>;
 
-const steps = new Map<string, PurgeStep>();
-
-export function registerPurgeStep(name: string, step: PurgeStep): void {
-  if (steps.has(name)) throw new Error(`Purge step ${name} is registered twice`);
-  steps.set(name, step);
-}
+export const purgeSteps = new Registry<PurgeStep>('purge step');
 
 const BATCH = 1000;
 
@@ -47,28 +43,30 @@ export const SPENT_ONE_TIME_ROWS = `(t.expires_at < now() - interval '1 day' or 
 export const retentionDays = (key: string, fallback: number) =>
   `coalesce((select (a.settings->'retention'->>'${key}')::int from applications a where a.id = t.application_id), ${fallback})`;
 
-/** Runs every registered purge step; answers how many rows went. */
-export async function purgeExpired(orm: Orm): Promise<number> {
+/** Runs every declared purge step; answers how many rows went. */
+export async function purgeExpired(orm: Orm, hooks: Hooks): Promise<number> {
   const em = orm.em.fork();
   let purged = 0;
-  for (const step of steps.values()) purged += await step(em);
+  for (const step of hooks.get(purgeSteps)) purged += await step(em);
   return purged;
 }
 
-/** A recurring task: answers how many rows it handled. It must claim its rows itself (several processes run it). */
-export type HousekeepingTask = (em: EntityManager) => Promise<number>;
-
-const tasks = new Map<string, HousekeepingTask>();
-
-export function registerHousekeepingTask(name: string, task: HousekeepingTask): void {
-  if (tasks.has(name)) throw new Error(`Housekeeping task ${name} is registered twice`);
-  tasks.set(name, task);
+/** What housekeeping is given of the process's services (`Services` has it): the database, its configuration and the modules' steps. */
+export interface HousekeepingServices {
+  orm: Orm;
+  dnsServers: readonly string[] | undefined;
+  hooks: Hooks;
 }
 
+/** A recurring task: answers how many rows it handled. It must claim its rows itself (several processes run it). */
+export type HousekeepingTask = (em: EntityManager, services: HousekeepingServices) => Promise<number>;
+
+export const housekeepingTasks = new Registry<HousekeepingTask>('housekeeping task');
+
 /** One housekeeping run: every purge step, then every recurring task. Answers how many rows each kind handled. */
-export async function runHousekeeping(orm: Orm): Promise<{ purged: number; handled: number }> {
-  const purged = await purgeExpired(orm);
+export async function runHousekeeping(services: HousekeepingServices): Promise<{ purged: number; handled: number }> {
+  const purged = await purgeExpired(services.orm, services.hooks);
   let handled = 0;
-  for (const task of tasks.values()) handled += await task(orm.em.fork());
+  for (const task of services.hooks.get(housekeepingTasks)) handled += await task(services.orm.em.fork(), services);
   return { purged, handled };
 }

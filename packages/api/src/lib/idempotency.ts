@@ -1,7 +1,7 @@
 import type { Context } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { sha256 } from './crypto.ts';
-import { deleteInBatches, registerPurgeStep } from './housekeeping.ts';
+import { deleteInBatches, type PurgeStep } from './housekeeping.ts';
 import { newId } from './ids.ts';
 
 /** How long a key answers with its first response (Stripe: 24 h). */
@@ -83,4 +83,5 @@ export async function idempotent<T>(
   }
 }
 
-registerPurgeStep('idempotency_keys', (em) => deleteInBatches(em, 'idempotency_keys', `t.created_at < now() - ${KEY_LIFETIME}`));
+export const purgeIdempotencyKeys: PurgeStep = (em) =>
+  deleteInBatches(em, 'idempotency_keys', `t.created_at < now() - ${KEY_LIFETIME}`);

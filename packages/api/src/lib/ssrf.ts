@@ -14,7 +14,7 @@ import { AppError } from '../errors.ts';
  *   no non-canonical IPv4 spelling (decimal, octal, hex, short forms), no local-only names (`localhost`, `.local`,
  *   `.internal`, single labels). Throws 422 `invalid_url`.
  * - `guardedRequest(url, options)` — the request itself: checks the URL again, resolves the name (node:dns; the
- *   resolvers of `GATEHOUSE_DNS_SERVERS` when set), refuses when any resolved address is not allowed or when the lookup
+ *   resolvers of the policy's `dnsServers` when set), refuses when any resolved address is not allowed or when the lookup
  *   fails (fail closed), and connects to the address it checked (a custom `lookup` pins it: no DNS rebinding between
  *   the check and the connection). Redirects are never followed (node:http does not), so a 3xx is just an answer.
  *
@@ -28,6 +28,8 @@ import { AppError } from '../errors.ts';
 export interface OutboundPolicy {
   /** Also allow `http:` and loopback addresses (local development and tests). */
   allowInsecure?: boolean;
+  /** The resolvers names are looked up on (`GATEHOUSE_DNS_SERVERS`: `ip` or `ip:port`); unset: the system's lookup. */
+  dnsServers?: readonly string[];
 }
 
 /** Why a request was not made (never contains the address or anything the receiver said). */
@@ -114,29 +116,23 @@ export function isLocalName(host: string): boolean {
   return host === 'localhost' || !host.includes('.') || LOCAL_SUFFIXES.some((suffix) => host.endsWith(suffix));
 }
 
-/** The resolvers of `GATEHOUSE_DNS_SERVERS` (comma-separated `ip` or `ip:port`), or none: the system's lookup. */
-export function dnsServers(env: NodeJS.ProcessEnv = process.env): string[] | undefined {
-  const servers = env.GATEHOUSE_DNS_SERVERS?.split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return servers?.length ? servers : undefined;
-}
-
 /**
- * A DNS resolver on the servers of `GATEHOUSE_DNS_SERVERS`, or on the system's (`/etc/resolv.conf`) when unset: for
- * the records `dns.lookup` cannot answer (TXT), and for addresses when servers are configured.
+ * A DNS resolver on `servers` (`GATEHOUSE_DNS_SERVERS`), or on the system's (`/etc/resolv.conf`) when unset: for the
+ * records `dns.lookup` cannot answer (TXT), and for addresses when servers are configured.
  */
-export function dnsResolver(servers: string[] | undefined = dnsServers()): InstanceType<typeof dns.Resolver> {
+export function dnsResolver(servers: readonly string[] | undefined): InstanceType<typeof dns.Resolver> {
   const resolver = new dns.Resolver({ timeout: 3000, tries: 2 });
-  if (servers) resolver.setServers(servers);
+  if (servers?.length) resolver.setServers(servers);
   return resolver;
 }
 
-/** Every address `hostname` resolves to (A and AAAA). Throws `dns_failed` when there is none or the lookup fails. */
-export async function resolveHost(hostname: string): Promise<LookupAddress[]> {
-  const servers = dnsServers();
+/**
+ * Every address `hostname` resolves to (A and AAAA), on `servers` or through the system's lookup. Throws `dns_failed`
+ * when there is none or the lookup fails.
+ */
+async function resolveHost(hostname: string, servers: readonly string[] | undefined): Promise<LookupAddress[]> {
   try {
-    if (!servers) return await dns.lookup(hostname, { all: true, verbatim: true });
+    if (!servers?.length) return await dns.lookup(hostname, { all: true, verbatim: true });
     const resolver = dnsResolver(servers);
     const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
     const found = [
@@ -157,7 +153,7 @@ export async function resolveChecked(url: URL, policy: OutboundPolicy = {}): Pro
     if (!isAllowedAddress(host, policy)) throw new OutboundBlockedError('blocked_address', 'The address is not allowed');
     return { address: host, family: host.includes(':') ? 6 : 4 };
   }
-  const addresses = await resolveHost(host);
+  const addresses = await resolveHost(host, policy.dnsServers);
   if (addresses.some((a) => !isAllowedAddress(a.address, policy)))
     throw new OutboundBlockedError('blocked_address', 'The host name resolves to an address that is not allowed');
   const [first] = addresses;

@@ -4,17 +4,12 @@ import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
-import { registerSignInCheck } from '../sign-in/sign-in.service.ts';
+import type { SignInCheck } from '../sign-in/sign-in.service.ts';
 import { UserEntity } from '../users/user.entity.ts';
-import {
-  type AccessRule,
-  AccessRuleEntity,
-  type Host,
-  HostEntity,
-  type HostGroup,
-  HostGroupEntity,
-} from './access-rules.entity.ts';
+import { type AccessRule, AccessRuleEntity } from './access-rule.entity.ts';
 import type { AccessCheckRecord, AccessRuleRecord, HostGroupRecord, HostRecord } from './access-rules.schema.ts';
+import { type Host, HostEntity } from './host.entity.ts';
+import { type HostGroup, HostGroupEntity } from './host-group.entity.ts';
 
 const toHostGroupRecord = (g: HostGroup): HostGroupRecord => ({ id: g.id, name: g.name, created_at: g.createdAt.toISOString() });
 const toHostRecord = (h: Host): HostRecord => ({
@@ -188,7 +183,7 @@ export async function checkAccess(ctx: TenantContext, input: { user_id: string; 
  * Sign-in honours the rules: a sign-in that names a host is refused unless the rules allow this user on it (an unknown
  * host is refused too, without saying so). A sign-in that names no host is not a host sign-in: no rule applies.
  */
-registerSignInCheck({
+export const hostAccessCheck: SignInCheck = {
   appliesTo: ({ hostId }) => hostId !== null,
   async check(em, application, user, { hostId }) {
     if (hostId === null) return null;
@@ -196,4 +191,4 @@ registerSignInCheck({
     if (!decision) return { reason: 'unknown_host', rule_id: null };
     return decision.allowed ? null : { reason: decision.rule_id ? 'denied_by_rule' : 'no_allow_rule', rule_id: decision.rule_id };
   },
-});
+};

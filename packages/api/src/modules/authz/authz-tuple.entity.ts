@@ -1,5 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 
 /**
  * One relationship tuple `object_type:object_id#relation@subject_type:subject_id[#subject_relation]`. A direct subject
@@ -9,9 +9,8 @@ import { ApplicationEntity } from '../applications/application.entity.ts';
 export const AuthzTupleEntity = defineEntity({
   name: 'AuthzTuple',
   tableName: 'authz_tuples',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     objectType: p.string().length(64),
     objectId: p.string().length(256),
     relation: p.string().length(64),
@@ -20,7 +19,6 @@ export const AuthzTupleEntity = defineEntity({
     subjectRelation: p.string().length(64).default(''),
     /** The consistency token of the batch that wrote it (a value of the `authz_revisions` sequence). */
     revision: p.bigint('string'),
-    createdAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [
     {

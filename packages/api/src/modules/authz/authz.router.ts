@@ -1,6 +1,6 @@
 import { router } from '../../trpc.ts';
 import { secretKeyInStatementProcedure, secretKeyProcedure } from '../api-keys/api-keys.service.ts';
-import { signedInProcedure } from '../sessions/sessions.service.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import {
   CheckInputSchema,
   CheckResultSchema,

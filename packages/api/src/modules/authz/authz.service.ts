@@ -5,9 +5,9 @@ import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
-import type { SignedInContext } from '../sessions/sessions.service.ts';
-import { registerDeleteStep } from '../users/users.hooks.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
+import type { DeleteStep } from '../users/users.hooks.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { MAX_DEPTH, type RelationshipTuple, type TupleInput } from './authz.schema.ts';
 
 /**
@@ -435,7 +435,7 @@ export async function listRelations(ctx: SignedInContext, input: PageQuery & { n
  * Merge: `user:<source>` becomes `user:<target>` wherever it stands (subject, subject set, object). A tuple the target
  * already has is dropped instead of duplicated.
  */
-registerMergeStep('authz_tuples', async (em, { applicationId, sourceUserId, targetUserId }) => {
+export const mergeAuthzTuples: MergeStep = async (em, { applicationId, sourceUserId, targetUserId }) => {
   const rewrite = (column: 'subject' | 'object', same: string): [drop: string, update: string] => [
     `delete from authz_tuples s where s.application_id = ? and s.${column}_type = 'user' and s.${column}_id = ?
         and exists (select 1 from authz_tuples t where t.application_id = s.application_id and ${same}
@@ -454,13 +454,13 @@ registerMergeStep('authz_tuples', async (em, { applicationId, sourceUserId, targ
     await em.execute(drop, [applicationId, sourceUserId, targetUserId]);
     await em.execute(update, [targetUserId, applicationId, sourceUserId]);
   }
-});
+};
 
 /** Deletion: the user's tuples go with the user (as subject, subject set or object). */
-registerDeleteStep('authz_tuples', async (em, user) => {
+export const deleteAuthzTuples: DeleteStep = async (em, user) => {
   await em.execute(
     `delete from authz_tuples where application_id = ?
         and ((subject_type = 'user' and subject_id = ?) or (object_type = 'user' and object_id = ?))`,
     [user.application, user.id, user.id],
   );
-});
+};

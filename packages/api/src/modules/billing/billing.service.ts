@@ -1,15 +1,15 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { registerHousekeepingTask } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
-import { registerMemberAddCheck, registerSubscriptionSummarySource } from '../organizations/organizations.hooks.ts';
-import { type Plan, PlanEntity, SubscriptionEntity } from './billing.entity.ts';
+import type { MemberAddCheck, SubscriptionSummarySource } from '../organizations/organizations.hooks.ts';
 import type { PlanRecord, SubscriptionRecord } from './billing.schema.ts';
+import { type Plan, PlanEntity } from './plan.entity.ts';
+import { SubscriptionEntity } from './subscription.entity.ts';
 
 const toPlanRecord = (plan: Plan): PlanRecord => ({
   id: plan.id,
@@ -339,14 +339,12 @@ export async function advanceSubscriptionPeriods(em: EntityManager): Promise<num
   }
 }
 
-registerHousekeepingTask('subscription_periods', advanceSubscriptionPeriods);
-
 /**
  * Seats (CONTRACT §5): while an organization's subscription is live, a member beyond `seats` is 409. The subscription
  * row is locked first, so concurrent additions on any number of processes are judged one after another, each counting
  * the members the ones before it committed.
  */
-registerMemberAddCheck('seats', async (em, { organizationId }) => {
+export const checkSeats: MemberAddCheck = async (em, { organizationId }) => {
   const [live] = await em.execute<Array<{ seats: number }>>(
     `select seats from billing_subscriptions where organization_id = ? and status <> 'canceled' for update`,
     [organizationId],
@@ -356,9 +354,9 @@ registerMemberAddCheck('seats', async (em, { organizationId }) => {
   if (members >= Number(live.seats)) {
     throw new AppError('seat_limit_reached', `Every seat of the subscription is taken (${live.seats})`);
   }
-});
+};
 
-registerSubscriptionSummarySource(async (em, organizationId) => {
+export const billingSubscriptionSummary: SubscriptionSummarySource = async (em, organizationId) => {
   const [row] = await em.execute<
     Array<{
       id: string;
@@ -385,4 +383,4 @@ registerSubscriptionSummarySource(async (em, organizationId) => {
     current_period_end: new Date(row.current_period_end).toISOString(),
     canceled_at: row.canceled_at ? new Date(row.canceled_at).toISOString() : null,
   };
-});
+};

@@ -2,7 +2,7 @@ import type { EntityManager } from '../../db/orm.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { ConsentEntity } from './consent.entity.ts';
 
 /** The consent documents whose current version the user has not accepted. */
@@ -31,11 +31,11 @@ export async function recordConsents(
 }
 
 /** Merge: the source's acceptances move to the target, unless the target accepted the same version. */
-registerMergeStep('consents', async (em, { sourceUserId, targetUserId }) => {
+export const mergeConsents: MergeStep = async (em, { sourceUserId, targetUserId }) => {
   await em.execute(
     `delete from consents s where s.user_id = ? and exists
        (select 1 from consents t where t.user_id = ? and t.doc_type = s.doc_type and t.version = s.version)`,
     [sourceUserId, targetUserId],
   );
   await em.nativeUpdate(ConsentEntity, { user: sourceUserId }, { user: targetUserId });
-});
+};

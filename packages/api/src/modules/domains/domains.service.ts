@@ -3,14 +3,14 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
-import { registerHousekeepingTask } from '../../lib/housekeeping.ts';
+import type { HousekeepingServices } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type CustomDomain, CustomDomainEntity } from './domain.entity.ts';
+import { type CustomDomain, CustomDomainEntity } from './custom-domain.entity.ts';
 import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
 import type { CustomDomainRecord, VerificationError } from './domains.schema.ts';
 
@@ -105,7 +105,7 @@ export async function verifyDomain(ctx: TenantContext, input: { id: string; doma
     ctx.response.headers,
   );
   if (domain.status !== 'verified') {
-    const error = await lookUpChallenge(domain.domain, domain.verificationToken);
+    const error = await lookUpChallenge(domain.domain, domain.verificationToken, ctx.services.dnsServers);
     await recordCheck(ctx.em, domain, error);
     await ctx.em.refresh(domain);
   }
@@ -139,10 +139,14 @@ export async function allowedDomain(ctx: Context, input: { domain: string }) {
 }
 
 /** null when a TXT record at `_gatehouse-challenge.<domain>` holds the token, else why not. */
-async function lookUpChallenge(domain: string, token: string): Promise<VerificationError | null> {
+async function lookUpChallenge(
+  domain: string,
+  token: string,
+  dnsServers: readonly string[] | undefined,
+): Promise<VerificationError | null> {
   let records: string[][];
   try {
-    records = await dnsResolver().resolveTxt(challengeName(domain));
+    records = await dnsResolver(dnsServers).resolveTxt(challengeName(domain));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === 'ENODATA' || code === 'ENOTFOUND' ? 'txt_not_found' : 'dns_failed';
@@ -197,7 +201,7 @@ async function recordCheck(
  * `FOR UPDATE SKIP LOCKED`, moving their next check a lease ahead in the same statement, so two processes never take
  * the same domain; looks each up outside any transaction; records the outcome. Answers how many were checked.
  */
-async function recheckPendingDomains(em: EntityManager): Promise<number> {
+export async function recheckPendingDomains(em: EntityManager, services: HousekeepingServices): Promise<number> {
   let checked = 0;
   for (;;) {
     const claimed = await em.execute<
@@ -210,7 +214,10 @@ async function recheckPendingDomains(em: EntityManager): Promise<number> {
     );
     // The lookups run side by side; the writes one after another (PGlite is one connection).
     const checks = await Promise.all(
-      claimed.map(async (row) => ({ row, error: await lookUpChallenge(row.domain, row.verification_token) })),
+      claimed.map(async (row) => ({
+        row,
+        error: await lookUpChallenge(row.domain, row.verification_token, services.dnsServers),
+      })),
     );
     for (const { row, error } of checks) {
       const domain = { id: row.id, application: row.application_id, domain: row.domain, checkCount: Number(row.check_count) };
@@ -220,5 +227,3 @@ async function recheckPendingDomains(em: EntityManager): Promise<number> {
     if (claimed.length < BATCH) return checked;
   }
 }
-
-registerHousekeepingTask('custom_domains_recheck', recheckPendingDomains);

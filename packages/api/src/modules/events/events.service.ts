@@ -1,5 +1,5 @@
 import type { EntityManager } from '../../db/orm.ts';
-import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import type { TenantContext } from '../applications/contexts.ts';
@@ -37,6 +37,5 @@ export async function listEvents(ctx: TenantContext, input: PageQuery & { type?:
 }
 
 /** Events are kept `settings.retention.events_days` (default 30): the log webhooks read and replay from. */
-registerPurgeStep('events', (em) =>
-  deleteInBatches(em, 'events', `t.created_at < now() - make_interval(days => ${retentionDays('events_days', 30)})`),
-);
+export const purgeEvents: PurgeStep = (em) =>
+  deleteInBatches(em, 'events', `t.created_at < now() - make_interval(days => ${retentionDays('events_days', 30)})`);

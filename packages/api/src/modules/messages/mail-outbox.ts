@@ -1,6 +1,6 @@
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { OutgoingMail } from '../../lib/mailer.ts';
 import { PollingWorker } from '../../lib/polling-worker.ts';
@@ -162,11 +162,10 @@ const mailWorkers = new WeakMap<Services, MailWorker>();
  * Retention of the message log: `settings.retention.messages_days` (default 30) for what was sent, failed or handed
  * over; a day for suppressed rows (they exist only to keep timings equal). Queued mail is never purged.
  */
-registerPurgeStep('messages', (em) =>
+export const purgeMessages: PurgeStep = (em) =>
   deleteInBatches(
     em,
     'messages',
     `(t.status = 'suppressed' and t.created_at < now() - interval '1 day')
      or (t.status in ('sent', 'failed', 'not_delivered') and t.created_at < now() - make_interval(days => ${retentionDays('messages_days', 30)}))`,
-  ),
-);
+  );

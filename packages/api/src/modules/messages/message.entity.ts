@@ -1,13 +1,12 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 
 /** The message log: every message the service sent, or handed to the developer (`message.created`). */
 export const MessageEntity = defineEntity({
   name: 'Message',
   tableName: 'messages',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     templateKey: p.string().length(64),
     channel: p.string().length(16),
     to: p.string().length(320),
@@ -24,7 +23,6 @@ export const MessageEntity = defineEntity({
     lockedUntil: p.datetime().nullable(),
     lastError: p.string().length(64).nullable(),
     sentAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
   },
   indexes: [
     { properties: ['application', 'createdAt', 'id'] },

@@ -1,5 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 
 /**
@@ -9,9 +9,8 @@ import { UserEntity } from '../users/user.entity.ts';
 export const MfaFactorEntity = defineEntity({
   name: 'MfaFactor',
   tableName: 'mfa_factors',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
     /** `totp` or `backup_code`. */
     kind: p.string().length(16),
@@ -21,7 +20,6 @@ export const MfaFactorEntity = defineEntity({
     /** TOTP only: the last accepted time step. A code is accepted only for a later step (each step once). */
     lastUsedStep: p.integer().nullable(),
     confirmedAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
     lastUsedAt: p.datetime().nullable(),
   },
   uniques: [
@@ -31,22 +29,3 @@ export const MfaFactorEntity = defineEntity({
   indexes: [{ properties: ['user', 'createdAt'] }],
 });
 export type MfaFactor = InferEntity<typeof MfaFactorEntity>;
-
-/** One backup code of a set: SHA-256 of its normalized form only; single use (`used_at`). */
-export const MfaBackupCodeEntity = defineEntity({
-  name: 'MfaBackupCode',
-  tableName: 'mfa_backup_codes',
-  properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
-    user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
-    /** The set it belongs to: deleting the factor (a new set, or removal) voids every code of it. */
-    factor: () => p.manyToOne(MfaFactorEntity).mapToPk().deleteRule('cascade'),
-    codeHash: p.string().length(64),
-    usedAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
-  },
-  uniques: [{ name: 'mfa_backup_codes_factor_code_unique', properties: ['factor', 'codeHash'] }],
-  indexes: [{ properties: ['user'] }],
-});
-export type MfaBackupCode = InferEntity<typeof MfaBackupCodeEntity>;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { endUserProcedure } from '../applications/callers.ts';
-import { signedInProcedure } from '../sessions/sessions.service.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import { SignInResultSchema } from '../sign-in/sign-in.schema.ts';
 import {
   BackupCodesSchema,

@@ -8,22 +8,24 @@ import { newId } from '../../lib/ids.ts';
 import type { Limit } from '../../lib/rate-limit.ts';
 import { iso } from '../../lib/time.ts';
 import type { TenantContext } from '../applications/contexts.ts';
-import { clearMfaEnrollmentRequired, type SignedInContext } from '../sessions/sessions.service.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
+import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
 import type { SignInResult } from '../sign-in/sign-in.schema.ts';
 import {
   completeSignIn,
   consumePendingToken,
   type PendingRef,
-  registerSecondFactorSource,
   releaseSecondFactorAttempt,
   reserveSecondFactorAttempt,
+  type SecondFactorSource,
   type Statement,
   secondFactorMethods,
 } from '../sign-in/sign-in.service.ts';
 import { sendSecurityNotice } from '../templates/templates.service.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import type { MfaFactorKind, MfaFactorRecord } from './mfa.schema.ts';
-import { MfaBackupCodeEntity, type MfaFactor, MfaFactorEntity } from './mfa-factor.entity.ts';
+import { MfaBackupCodeEntity } from './mfa-backup-code.entity.ts';
+import { type MfaFactor, MfaFactorEntity } from './mfa-factor.entity.ts';
 
 /** RFC 6238 as every authenticator app implements it. */
 const TOTP_OPTIONS = { algorithm: 'SHA1', digits: 6, period: 30 } as const;
@@ -70,7 +72,7 @@ const confirmedFactors = (em: EntityManager, userId: string) =>
 export async function requireStepUpWhenEnrolled(ctx: SignedInContext) {
   const { session, user } = signedIn(ctx);
   if (session.aal >= 2) return;
-  if ((await secondFactorMethods(ctx.em, user)).length || (await confirmedFactors(ctx.em, user.id)).length) {
+  if ((await secondFactorMethods(ctx.services.hooks, ctx.em, user)).length || (await confirmedFactors(ctx.em, user.id)).length) {
     throw stepUpRequired();
   }
 }
@@ -365,17 +367,15 @@ export function verifyBackupCode(ctx: TenantContext, input: { pending_token: str
 // Extension points: the sign-in state machine and user merges
 
 /** `mfa_required` lists TOTP when confirmed, and backup codes while an unused one remains. */
-registerSecondFactorSource(
-  `select f.kind as method from mfa_factors f
+export const mfaSecondFactors: SecondFactorSource = `select f.kind as method from mfa_factors f
     where f.user_id = ? and f.confirmed_at is not null
-      and (f.kind = 'totp' or exists (select 1 from mfa_backup_codes c where c.factor_id = f.id and c.used_at is null))`,
-);
+      and (f.kind = 'totp' or exists (select 1 from mfa_backup_codes c where c.factor_id = f.id and c.used_at is null))`;
 
 /**
  * Merge: the source's factors move to the target. A kind the target already has wins (its TOTP, its set of backup
  * codes); the source's enrollments still in progress are dropped.
  */
-registerMergeStep('mfa_factors', async (em, { sourceUserId, targetUserId }) => {
+export const mergeMfaFactors: MergeStep = async (em, { sourceUserId, targetUserId }) => {
   await em.execute(
     `delete from mfa_factors s where s.user_id = ?
        and (s.confirmed_at is null
@@ -384,7 +384,7 @@ registerMergeStep('mfa_factors', async (em, { sourceUserId, targetUserId }) => {
   );
   await em.nativeUpdate(MfaBackupCodeEntity, { user: sourceUserId }, { user: targetUserId });
   await em.nativeUpdate(MfaFactorEntity, { user: sourceUserId }, { user: targetUserId });
-});
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Support (secret key): the factors of any user of the application

@@ -4,14 +4,15 @@ import type { Context } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound, stepUpRequired } from '../../errors.ts';
 import { randomBase62, sha256 } from '../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
+import type { Hooks } from '../../lib/modules.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { EndUserInStatementContext } from '../applications/callers.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
-import type { SignedInContext } from '../sessions/sessions.service.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
 import {
   completeReturningSignIn,
   completeSignIn,
@@ -23,7 +24,6 @@ import {
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import type { User } from '../users/user.entity.ts';
 import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
-import { OAuthStateEntity } from './oauth.entity.ts';
 import {
   authorizationUrl,
   type ExchangeResult,
@@ -36,6 +36,7 @@ import {
 } from './oauth.providers.ts';
 import type { IdentityRecord } from './oauth.schema.ts';
 import { PROVIDER_SETTING_SQL, type ProviderSettingRow, providerClient } from './oauth.service.ts';
+import { OAuthStateEntity } from './oauth-state.entity.ts';
 
 const STATE_TTL_MS = 10 * 60_000;
 const LINKABLE_KINDS = ['oauth', 'saml'];
@@ -270,7 +271,7 @@ async function signInByOAuth(
   client: ProviderClient,
   result: ExchangeResult,
 ): Promise<SignInSubject> {
-  const known = await useIdentity(em, application, subjectOf(client, result.profile.subject));
+  const known = await useIdentity(ctx.services.hooks, em, application, subjectOf(client, result.profile.subject));
   const { user, identityId, secondFactors } = known ?? (await firstSignIn(em, application, client, result));
   await keepTokens(ctx, em, application, identityId, result);
   return { user, aal: 1, firstFactor: 'oauth', secondFactors };
@@ -394,6 +395,7 @@ const returningBy = (application: Application, subject: string, hostId: string |
  * and the user's second factors read.
  */
 async function useIdentity(
+  hooks: Hooks,
   em: EntityManager,
   application: Application,
   subject: string,
@@ -405,7 +407,7 @@ async function useIdentity(
        update identities set last_used_at = now() where application_id = ? and kind = 'oauth' and subject = ?
         returning id, user_id
      )
-     select used.id, row_to_json(u) as u, ${secondFactorsSql('u.id')} as second_factors
+     select used.id, row_to_json(u) as u, ${secondFactorsSql(hooks, 'u.id')} as second_factors
        from used join users u on u.id = used.user_id`,
     [application.id, subject],
   );
@@ -491,7 +493,7 @@ export async function unlinkIdentity(ctx: SignedInContext, id: string) {
       kind: { $in: LINKABLE_KINDS },
     });
     if (!identity) throw notFound('Identity');
-    if (session.aal < 2 && (await secondFactorMethods(em, user)).length) throw stepUpRequired();
+    if (session.aal < 2 && (await secondFactorMethods(ctx.services.hooks, em, user)).length) throw stepUpRequired();
     const others = await em.count(IdentityEntity, { user: user.id, id: { $ne: identity.id } });
     if (!user.primaryEmail && others === 0) {
       throw new AppError(
@@ -508,4 +510,4 @@ export async function unlinkIdentity(ctx: SignedInContext, id: string) {
   return { id: record.id, deleted: true as const };
 }
 
-registerPurgeStep('oauth_states', (em) => deleteInBatches(em, 'oauth_states', SPENT_ONE_TIME_ROWS));
+export const purgeOAuthStates: PurgeStep = (em) => deleteInBatches(em, 'oauth_states', SPENT_ONE_TIME_ROWS);

@@ -2,7 +2,7 @@ import { Apple, CodeChallengeMethod, LinkedIn, OAuth2Client, OAuth2RequestError,
 import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import type { OAuthConfig } from '../../context.ts';
-import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
+import { guardedRequest, OutboundBlockedError, type OutboundPolicy } from '../../lib/ssrf.ts';
 
 /** CONTRACT §3's providers, plus the generic OpenID Connect provider `oidc` (any issuer, found by discovery). */
 export const BUILT_IN_PROVIDERS = ['google', 'github', 'microsoft', 'apple', 'gitlab', 'discord', 'slack', 'linkedin'] as const;
@@ -189,7 +189,7 @@ const discovered = new Map<string, { at: number; config: Promise<Discovered> }>(
 
 /** openid-client's fetch, through the SSRF guard (resolve, refuse private addresses, pin, follow no redirects). */
 const guardedFetch =
-  (allowInsecure: boolean): oidc.CustomFetch =>
+  (policy: OutboundPolicy): oidc.CustomFetch =>
   async (url, options) => {
     const response = await guardedRequest(url, {
       method: options.method,
@@ -197,7 +197,7 @@ const guardedFetch =
       body: options.body === undefined || options.body === null ? undefined : String(options.body),
       timeoutMs: 10_000,
       keepBytes: 256 * 1024,
-      allowInsecure,
+      ...policy,
     });
     const headers = new Headers();
     for (const [name, value] of Object.entries(response.headers)) {
@@ -214,7 +214,7 @@ function discover(config: OAuthConfig, client: ProviderClient): Promise<Discover
   const key = JSON.stringify([client.issuer, client.clientId, client.clientSecret]);
   const cached = discovered.get(key);
   if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
-  const fetcher = guardedFetch(config.allowInsecureIssuers);
+  const fetcher = guardedFetch({ allowInsecure: config.allowInsecureIssuers, dnsServers: config.dnsServers });
   const pending = oidc
     .discovery(new URL(issuer), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
       [oidc.customFetch]: fetcher,

@@ -3,7 +3,7 @@ import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import { endUserInStatementProcedure, endUserProcedure } from '../applications/callers.ts';
-import { signedInProcedure } from '../sessions/sessions.service.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import { SignInResultSchema } from '../sign-in/sign-in.schema.ts';
 import {
   IdentitySchema,

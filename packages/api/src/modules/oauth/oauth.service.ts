@@ -6,7 +6,6 @@ import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
-import { type OAuthProvider, OAuthProviderEntity } from './oauth.entity.ts';
 import {
   defaultScopes,
   OAUTH_PROVIDERS,
@@ -16,6 +15,7 @@ import {
   usesNonce,
 } from './oauth.providers.ts';
 import type { OAuthProviderSetting } from './oauth.schema.ts';
+import { type OAuthProvider, OAuthProviderEntity } from './oauth-provider.entity.ts';
 
 /** The client secret is bound to its application and provider: a sealed value copied elsewhere does not open. */
 const secretContext = (applicationId: string, provider: string) => `oauth_provider:${applicationId}:${provider}`;

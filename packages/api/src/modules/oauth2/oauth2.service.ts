@@ -1,18 +1,19 @@
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
-import type { SignedInContext } from '../sessions/sessions.service.ts';
-import { registerBanStep } from '../users/users.hooks.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
+import type { BanStep } from '../users/users.hooks.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { findUser } from '../users/users.service.ts';
 import { revokeGrant } from './oauth2.adapter.ts';
-import { type OAuth2Client, OAuth2ClientEntity, OAuth2GrantEntity } from './oauth2.entity.ts';
 import { providerFor, STANDARD_SCOPES } from './oauth2.provider.ts';
 import type { GrantRecord, OAuth2ClientRecord } from './oauth2.schema.ts';
+import { type OAuth2Client, OAuth2ClientEntity } from './oauth2-client.entity.ts';
+import { OAuth2GrantEntity } from './oauth2-grant.entity.ts';
 
 const STANDARD_DESCRIPTIONS: Record<(typeof STANDARD_SCOPES)[number], string> = {
   openid: 'Sign you in with your account',
@@ -267,7 +268,7 @@ export async function denyInteraction(ctx: TenantContext, uid: string) {
 
 // ——— Users: merge moves grants; ban revokes them ———
 
-registerMergeStep('oauth2_grants', async (em, { applicationId, sourceUserId, targetUserId }) => {
+export const mergeOAuth2Grants: MergeStep = async (em, { applicationId, sourceUserId, targetUserId }) => {
   const target = JSON.stringify(targetUserId);
   await em.execute(
     `update oauth2_grants set user_id = ?, payload = jsonb_set(payload, '{accountId}', ?::jsonb), updated_at = now()
@@ -284,9 +285,9 @@ registerMergeStep('oauth2_grants', async (em, { applicationId, sourceUserId, tar
     applicationId,
     sourceUserId,
   ]);
-});
+};
 
-registerBanStep('oauth2_grants', async (em, user) => {
+export const revokeOAuth2GrantsOnBan: BanStep = async (em, user) => {
   const grants = await em.execute<Array<{ id: string }>>(
     'select id from oauth2_grants where application_id = ? and user_id = ?',
     [user.application, user.id],
@@ -296,9 +297,11 @@ registerBanStep('oauth2_grants', async (em, user) => {
     user.application,
     user.id,
   ]);
-});
+};
 
 // Expired codes, tokens, sessions and interactions go a day after they expired (a spent refresh token is kept until
 // then, so its reuse is still recognized and revokes the grant); expired grants go with their artifacts.
-registerPurgeStep('oauth2_artifacts', (em) => deleteInBatches(em, 'oauth2_artifacts', `t.expires_at < now() - interval '1 day'`));
-registerPurgeStep('oauth2_grants', (em) => deleteInBatches(em, 'oauth2_grants', `t.expires_at < now() - interval '1 day'`));
+export const purgeOAuth2Artifacts: PurgeStep = (em) =>
+  deleteInBatches(em, 'oauth2_artifacts', `t.expires_at < now() - interval '1 day'`);
+export const purgeOAuth2Grants: PurgeStep = (em) =>
+  deleteInBatches(em, 'oauth2_grants', `t.expires_at < now() - interval '1 day'`);

@@ -1,17 +1,13 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { EditableTenantRowEntity } from '../applications/tenant-row.entity.ts';
 
 export const OrganizationEntity = defineEntity({
   name: 'Organization',
   tableName: 'organizations',
+  extends: EditableTenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     name: p.string().length(200),
     slug: p.string().length(100),
-    createdAt: p.datetime().onCreate(() => new Date()),
-    /** Set by the service that changes the row, so the answer and the event carry the stored value. */
-    updatedAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'organizations_application_slug_unique', properties: ['application', 'slug'] }],
   indexes: [

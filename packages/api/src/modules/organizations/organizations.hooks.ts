@@ -1,4 +1,5 @@
 import type { EntityManager } from '../../db/orm.ts';
+import { type Hooks, Registry } from '../../lib/modules.ts';
 import type { SubscriptionSummary } from './organizations.schema.ts';
 
 /**
@@ -8,26 +9,24 @@ import type { SubscriptionSummary } from './organizations.schema.ts';
  */
 export type MemberAddCheck = (em: EntityManager, input: { applicationId: string; organizationId: string }) => Promise<void>;
 
-const memberAddChecks = new Map<string, MemberAddCheck>();
+export const memberAddChecks = new Registry<MemberAddCheck>('member add check');
 
-export function registerMemberAddCheck(name: string, check: MemberAddCheck): void {
-  if (memberAddChecks.has(name)) throw new Error(`Member add check ${name} is registered twice`);
-  memberAddChecks.set(name, check);
-}
-
-export async function runMemberAddChecks(em: EntityManager, input: { applicationId: string; organizationId: string }) {
-  for (const check of memberAddChecks.values()) await check(em, input);
+export async function runMemberAddChecks(
+  hooks: Hooks,
+  em: EntityManager,
+  input: { applicationId: string; organizationId: string },
+) {
+  for (const check of hooks.get(memberAddChecks)) await check(em, input);
 }
 
 /** Where the single organization's `subscription` summary comes from (billing fills it; none without billing). */
 export type SubscriptionSummarySource = (em: EntityManager, organizationId: string) => Promise<SubscriptionSummary | null>;
 
-let summarySource: SubscriptionSummarySource | null = null;
+export const subscriptionSummarySources = new Registry<SubscriptionSummarySource>('subscription summary source', {
+  single: true,
+});
 
-export function registerSubscriptionSummarySource(source: SubscriptionSummarySource): void {
-  if (summarySource) throw new Error('A subscription summary source is registered twice');
-  summarySource = source;
+export async function subscriptionSummary(hooks: Hooks, em: EntityManager, organizationId: string) {
+  const [source] = hooks.get(subscriptionSummarySources);
+  return source ? source(em, organizationId) : null;
 }
-
-export const subscriptionSummary = (em: EntityManager, organizationId: string) =>
-  summarySource ? summarySource(em, organizationId) : Promise.resolve(null);

@@ -7,7 +7,7 @@ import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
 import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
@@ -134,7 +134,11 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: TenantContext, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
+  return toOrganizationDetail(
+    org,
+    await countMembers(ctx.em, org.id),
+    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
+  );
 }
 
 export async function updateOrganization(ctx: TenantContext, input: { id: string; name?: string; slug?: string }) {
@@ -142,7 +146,11 @@ export async function updateOrganization(ctx: TenantContext, input: { id: string
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationDetail(org, await countMembers(ctx.em, org.id), await subscriptionSummary(ctx.em, org.id));
+  const record = toOrganizationDetail(
+    org,
+    await countMembers(ctx.em, org.id),
+    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
+  );
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();
@@ -172,7 +180,7 @@ export async function addMember(ctx: TenantContext, input: { id: string; user_id
       if (await em.count(MembershipEntity, { organization: org.id, user: user.id })) {
         throw new AppError('already_member', 'The user is already a member');
       }
-      await runMemberAddChecks(em, { applicationId: org.application, organizationId: org.id });
+      await runMemberAddChecks(ctx.services.hooks, em, { applicationId: org.application, organizationId: org.id });
       const membership = em.create(MembershipEntity, {
         id: newId(),
         application: org.application,
@@ -240,11 +248,11 @@ export async function removeMember(ctx: TenantContext, input: { id: string; user
 }
 
 /** Merge: the source's memberships move to the target, except where the target is already a member. */
-registerMergeStep('organization_memberships', async (em, { sourceUserId, targetUserId }) => {
+export const mergeMemberships: MergeStep = async (em, { sourceUserId, targetUserId }) => {
   await em.execute(
     `delete from organization_members s where s.user_id = ?
         and exists (select 1 from organization_members t where t.organization_id = s.organization_id and t.user_id = ?)`,
     [sourceUserId, targetUserId],
   );
   await em.nativeUpdate(MembershipEntity, { user: sourceUserId }, { user: targetUserId, updatedAt: new Date() });
-});
+};

@@ -11,7 +11,7 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken, notFound, stepUpRequired } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -19,9 +19,10 @@ import { settingsOf } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { requireStepUpWhenEnrolled, secondFactorAttempt } from '../mfa/mfa.service.ts';
-import { clearMfaEnrollmentRequired, type SignedInContext } from '../sessions/sessions.service.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
+import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
 import type { SignInResult } from '../sign-in/sign-in.schema.ts';
-import { completeSignIn, peekPendingToken, registerSecondFactorSource, type Statement } from '../sign-in/sign-in.service.ts';
+import { completeSignIn, peekPendingToken, type SecondFactorSource, type Statement } from '../sign-in/sign-in.service.ts';
 import { sendSecurityNotice } from '../templates/templates.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
@@ -451,7 +452,7 @@ export async function removePasskeyOfUser(em: EntityManager, userId: string, id:
 // ---------------------------------------------------------------------------------------------------------------
 // Extension points
 
-registerSecondFactorSource(`select 'passkey' as method from identities where user_id = ? and kind = 'passkey' limit 1`);
+export const passkeySecondFactors: SecondFactorSource = `select 'passkey' as method from identities where user_id = ? and kind = 'passkey' limit 1`;
 
 /** Ceremony starts need no credential, so their rows must not pile up. */
-registerPurgeStep('webauthn_challenges', (em) => deleteInBatches(em, 'webauthn_challenges', SPENT_ONE_TIME_ROWS));
+export const purgeWebauthnChallenges: PurgeStep = (em) => deleteInBatches(em, 'webauthn_challenges', SPENT_ONE_TIME_ROWS);

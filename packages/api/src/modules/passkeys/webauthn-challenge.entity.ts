@@ -1,5 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 import { SessionEntity } from '../sessions/session.entity.ts';
 import { PendingTokenEntity } from '../sign-in/pending-token.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
@@ -12,9 +12,8 @@ import { UserEntity } from '../users/user.entity.ts';
 export const WebauthnChallengeEntity = defineEntity({
   name: 'WebauthnChallenge',
   tableName: 'webauthn_challenges',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     /** `registration`, `sign_in` or `mfa`. */
     ceremony: p.string().length(16),
     stateHash: p.string().length(64).unique(),
@@ -30,7 +29,6 @@ export const WebauthnChallengeEntity = defineEntity({
     hostId: p.uuid().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
   },
 });
 export type WebauthnChallenge = InferEntity<typeof WebauthnChallengeEntity>;

@@ -3,14 +3,14 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { guardedRequest, isAllowedAddress, OutboundBlockedError } from '../../lib/ssrf.ts';
+import { guardedRequest, isAllowedAddress, OutboundBlockedError, type OutboundPolicy } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type SamlConnection, SamlConnectionEntity } from './saml.entity.ts';
 import { parseCertificate, parseIdpMetadata, type SpConfig, spMetadataXml } from './saml.protocol.ts';
 import type { SamlConnectionRecord } from './saml.schema.ts';
+import { type SamlConnection, SamlConnectionEntity } from './saml-connection.entity.ts';
 
 /** Our SP entity id is the connection's metadata URL; both come from configuration, never from the request. */
 export const spUrls = (baseUrl: string, id: string) => ({
@@ -109,7 +109,7 @@ export async function createSamlConnection(ctx: TenantContext, input: Connection
 const METADATA_MAX_BYTES = 512 * 1024;
 
 /** An IdP's metadata document, fetched through the SSRF guard (SECURITY 8); every refusal is 422 `invalid_url`. */
-async function fetchMetadata(url: string, field: string, allowInsecure: boolean | undefined): Promise<string> {
+async function fetchMetadata(url: string, field: string, policy: OutboundPolicy): Promise<string> {
   const refuse = (message: string) => new AppError('invalid_url', 'The URL is not allowed', [{ path: field, message }]);
   let response: Awaited<ReturnType<typeof guardedRequest>>;
   try {
@@ -118,7 +118,7 @@ async function fetchMetadata(url: string, field: string, allowInsecure: boolean 
       headers: { accept: 'application/samlmetadata+xml, application/xml, text/xml', 'user-agent': 'Gatehouse' },
       timeoutMs: 5_000,
       keepBytes: METADATA_MAX_BYTES + 1,
-      allowInsecure,
+      ...policy,
     });
   } catch (error) {
     throw refuse(error instanceof OutboundBlockedError ? error.message : 'could not be fetched');
@@ -144,7 +144,10 @@ export async function createSamlConnectionFromMetadata(
   const xml =
     input.metadata_url === undefined
       ? (input.metadata_xml ?? '')
-      : await fetchMetadata(input.metadata_url, field, ctx.services.allowInsecureSaml);
+      : await fetchMetadata(input.metadata_url, field, {
+          allowInsecure: ctx.services.allowInsecureSaml,
+          dnsServers: ctx.services.dnsServers,
+        });
   const metadata = parseIdpMetadata(xml);
   if (typeof metadata === 'string') {
     throw new AppError('validation_failed', 'The IdP metadata cannot be used', [{ path: field, message: metadata }]);

@@ -3,7 +3,7 @@ import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
@@ -13,7 +13,6 @@ import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.t
 import { IdentityEntity } from '../users/identity.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 import { createExternalIdentity, normalizeEmail, toUserRecord } from '../users/users.service.ts';
-import { type SamlConnection, SamlConnectionEntity, SamlRequestEntity } from './saml.entity.ts';
 import {
   type AcceptedAssertion,
   authorizeUrl,
@@ -27,6 +26,8 @@ import {
   validateResponse,
 } from './saml.protocol.ts';
 import { samlSubject, spConfigOf } from './saml.service.ts';
+import { type SamlConnection, SamlConnectionEntity } from './saml-connection.entity.ts';
+import { SamlRequestEntity } from './saml-request.entity.ts';
 
 const REQUEST_TTL_MS = 10 * 60_000;
 /** The code the ACS hands the browser: single use, one minute (SECURITY 4: an authorization code lives ≤ 1 minute). */
@@ -308,6 +309,7 @@ async function signInBySaml(
   return { user, aal: 1, firstFactor: 'saml' };
 }
 
-registerPurgeStep('saml_requests', (em) => deleteInBatches(em, 'saml_requests', SPENT_ONE_TIME_ROWS));
-registerPurgeStep('saml_codes', (em) => deleteInBatches(em, 'saml_codes', SPENT_ONE_TIME_ROWS));
-registerPurgeStep('saml_assertions', (em) => deleteInBatches(em, 'saml_assertions', `t.expires_at < now() - interval '1 day'`));
+export const purgeSamlRequests: PurgeStep = (em) => deleteInBatches(em, 'saml_requests', SPENT_ONE_TIME_ROWS);
+export const purgeSamlCodes: PurgeStep = (em) => deleteInBatches(em, 'saml_codes', SPENT_ONE_TIME_ROWS);
+export const purgeSamlAssertions: PurgeStep = (em) =>
+  deleteInBatches(em, 'saml_assertions', `t.expires_at < now() - interval '1 day'`);

@@ -1,7 +1,7 @@
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { toUserRecord } from '../users/users.service.ts';
-import type { SignedInContext } from './sessions.service.ts';
+import type { SignedInContext } from './contexts.ts';
 
 /** The user as S21 shows them, with what the current session asks of them. */
 const currentUser = (ctx: SignedInContext, user: User) => ({

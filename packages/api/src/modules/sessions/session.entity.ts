@@ -1,14 +1,13 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 
 export const SessionEntity = defineEntity({
   name: 'Session',
   tableName: 'sessions',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
     aal: p.integer(),
     /** The active organization: set by the organization switch, carried into every refreshed token. */
@@ -21,7 +20,6 @@ export const SessionEntity = defineEntity({
     hostId: p.uuid().nullable(),
     userAgent: p.string().length(512).nullable(),
     ip: p.string().length(64).nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
     lastActiveAt: p.datetime(),
     expiresAt: p.datetime(),
     revokedAt: p.datetime().nullable(),
@@ -29,15 +27,3 @@ export const SessionEntity = defineEntity({
   indexes: [{ properties: ['user', 'createdAt'] }, { properties: ['application', 'createdAt'] }],
 });
 export type Session = InferEntity<typeof SessionEntity>;
-
-/** Every refresh token ever issued, by hash: presenting one that is not the session's current token is reuse. */
-export const RefreshTokenEntity = defineEntity({
-  name: 'RefreshToken',
-  tableName: 'refresh_tokens',
-  properties: {
-    tokenHash: p.string().length(64).primary(),
-    session: () => p.manyToOne(SessionEntity).mapToPk().deleteRule('cascade'),
-    createdAt: p.datetime().onCreate(() => new Date()),
-  },
-  indexes: [{ properties: ['session'] }],
-});

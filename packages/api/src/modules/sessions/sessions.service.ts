@@ -2,9 +2,8 @@ import { type Context, header, type Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep, retentionDays } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { authenticatedProcedure } from '../../trpc.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
 import { bearer, resolveApplication } from '../applications/callers.ts';
@@ -14,17 +13,13 @@ import { EVENT_COLUMNS, recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
 import type { User } from '../users/user.entity.ts';
-import { registerBanStep } from '../users/users.hooks.ts';
-import { registerMergeStep } from '../users/users.merge.ts';
+import type { BanStep } from '../users/users.hooks.ts';
+import type { MergeStep } from '../users/users.merge.ts';
 import { findUser, userFromRow } from '../users/users.service.ts';
-import { RefreshTokenEntity, type Session, SessionEntity } from './session.entity.ts';
+import type { SignedInContext } from './contexts.ts';
+import { RefreshTokenEntity } from './refresh-token.entity.ts';
+import { type Session, SessionEntity } from './session.entity.ts';
 import type { SessionRecord, Tokens } from './sessions.schema.ts';
-
-/** A signed-in end user (ES★): the application, the verified session (still live) and its user (still active). */
-export interface SignedInContext extends TenantContext {
-  session: Session;
-  user: User;
-}
 
 const newRefreshToken = () => randomSecret('rt_');
 
@@ -396,17 +391,14 @@ const sessionFromRow = (s: JsonRow): Session => ({
 });
 
 /** Merge: the source's sessions are revoked (its identities now sign in the target). */
-registerMergeStep('sessions', async (em, { applicationId, sourceUserId }) => {
+export const mergeSessions: MergeStep = async (em, { applicationId, sourceUserId }) => {
   await revokeUserSessions(em, applicationId, sourceUserId, 'user_merged');
-});
-
-/** Signed-in end-user routes (ES★): a valid access token of a session that is still live, of an active user. */
-export const signedInProcedure = authenticatedProcedure('signed_in', authenticateSignedIn);
+};
 
 /** A ban signs the user out everywhere, in the ban's transaction: never banned-but-still-signed-in. */
-registerBanStep('sessions', async (em, user) => {
+export const revokeSessionsOnBan: BanStep = async (em, user) => {
   await revokeUserSessions(em, user.application, user.id, 'user_banned');
-});
+};
 
 /** A session that ended (revoked, or past its absolute expiry). */
 const ENDED = (alias: string, age: string) =>
@@ -417,13 +409,11 @@ const ENDED = (alias: string, age: string) =>
  * a day after it ended. The ended session itself stays in the user's history `settings.retention.ended_sessions_days`
  * (default 30).
  */
-registerPurgeStep('refresh_tokens', (em) =>
+export const purgeRefreshTokens: PurgeStep = (em) =>
   deleteInBatches(
     em,
     'refresh_tokens',
     `exists (select 1 from sessions s where s.id = t.session_id and ${ENDED('s', "interval '1 day'")})`,
-  ),
-);
-registerPurgeStep('sessions', (em) =>
-  deleteInBatches(em, 'sessions', ENDED('t', `make_interval(days => ${retentionDays('ended_sessions_days', 30)})`)),
-);
+  );
+export const purgeSessions: PurgeStep = (em) =>
+  deleteInBatches(em, 'sessions', ENDED('t', `make_interval(days => ${retentionDays('ended_sessions_days', 30)})`));

@@ -1,14 +1,13 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 
 /** A sign-in paused between steps (consent, second factor). Opaque to the client, stored hashed, single use. */
 export const PendingTokenEntity = defineEntity({
   name: 'PendingToken',
   tableName: 'pending_tokens',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
     tokenHash: p.string().length(64).unique(),
     /** `consent` or `mfa`: which step this token may continue. */
@@ -21,7 +20,6 @@ export const PendingTokenEntity = defineEntity({
     failedAttempts: p.integer().default(0),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
   },
   indexes: [{ properties: ['user'] }],
 });

@@ -2,8 +2,9 @@ import type { Context } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
+import { type Hooks, Registry } from '../../lib/modules.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { markTraffic, settingsOf } from '../applications/applications.service.ts';
 import { missingConsents } from '../consent/consent.service.ts';
@@ -54,6 +55,8 @@ export interface SignInCheck {
   check: (em: EntityManager, application: Application, user: User, attempt: SignInAttempt) => Promise<SignInDenial | null>;
 }
 
+export const signInChecks = new Registry<SignInCheck>('sign-in check');
+
 /** A refused sign-in: its transaction rolls back (nothing is consumed or created), then its event is written. */
 class SignInDenied extends AppError {
   readonly event: Record<string, unknown>;
@@ -62,24 +65,23 @@ class SignInDenied extends AppError {
     this.event = event;
   }
 }
+
 /**
- * The second factors a user has; each capability that provides one registers a source: a query answering a `method`
+ * The second factors a user has; each capability that provides one declares a source: a query answering a `method`
  * row per method the user has, whose one `?` is the user's id. All of them run as one statement.
  */
 export type SecondFactorSource = string;
 
-const checks: SignInCheck[] = [];
-const secondFactorSources: SecondFactorSource[] = [];
-export const registerSignInCheck = (check: SignInCheck) => void checks.push(check);
-export const registerSecondFactorSource = (source: SecondFactorSource) => void secondFactorSources.push(source);
+export const secondFactorSources = new Registry<SecondFactorSource>('second factor source');
 
 /**
  * The second factors of the user `userId` names (a column, or `?`) as one SQL expression answering an array of
  * methods: a first factor that reads its user in one statement reads these with it (`SignInSubject.secondFactors`).
  */
-export function secondFactorsSql(userId: string): string {
-  if (!secondFactorSources.length) return "'{}'::text[]";
-  return `array(${secondFactorSources.map((source) => `(${source.replaceAll('?', userId)})`).join(' union all ')})`;
+export function secondFactorsSql(hooks: Hooks, userId: string): string {
+  const sources = hooks.get(secondFactorSources);
+  if (!sources.length) return "'{}'::text[]";
+  return `array(${sources.map((source) => `(${source.replaceAll('?', userId)})`).join(' union all ')})`;
 }
 
 /** A session opened at aal 1 by a user with no second factor, where the application requires one, must enrol one. */
@@ -88,12 +90,12 @@ const enrollmentRequired = (application: Application, aal: number, methods: read
 
 const inOrder = (found: string[]): MfaMethod[] => MFA_METHODS.filter((method) => found.includes(method));
 
-export async function secondFactorMethods(em: EntityManager, user: User): Promise<MfaMethod[]> {
+export async function secondFactorMethods(hooks: Hooks, em: EntityManager, user: User): Promise<MfaMethod[]> {
   const [row] = await preparedQuery<{ methods: string[] }>(
     em,
     'second_factor_methods',
-    `select ${secondFactorsSql('?')} as methods`,
-    secondFactorSources.map(() => user.id),
+    `select ${secondFactorsSql(hooks, '?')} as methods`,
+    hooks.get(secondFactorSources).map(() => user.id),
   );
   return inOrder(row?.methods ?? []);
 }
@@ -130,7 +132,7 @@ type Decision =
   | { open: { user: User; aal: number; mfaEnrollmentRequired: boolean; hostId: string | null } };
 
 /** The state machine of CONTRACT §4, inside the transaction that consumed the step that led here. */
-async function decide(em: EntityManager, application: Application, subject: SignInSubject): Promise<Decision> {
+async function decide(hooks: Hooks, em: EntityManager, application: Application, subject: SignInSubject): Promise<Decision> {
   const user = await resolveMerged(em, subject.user);
   const hostId = subject.hostId ?? null;
   const denied = { user_id: user.id, host_id: hostId, first_factor: subject.firstFactor };
@@ -138,7 +140,7 @@ async function decide(em: EntityManager, application: Application, subject: Sign
     throw new SignInDenied('Sign-in is not allowed for this account', { ...denied, reason: `user_${user.status}` });
   }
   const attempt = { hostId };
-  for (const { appliesTo, check } of checks) {
+  for (const { appliesTo, check } of hooks.get(signInChecks)) {
     if (!appliesTo(attempt)) continue;
     const denial = await check(em, application, user, attempt);
     if (denial) throw new SignInDenied('Sign-in is not allowed here', { ...denied, ...denial });
@@ -152,7 +154,7 @@ async function decide(em: EntityManager, application: Application, subject: Sign
   }
   // At aal 2 a second factor was just used (or the first factor was one): nothing to ask, nothing to enrol.
   const known = user === subject.user ? subject.secondFactors : undefined;
-  const methods = subject.aal >= 2 ? [] : known ? inOrder(known) : await secondFactorMethods(em, user);
+  const methods = subject.aal >= 2 ? [] : known ? inOrder(known) : await secondFactorMethods(hooks, em, user);
   if (methods.length) {
     const token = await pending(em, application, resolved, 'mfa');
     return { result: { status: 'mfa_required', pending_token: token, mfa: { methods, pending_token: token } } };
@@ -182,7 +184,7 @@ export async function completeSignIn(
   step: ((em: EntityManager) => Promise<SignInSubject>) | SignInSubject,
 ): Promise<SignInResult> {
   const open = async (em: EntityManager, subject: SignInSubject) => {
-    const decision = await decide(em, application, subject);
+    const decision = await decide(ctx.services.hooks, em, application, subject);
     await em.flush();
     if ('result' in decision) {
       if (subject.used) await em.execute(`with ${subject.used.sql} select 1`, subject.used.params);
@@ -246,9 +248,9 @@ export async function completeReturningSignIn(
   const direct =
     application.firstTrafficAt !== null &&
     !settings.consent_documents.length &&
-    !checks.some(({ appliesTo }) => appliesTo({ hostId }));
+    !ctx.services.hooks.get(signInChecks).some(({ appliesTo }) => appliesTo({ hostId }));
   const found = `who as (${who.sql}),
-     u as (select u.*, ${secondFactorsSql('u.id')} as second_factors from users u join who on u.id = who.user_id)`;
+     u as (select u.*, ${secondFactorsSql(ctx.services.hooks, 'u.id')} as second_factors from users u join who on u.id = who.user_id)`;
   // The statement opens a session only for a user with no second factor (`ok`), at aal 1.
   const options = {
     aal: 1,
@@ -389,4 +391,4 @@ export async function peekPendingToken(
   return row;
 }
 
-registerPurgeStep('pending_tokens', (em) => deleteInBatches(em, 'pending_tokens', SPENT_ONE_TIME_ROWS));
+export const purgePendingTokens: PurgeStep = (em) => deleteInBatches(em, 'pending_tokens', SPENT_ONE_TIME_ROWS);

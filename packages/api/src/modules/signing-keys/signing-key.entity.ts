@@ -1,17 +1,15 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 
 /** An application's Ed25519 key pair. The id is the JWT `kid`; the private key is sealed with the master key. */
 export const SigningKeyEntity = defineEntity({
   name: 'SigningKey',
   tableName: 'signing_keys',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     publicJwk: p.json<Record<string, string>>(),
     privateKeySealed: p.text(),
     status: p.string().length(16),
-    createdAt: p.datetime().onCreate(() => new Date()),
     retiredAt: p.datetime().nullable(),
     /** A retired key stays in the JWKS until every token it signed has expired. */
     publishUntil: p.datetime().nullable(),

@@ -9,7 +9,7 @@ import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { queueMail } from '../messages/mail-outbox.ts';
 import { CATALOG, type CatalogEntry, catalogEntry } from './catalog.ts';
-import { type TemplateOverride, TemplateOverrideEntity } from './template.entity.ts';
+import { type TemplateOverride, TemplateOverrideEntity } from './template-override.entity.ts';
 
 const catalogOrThrow = (key: string): CatalogEntry => {
   const entry = catalogEntry(key);

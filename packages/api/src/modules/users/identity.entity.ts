@@ -1,5 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 import { UserEntity } from './user.entity.ts';
 
 /**
@@ -11,9 +11,8 @@ import { UserEntity } from './user.entity.ts';
 export const IdentityEntity = defineEntity({
   name: 'Identity',
   tableName: 'identities',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
     /** `passkey`, or `saml` (an enterprise SSO link; subject `<connection id>:<NameID>`). */
     kind: p.string().length(16),
@@ -33,7 +32,6 @@ export const IdentityEntity = defineEntity({
     /** Passkey: may be synced to other devices (backup eligible), and is synced now (backed up). */
     backupEligible: p.boolean().nullable(),
     backedUp: p.boolean().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
     lastUsedAt: p.datetime().nullable(),
   },
   uniques: [{ name: 'identities_application_kind_subject_unique', properties: ['application', 'kind', 'subject'] }],

@@ -1,12 +1,11 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { EditableTenantRowEntity } from '../applications/tenant-row.entity.ts';
 
 export const UserEntity = defineEntity({
   name: 'User',
   tableName: 'users',
+  extends: EditableTenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     /** As the caller wrote it (trimmed). */
     primaryEmail: p.string().length(320).nullable(),
     /** Trimmed and lower-cased: the tenant-scoped unique key. */
@@ -15,9 +14,6 @@ export const UserEntity = defineEntity({
     status: p.string().length(16).default('active'),
     profile: p.json<Record<string, unknown>>(),
     mergedInto: p.uuid().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
-    /** Set by the service that changes the row, so the answer and the event carry the stored value. */
-    updatedAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'users_application_email_unique', properties: ['application', 'emailNormalized'] }],
   indexes: [

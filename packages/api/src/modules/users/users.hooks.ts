@@ -1,4 +1,5 @@
 import type { EntityManager } from '../../db/orm.ts';
+import { type Hooks, Registry } from '../../lib/modules.ts';
 import type { User } from './user.entity.ts';
 
 /**
@@ -7,15 +8,10 @@ import type { User } from './user.entity.ts';
  */
 export type BanStep = (em: EntityManager, user: User) => Promise<void>;
 
-const banSteps = new Map<string, BanStep>();
+export const banSteps = new Registry<BanStep>('ban step');
 
-export function registerBanStep(name: string, step: BanStep): void {
-  if (banSteps.has(name)) throw new Error(`Ban step ${name} is registered twice`);
-  banSteps.set(name, step);
-}
-
-export async function runBanSteps(em: EntityManager, user: User): Promise<void> {
-  for (const step of banSteps.values()) await step(em, user);
+export async function runBanSteps(hooks: Hooks, em: EntityManager, user: User): Promise<void> {
+  for (const step of hooks.get(banSteps)) await step(em, user);
 }
 
 /**
@@ -24,13 +20,8 @@ export async function runBanSteps(em: EntityManager, user: User): Promise<void> 
  */
 export type DeleteStep = (em: EntityManager, user: User) => Promise<void>;
 
-const deleteSteps = new Map<string, DeleteStep>();
+export const deleteSteps = new Registry<DeleteStep>('delete step');
 
-export function registerDeleteStep(name: string, step: DeleteStep): void {
-  if (deleteSteps.has(name)) throw new Error(`Delete step ${name} is registered twice`);
-  deleteSteps.set(name, step);
-}
-
-export async function runDeleteSteps(em: EntityManager, user: User): Promise<void> {
-  for (const step of deleteSteps.values()) await step(em, user);
+export async function runDeleteSteps(hooks: Hooks, em: EntityManager, user: User): Promise<void> {
+  for (const step of hooks.get(deleteSteps)) await step(em, user);
 }

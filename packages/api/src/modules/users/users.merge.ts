@@ -1,4 +1,5 @@
 import type { EntityManager } from '../../db/orm.ts';
+import { type Hooks, Registry } from '../../lib/modules.ts';
 
 export interface MergeInput {
   applicationId: string;
@@ -12,22 +13,17 @@ export interface MergeInput {
  */
 export type MergeStep = (em: EntityManager, input: MergeInput) => Promise<void>;
 
-const steps = new Map<string, MergeStep>();
+/** Each capability declares its own step (in its module declaration), so merge never needs editing. */
+export const mergeSteps = new Registry<MergeStep>('merge step');
 
-/** Each capability registers its own step (from its service module), so merge never needs editing. */
-export function registerMergeStep(name: string, step: MergeStep): void {
-  if (steps.has(name)) throw new Error(`Merge step ${name} is registered twice`);
-  steps.set(name, step);
-}
-
-export async function runMergeSteps(em: EntityManager, input: MergeInput): Promise<void> {
-  for (const step of steps.values()) await step(em, input);
+export async function runMergeSteps(hooks: Hooks, em: EntityManager, input: MergeInput): Promise<void> {
+  for (const step of hooks.get(mergeSteps)) await step(em, input);
 }
 
 /**
  * Identities (passkeys; later social and enterprise links) move as they are: their subjects are unique per
  * application, so nothing can collide. A passkey keeps its user handle, which is how it still finds its user.
  */
-registerMergeStep('identities', async (em, { sourceUserId, targetUserId }) => {
+export const mergeIdentities: MergeStep = async (em, { sourceUserId, targetUserId }) => {
   await em.execute('update identities set user_id = ? where user_id = ?', [targetUserId, sourceUserId]);
-});
+};

@@ -136,7 +136,7 @@ export async function updateUser(
     const record = toUserRecord(user);
     recordEvent(em, user.application, 'user.updated', record);
     await em.flush();
-    if (banning) await runBanSteps(em, user);
+    if (banning) await runBanSteps(ctx.services.hooks, em, user);
     return record;
   });
 }
@@ -145,7 +145,7 @@ export async function deleteUser(ctx: TenantContext, id: string) {
   await ctx.em.transactional(async (em) => {
     const user = await em.findOne(UserEntity, { id, application: ctx.application.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!user) throw notFound('User');
-    await runDeleteSteps(em, user);
+    await runDeleteSteps(ctx.services.hooks, em, user);
     recordEvent(em, user.application, 'user.deleted', { id });
     em.remove(user);
   });
@@ -172,7 +172,7 @@ export async function mergeUsers(ctx: TenantContext, input: { source_user_id: st
     if (source.status === 'merged' || target.status === 'merged') {
       throw new AppError('user_merged', 'The source or target user was already merged');
     }
-    await runMergeSteps(em, { applicationId, sourceUserId: sourceId, targetUserId: targetId });
+    await runMergeSteps(ctx.services.hooks, em, { applicationId, sourceUserId: sourceId, targetUserId: targetId });
     source.status = 'merged';
     source.mergedInto = targetId;
     source.updatedAt = new Date();

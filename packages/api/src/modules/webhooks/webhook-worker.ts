@@ -201,6 +201,7 @@ export class WebhookWorker {
     const signature = secrets.map((secret) => new Webhook(secret).sign(row.event_id, now, body)).join(' ');
     const response = await guardedRequest(row.url, {
       allowInsecure: this.allowInsecure,
+      dnsServers: this.services.dnsServers,
       timeoutMs: this.timeoutMs,
       keepBytes: EXCERPT_BYTES,
       method: 'POST',

@@ -9,7 +9,8 @@ import { iso } from '../../lib/time.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { EventEntity } from '../events/event.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { type WebhookDelivery, WebhookDeliveryEntity, type WebhookEndpoint, WebhookEndpointEntity } from './webhook.entity.ts';
+import { type WebhookDelivery, WebhookDeliveryEntity } from './webhook-delivery.entity.ts';
+import { type WebhookEndpoint, WebhookEndpointEntity } from './webhook-endpoint.entity.ts';
 import type { WebhookDeliveryRecord, WebhookEndpointRecord } from './webhooks.schema.ts';
 
 /** How long the secret before a rotation keeps signing beside the new one. */

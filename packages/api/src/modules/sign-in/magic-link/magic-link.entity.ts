@@ -1,13 +1,12 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../../applications/application.entity.ts';
+import { TenantRowEntity } from '../../applications/tenant-row.entity.ts';
 
+/** A sign-in link; its `id` is the `verification_id` the start answers. */
 export const MagicLinkEntity = defineEntity({
   name: 'MagicLink',
   tableName: 'magic_links',
+  extends: TenantRowEntity,
   properties: {
-    /** The `verification_id` of S15. */
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     email: p.string().length(320),
     emailNormalized: p.string().length(320),
     tokenHash: p.string().length(64).unique(),
@@ -20,7 +19,6 @@ export const MagicLinkEntity = defineEntity({
     confirmedAt: p.datetime().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
   },
   indexes: [{ properties: ['application', 'emailNormalized', 'createdAt'] }],
 });

@@ -2,7 +2,7 @@ import type { Context } from '../../../context.ts';
 import type { EntityManager } from '../../../db/orm.ts';
 import { AppError } from '../../../errors.ts';
 import { randomSecret, sha256 } from '../../../lib/crypto.ts';
-import { deleteInBatches, registerPurgeStep, SPENT_ONE_TIME_ROWS } from '../../../lib/housekeeping.ts';
+import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../../lib/housekeeping.ts';
 import { newId } from '../../../lib/ids.ts';
 import type { Application } from '../../applications/application.entity.ts';
 import { settingsOf } from '../../applications/applications.service.ts';
@@ -204,4 +204,4 @@ async function signInByLink(em: EntityManager, application: Application, link: L
   return { user, aal: 1, firstFactor: 'magic_link', hostId: link.host_id };
 }
 
-registerPurgeStep('magic_links', (em) => deleteInBatches(em, 'magic_links', SPENT_ONE_TIME_ROWS));
+export const purgeMagicLinks: PurgeStep = (em) => deleteInBatches(em, 'magic_links', SPENT_ONE_TIME_ROWS);

@@ -1,5 +1,5 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { TenantRowEntity } from '../applications/tenant-row.entity.ts';
 
 /**
  * A custom domain of an application (S7). `domain` is canonical (lower-case, IDN as punycode, no trailing dot) and
@@ -8,9 +8,8 @@ import { ApplicationEntity } from '../applications/application.entity.ts';
 export const CustomDomainEntity = defineEntity({
   name: 'CustomDomain',
   tableName: 'custom_domains',
+  extends: TenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     domain: p.string().length(253),
     /** `pending_verification` → `verified` | `failed` (not verified within 7 days). */
     status: p.string().length(32),
@@ -26,7 +25,6 @@ export const CustomDomainEntity = defineEntity({
     checkCount: p.integer().default(0),
     /** When the background re-check looks again; null once the domain is verified or failed. */
     nextCheckAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
   },
   uniques: [{ name: 'custom_domains_domain_unique', properties: ['domain'] }],
   indexes: [

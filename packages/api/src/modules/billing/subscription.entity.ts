@@ -1,31 +1,7 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
-import { ApplicationEntity } from '../applications/application.entity.ts';
+import { EditableTenantRowEntity } from '../applications/tenant-row.entity.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
-
-/** What an organization can subscribe to: a price per interval, plus a price per seat. */
-export const PlanEntity = defineEntity({
-  name: 'Plan',
-  tableName: 'billing_plans',
-  properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
-    key: p.string().length(64),
-    name: p.string().length(200),
-    /** `month` | `year`. */
-    interval: p.string().length(8),
-    /** ISO 4217, upper case. */
-    currency: p.string().length(3),
-    priceCents: p.integer(),
-    perSeatCents: p.integer(),
-    trialDays: p.integer().default(0),
-    /** Set instead of deleting a plan that has subscriptions: it keeps them, and takes no new ones. */
-    archivedAt: p.datetime().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
-  },
-  uniques: [{ name: 'billing_plans_application_key_unique', properties: ['application', 'key'] }],
-  indexes: [{ properties: ['application', 'createdAt', 'id'] }],
-});
-export type Plan = InferEntity<typeof PlanEntity>;
+import { PlanEntity } from './plan.entity.ts';
 
 /** The statuses in which a subscription is live (holds the organization's one slot, and its seat limit applies). */
 export const LIVE_STATUSES = ['trialing', 'active', 'past_due'] as const;
@@ -34,9 +10,8 @@ export const LIVE_STATUSES = ['trialing', 'active', 'past_due'] as const;
 export const SubscriptionEntity = defineEntity({
   name: 'Subscription',
   tableName: 'billing_subscriptions',
+  extends: EditableTenantRowEntity,
   properties: {
-    id: p.uuid().primary(),
-    application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     organization: () => p.manyToOne(OrganizationEntity).mapToPk().deleteRule('cascade'),
     /** A plan with subscriptions is archived, never deleted. */
     plan: () => p.manyToOne(PlanEntity).mapToPk(),
@@ -48,8 +23,6 @@ export const SubscriptionEntity = defineEntity({
     /** Set by a cancellation: at once (status `canceled`) or at the period's end (status unchanged until then). */
     canceledAt: p.datetime().nullable(),
     cancelAtPeriodEnd: p.boolean().default(false),
-    createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()),
   },
   indexes: [
     { properties: ['application', 'createdAt', 'id'] },

@@ -1,0 +1,23 @@
+import { housekeepingTasks } from '../../lib/housekeeping.ts';
+import { defineModule } from '../../lib/modules.ts';
+import { memberAddChecks, subscriptionSummarySources } from '../organizations/organizations.hooks.ts';
+import { billingRouter } from './billing.router.ts';
+import { advanceSubscriptionPeriods, billingSubscriptionSummary, checkSeats } from './billing.service.ts';
+import { PlanEntity } from './plan.entity.ts';
+import { SubscriptionEntity } from './subscription.entity.ts';
+
+/** Plans and subscriptions: seats checked when a member is added, periods moved on by housekeeping. */
+export const billingModule = defineModule({
+  name: 'billing',
+  entities: [PlanEntity, SubscriptionEntity],
+  procedures: { billing: billingRouter },
+  tag: {
+    name: 'Billing',
+    description: 'Plans and the subscriptions of organizations, with seats enforced in the transaction that adds a member.',
+  },
+  hooks: [
+    housekeepingTasks.entry('subscription_periods', advanceSubscriptionPeriods),
+    memberAddChecks.entry('seats', checkSeats),
+    subscriptionSummarySources.entry('billing', billingSubscriptionSummary),
+  ],
+});

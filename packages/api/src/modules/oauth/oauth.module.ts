@@ -1,0 +1,20 @@
+import { purgeSteps } from '../../lib/housekeeping.ts';
+import { defineModule } from '../../lib/modules.ts';
+import { identitiesRouter, oauthRouter, providersRouter } from './oauth.router.ts';
+import { purgeOAuthStates } from './oauth-flow.service.ts';
+import { OAuthProviderEntity } from './oauth-provider.entity.ts';
+import { OAuthProviderTokenEntity } from './oauth-provider-token.entity.ts';
+import { OAuthStateEntity } from './oauth-state.entity.ts';
+
+/** Social sign-in: providers per application, the browser flow and linked identities. */
+export const oauthModule = defineModule({
+  name: 'oauth',
+  entities: [OAuthProviderEntity, OAuthStateEntity, OAuthProviderTokenEntity],
+  procedures: { providers: providersRouter, auth: { oauth: oauthRouter, identities: identitiesRouter } },
+  tag: {
+    name: 'OAuth providers',
+    description:
+      "Social sign-in per application: Google, GitHub, Microsoft, Apple, GitLab, Discord, Slack, LinkedIn and any OpenID Connect issuer (`oidc`); development applications may use the operator's shared credentials. The browser's side is `/v1/auth/oauth/*`.",
+  },
+  hooks: [purgeSteps.entry('oauth_states', purgeOAuthStates)],
+});

@@ -1,0 +1,25 @@
+import { purgeSteps } from '../../lib/housekeeping.ts';
+import { defineModule } from '../../lib/modules.ts';
+import { samlRouter, ssoRouter } from './saml.router.ts';
+import { SamlAssertionEntity } from './saml-assertion.entity.ts';
+import { SamlCodeEntity } from './saml-code.entity.ts';
+import { SamlConnectionEntity } from './saml-connection.entity.ts';
+import { SamlRequestEntity } from './saml-request.entity.ts';
+import { purgeSamlAssertions, purgeSamlCodes, purgeSamlRequests } from './sso.service.ts';
+
+/** SAML connections and enterprise single sign-on. */
+export const samlModule = defineModule({
+  name: 'saml',
+  entities: [SamlConnectionEntity, SamlRequestEntity, SamlAssertionEntity, SamlCodeEntity],
+  procedures: { saml: samlRouter, auth: { sso: ssoRouter } },
+  tag: {
+    name: 'SAML SSO',
+    description:
+      "Enterprise single sign-on: one SAML connection per customer IdP (from its metadata), our SP metadata for the IdP's administrator. The browser's side is `/v1/auth/sso/*`.",
+  },
+  hooks: [
+    purgeSteps.entry('saml_requests', purgeSamlRequests),
+    purgeSteps.entry('saml_codes', purgeSamlCodes),
+    purgeSteps.entry('saml_assertions', purgeSamlAssertions),
+  ],
+});

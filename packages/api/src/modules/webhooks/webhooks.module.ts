@@ -1,0 +1,19 @@
+import { defineModule } from '../../lib/modules.ts';
+import { EventEntity } from '../events/event.entity.ts';
+import { WebhookAttemptEntity } from './webhook-attempt.entity.ts';
+import { WebhookDeliveryEntity, webhookFanOutTrigger } from './webhook-delivery.entity.ts';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity.ts';
+import { webhooksRouter } from './webhooks.router.ts';
+
+/** Webhook endpoints, their deliveries and attempts. */
+export const webhooksModule = defineModule({
+  name: 'webhooks',
+  entities: [WebhookEndpointEntity, WebhookDeliveryEntity, WebhookAttemptEntity],
+  procedures: { webhooks: webhooksRouter },
+  triggers: [{ on: EventEntity, trigger: webhookFanOutTrigger }],
+  tag: {
+    name: 'Webhooks',
+    description:
+      'Endpoints that receive the events, signed per Standard Webhooks (at-least-once, retried for about a day), their deliveries and attempts.',
+  },
+});
