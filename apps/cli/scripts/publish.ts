@@ -1,7 +1,8 @@
 /**
  * Builds the publishable @gatehouse/cli into `apps/cli/publish/` (then `npm pack apps/cli/publish`): one self-contained
- * bundle for Node 20+ — the SDK, commander and ink included, so installing it pulls nothing else. `gatehouse migrate`
- * runs the server's own code: it loads @gatehouse/server (an optional peer dependency) only when it is used.
+ * bundle for Node 20+ — the SDK, commander and ink included, so installing it pulls nothing else. The server's code
+ * (`gatehouse migrate`, the operator token read from the server's data directory) is not published: there those
+ * commands answer a usage error that says what to do instead (src/server-code.ts).
  */
 import { chmod, cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -64,8 +65,6 @@ const publishable = {
   bin: { gatehouse: './bin/gatehouse.js' },
   engines: { node: '>=20' },
   files: ['bin', 'dist', 'README.md', 'CHANGELOG.md', 'LICENSE'],
-  peerDependencies: { '@gatehouse/server': manifest.version },
-  peerDependenciesMeta: { '@gatehouse/server': { optional: true } },
 };
 await writeFile(join(out, 'package.json'), `${JSON.stringify(publishable, null, 2)}\n`);
 await cp(join(cli, 'README.md'), join(out, 'README.md'));

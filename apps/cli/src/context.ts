@@ -3,6 +3,7 @@ import { createGatehouse, type GatehouseClient } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { readConfig, type StoredConfig } from './config.ts';
 import { UsageError } from './errors.ts';
+import { loadServerCode } from './server-code.ts';
 
 /** The options every command accepts (declared once, on the program). Commander fills them from flags, then env. */
 export interface GlobalOptions {
@@ -96,7 +97,10 @@ export async function applicationClient(command: Command): Promise<{ gatehouse: 
 export async function operatorToken(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.GATEHOUSE_OPERATOR_TOKEN) return env.GATEHOUSE_OPERATOR_TOKEN;
   // Loaded on demand, from the light entry of the server package (no HTTP stack, no ORM).
-  const { dataDirOf, operatorTokenPath } = await import('@gatehouse/server/config');
+  const { dataDirOf, operatorTokenPath } = await loadServerCode(
+    () => import('@gatehouse/server/config'),
+    "set GATEHOUSE_OPERATOR_TOKEN (the server keeps it in <GATEHOUSE_DATA_DIR>/operator-token; it cannot be read from the server's data directory here)",
+  );
   const path = operatorTokenPath(
     dataDirOf({ GATEHOUSE_DATA_DIR: env.GATEHOUSE_DATA_DIR || './.gatehouse', INIT_CWD: env.INIT_CWD }),
   );

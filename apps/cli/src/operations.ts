@@ -41,7 +41,7 @@ export const OPERATION_COMMANDS: Record<string, string> = {
   'webhooks-deliveries-list': 'webhooks deliveries',
   'webhooks-deliveries-get': 'webhooks deliveries',
   'webhooks-deliveries-retry': 'webhooks retry',
-  'signingKeys-rotate': 'keys rotate',
+  'signingKeys-rotate': 'signing-keys rotate',
   'stats-get': 'stats',
   'templates-catalog': 'templates list',
   'templates-get': 'templates show',

@@ -7,7 +7,6 @@ import { registerAuthz } from './commands/authz.ts';
 import { registerBilling } from './commands/billing.ts';
 import { registerDomains } from './commands/domains.ts';
 import { registerEvents } from './commands/events.ts';
-import { registerKeys } from './commands/keys.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerMessages } from './commands/messages.ts';
 import { registerMigrate } from './commands/migrate.ts';
@@ -16,12 +15,15 @@ import { registerOrgs } from './commands/orgs.ts';
 import { registerProviders } from './commands/providers.ts';
 import { registerSaml } from './commands/saml.ts';
 import { registerSessions } from './commands/sessions.ts';
+import { registerSigningKeys } from './commands/signing-keys.ts';
 import { registerStats } from './commands/stats.ts';
 import { registerTemplates } from './commands/templates.ts';
 import { registerUsers } from './commands/users.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
+import { EXIT_CODES_HELP } from './errors.ts';
 
-export function createProgram(): Command {
+/** `json`: usage errors are reported as JSON by `reportError`, so commander must not print its own line first. */
+export function createProgram({ json = false }: { json?: boolean } = {}): Command {
   const program = new Command('gatehouse')
     .description('Manage a Gatehouse identity service from the command line')
     .version(packageJson.version)
@@ -30,6 +32,9 @@ export function createProgram(): Command {
     .addOption(new Option('--application-id <id>', 'the application to act on').env('GATEHOUSE_APPLICATION_ID'))
     .addOption(new Option('--secret-key <key>', 'a secret API key of that application').env('GATEHOUSE_SECRET_KEY'))
     .configureHelp({ showGlobalOptions: true })
+    .addHelpText('after', EXIT_CODES_HELP)
+    // Inherited by every subcommand created below.
+    .configureOutput(json ? { outputError: () => {} } : {})
     // Commander throws instead of exiting, so every failure leaves through the one handler below.
     .exitOverride();
   registerLogin(program);
@@ -41,7 +46,7 @@ export function createProgram(): Command {
   registerProviders(program);
   registerOAuth2(program);
   registerSessions(program);
-  registerKeys(program);
+  registerSigningKeys(program);
   registerTemplates(program);
   registerMessages(program);
   registerEvents(program);

@@ -285,6 +285,33 @@ describe('gatehouse CLI against a real server', () => {
     const usageJson = await gatehouse(['users', 'create', '--json']);
     expect(usageJson.code).toBe(2);
     expect(JSON.parse(usageJson.stderr).error.code).toBe('usage_error');
+    // Commander's own refusals (an unknown option, a missing argument, an unknown command) are JSON under --json too.
+    const commanderCases = await Promise.all([
+      gatehouse(['users', 'create', '--emial', 'x', '--json']),
+      gatehouse(['users', 'get', '--json']),
+      gatehouse(['users', 'frobnicate', '--json']),
+    ]);
+    for (const result of commanderCases) {
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(JSON.parse(result.stderr)).toEqual({ error: { code: 'usage_error', message: expect.any(String) } });
+    }
+    expect(JSON.parse(commanderCases[0]!.stderr).error.message).toMatch(/^unknown option '--emial'/);
+  });
+
+  it('--help lists the exit codes, and the commands that answer yes or no say which code means no', async () => {
+    const help = await gatehouse(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Exit codes:\n {2}0 .*\n {2}1 .*error.*\n {2}2 .*usage.*\n {2}3 .*no/);
+    for (const command of [
+      ['authz', 'check'],
+      ['access', 'check'],
+      ['domains', 'verify'],
+    ]) {
+      const text = (await gatehouse([...command, '--help'])).stdout;
+      // Commander wraps descriptions to the width: any white space between the words.
+      expect(text, command.join(' ')).toMatch(/exit\s+3/);
+    }
   });
 
   it('apps list and delete find the operator token in the data directory', async () => {
@@ -491,20 +518,31 @@ describe('gatehouse CLI against a real server', () => {
     expect(rows[2]).toMatch(new RegExp(`^${after.id}\t`));
   });
 
-  it('keys rotate makes a new signing key and keeps the old one published', async () => {
+  it('signing-keys rotate makes a new signing key and keeps the old one published', async () => {
     const jwks = async () => (await (await fetch(`${url}/v1/applications/${app.id}/jwks.json`)).json()) as { keys: any[] };
     const before = (await jwks()).keys.map((k) => k.kid);
     expect(before).toHaveLength(1);
-    const rotated = await json(['keys', 'rotate']);
+    const rotated = await json(['signing-keys', 'rotate']);
     expect(rotated.kid).not.toBe(before[0]);
     expect(rotated.keys.map((k: { kid: string }) => k.kid).sort()).toEqual([rotated.kid, before[0]].sort());
     expect((await jwks()).keys.map((k) => k.kid).sort()).toEqual([rotated.kid, before[0]].sort());
 
-    const plain = await gatehouse(['keys', 'rotate']);
+    const plain = await gatehouse(['signing-keys', 'rotate']);
     expect(plain.code).toBe(0);
     const kid = /^kid\t(\S+)\n/.exec(plain.stdout)![1]!;
     expect(plain.stdout).toContain(`published\t${kid},${rotated.kid},${before[0]}\n`);
     expect(plain.stderr).toMatch(/new key/);
+    expect(plain.stderr).not.toMatch(/deprecated/);
+  });
+
+  it('keys, the old name of signing-keys, still works for a release: hidden from --help, with a notice on stderr', async () => {
+    const help = await gatehouse(['--help']);
+    expect(help.stdout).toMatch(/^ {2}signing-keys /m);
+    expect(help.stdout).not.toMatch(/^ {2}keys /m);
+    const legacy = await gatehouse(['keys', 'rotate', '--json']);
+    expect(legacy.code, legacy.stderr).toBe(0);
+    expect(JSON.parse(legacy.stdout).kid).toEqual(expect.any(String));
+    expect(legacy.stderr).toBe('warning: `gatehouse keys` is deprecated and will be removed: use `gatehouse signing-keys`\n');
   });
 
   /**
@@ -692,11 +730,14 @@ describe('gatehouse CLI against a real server', () => {
     const host = await json(['access', 'hosts', 'create', 'db-1', '--group', group.id]);
     expect(host).toMatchObject({ name: 'db-1', host_group_id: group.id });
     expect((await json(['access', 'hosts'])).map((h: any) => h.id)).toContain(host.id);
-    expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: false, rule_id: null });
+    const denied = await gatehouse(['access', 'check', user.id, host.id, '--json']);
+    expect([denied.code, JSON.parse(denied.stdout)]).toEqual([3, { allowed: false, rule_id: null }]);
     const allow = await json(['access', 'rules', 'create', 'allow', '--user', user.id, '--group', group.id]);
     expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: true, rule_id: allow.id });
     const deny = await json(['access', 'rules', 'create', 'deny', '--user', user.id, '--host', host.id]);
-    expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: false, rule_id: deny.id });
+    const deniedByRule = await gatehouse(['access', 'check', user.id, host.id]);
+    expect(deniedByRule.code).toBe(3);
+    expect(deniedByRule.stdout).toContain('allowed\tfalse\n');
     expect((await json(['access', 'rules'])).map((r: any) => r.id).slice(0, 2)).toEqual([deny.id, allow.id]);
     expect(await json(['access', 'rules', 'delete', deny.id])).toEqual({ id: deny.id, deleted: true });
     expect(await json(['access', 'check', user.id, host.id])).toEqual({ allowed: true, rule_id: allow.id });
@@ -753,8 +794,17 @@ describe('gatehouse CLI against a real server', () => {
     ).toEqual({
       allowed: true,
     });
+    // A denied check is an answer, not an error, but a script branches on it: exit 3 (0 when allowed).
     const plain = await gatehouse(['authz', 'check', `doc:cli#editor@user:${user.id}`]);
-    expect(plain).toMatchObject({ code: 0, stdout: 'denied\n' });
+    expect(plain).toEqual({ code: 3, stdout: 'denied\n', stderr: '' });
+    const deniedJson = await gatehouse(['authz', 'check', `doc:cli#editor@user:${user.id}`, '--json']);
+    expect(deniedJson.code).toBe(3);
+    expect(JSON.parse(deniedJson.stdout)).toEqual({ allowed: false });
+    expect(await gatehouse(['authz', 'check', `doc:cli#viewer@user:${user.id}`])).toEqual({
+      code: 0,
+      stdout: 'allowed\n',
+      stderr: '',
+    });
     const page = await json(['authz', 'tuples', '--namespace', 'doc', '--limit', '5']);
     expect(page).toMatchObject({
       total: 1,
@@ -833,8 +883,9 @@ describe('gatehouse CLI against a real server', () => {
       expect(listed.stdout.split('\n')[0]).toBe('id\tdomain\tstatus\ttls_status\tverified_at\tcreated_at');
       expect(listed.stdout).toContain(`${added.id}\t${name}\tpending_verification`);
 
+      // Not verified yet: the same output, and exit 3 for a script to wait and retry on.
       const missing = await gatehouse(['domains', 'verify', name]);
-      expect(missing.code, missing.stderr).toBe(0);
+      expect(missing.code, missing.stderr).toBe(3);
       expect(missing.stdout).toContain('verification_error\ttxt_not_found');
       expect(missing.stderr).toContain('no TXT record was found');
 

@@ -168,12 +168,21 @@ describe('error reporting', () => {
     );
   });
 
-  it('does not repeat a detail that says what the message says', () => {
+  it('does not repeat a detail that says what the message says, but still names its field', () => {
     const out = capture();
     const message = 'Shared development credentials are for development applications only.';
     const error = new GatehouseError('validation_failed', 422, message, [{ path: 'use_shared_dev_credentials', message }]);
     expect(reportError(error, out.stream)).toBe(1);
-    expect(out.text()).toBe(`error: validation_failed: ${message}\n`);
+    expect(out.text()).toBe(`error: validation_failed: ${message} (use_shared_dev_credentials)\n`);
+  });
+
+  it('prints the reason a refusal gives in its details', () => {
+    const out = capture();
+    const error = new GatehouseError('invalid_url', 422, 'The URL is not allowed', [
+      { path: 'metadata_url', message: 'must be https' },
+    ]);
+    expect(reportError(error, out.stream)).toBe(1);
+    expect(out.text()).toBe('error: invalid_url: The URL is not allowed (metadata_url: must be https)\n');
   });
 
   it('prints usage errors without a code, exit 2', () => {

@@ -95,3 +95,15 @@ export async function assertPortFree(port: number, host: string): Promise<void> 
     await new Promise<void>((resolve) => probe.close(() => resolve()));
   }
 }
+
+/**
+ * What a listening socket serves, in words for the start log: fastify's own line names one reachable URL per
+ * interface (`http://127.0.0.1:4000` for a socket on 0.0.0.0), which reads as if the server were local only.
+ */
+export function describeBind(address: string, port: number): string {
+  const shown = address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+  if (address === '0.0.0.0') return `${shown} (every IPv4 interface: HOST=127.0.0.1 keeps it to this machine)`;
+  if (address === '::') return `${shown} (every interface: HOST=127.0.0.1 keeps it to this machine)`;
+  if (address === '::1' || address.startsWith('127.')) return `${shown} (this machine only)`;
+  return `${shown} (this address only)`;
+}

@@ -12,6 +12,10 @@ const sharedOAuthVariables = Object.fromEntries(
 /** The process environment, read and validated once (CONTRACT §7). */
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(4000),
+  /**
+   * The address the server binds. Default `0.0.0.0`, every IPv4 interface: a container's published port and a
+   * reverse proxy on another host reach it; `127.0.0.1` keeps it to this machine, `::` every IPv6 and IPv4 interface.
+   */
   HOST: z.string().default('0.0.0.0'),
   GATEHOUSE_BASE_URL: z.url().optional(),
   DATABASE_URL: z

@@ -1,5 +1,13 @@
 import { createOrm, migrate } from '@gatehouse/api';
-import { assertPortFree, databaseFromEnv, dataDirOf, lockEmbeddedDatabase, readEnv, StartupError } from './config.ts';
+import {
+  assertPortFree,
+  databaseFromEnv,
+  dataDirOf,
+  describeBind,
+  lockEmbeddedDatabase,
+  readEnv,
+  StartupError,
+} from './config.ts';
 import { sharedOAuthCredentials } from './env.ts';
 import { createGatehouseServer, loadSecrets } from './index.ts';
 
@@ -59,11 +67,20 @@ async function main() {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  await server.app.listen({ port: env.PORT, host: env.HOST });
+  const bound = () => {
+    const socket = server.app.server.address();
+    return typeof socket === 'object' && socket ? describeBind(socket.address, socket.port) : String(socket);
+  };
+  await server.app.listen({
+    port: env.PORT,
+    host: env.HOST,
+    listenTextResolver: (url) => `Server listening on ${bound()}, reachable at ${url}`,
+  });
   process.stderr.write(
     [
       '',
       `  Gatehouse is running at ${baseUrl}`,
+      `  Listening on:    ${bound()}`,
       `  API reference:   ${baseUrl}/docs`,
       `  Database:        ${where}`,
       `  Operator token:  ${secrets.operatorTokenFile ?? 'from GATEHOUSE_OPERATOR_TOKEN'}`,

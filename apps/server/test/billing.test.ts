@@ -58,6 +58,14 @@ describe('plans', () => {
     expect(patched).toEqual({ ...second, name: 'Pro', price_cents: 9900 });
   });
 
+  it('takes the currency in any case and answers its ISO 4217 upper-case form', async () => {
+    for (const currency of ['usd', 'Eur', 'GBP']) {
+      const plan = await createPlan(app, { currency });
+      expect(plan.currency, currency).toBe(currency.toUpperCase());
+      expect((await ok(app.rest('GET', `/v1/billing/plans/${plan.id}`))).currency).toBe(currency.toUpperCase());
+    }
+  });
+
   it('a duplicate key is 409 conflict; bad input is 422 with the failing paths', async () => {
     await createPlan(app, { key: 'dup' });
     expectError(
@@ -67,7 +75,9 @@ describe('plans', () => {
     );
     const rows: Array<[Record<string, unknown>, string]> = [
       [{ interval: 'week' }, 'interval'],
-      [{ currency: 'usd' }, 'currency'],
+      [{ currency: 'US' }, 'currency'],
+      [{ currency: 'US$' }, 'currency'],
+      [{ currency: 'USDT' }, 'currency'],
       [{ price_cents: -1 }, 'price_cents'],
       [{ price_cents: 1.5 }, 'price_cents'],
       [{ trial_days: 366 }, 'trial_days'],
@@ -266,6 +276,30 @@ describe('subscriptions', () => {
       current_period_end: sub.current_period_end,
       canceled_at: null,
     });
+  });
+
+  it('an organization has one shape: create, get, update and the list items all carry its subscription', async () => {
+    const fresh = await suite.server.createApp();
+    const plan = await createPlan(fresh);
+    const [subscribed, bare] = [await createOrg(fresh, { name: 'Paying' }), await createOrg(fresh, { name: 'Free' })];
+    expect(subscribed.subscription).toBeNull();
+    const sub = await ok(subscribe(fresh, { organization_id: subscribed.id, plan_id: plan.id, seats: 3 }), 201);
+    const summary = {
+      id: sub.id,
+      plan_id: plan.id,
+      plan_key: plan.key,
+      status: 'active',
+      seats: 3,
+      current_period_end: sub.current_period_end,
+      canceled_at: null,
+    };
+    const got = await ok(fresh.rest('GET', `/v1/organizations/${subscribed.id}`));
+    expect(got.subscription).toEqual(summary);
+    const updated = await ok(fresh.rest('PATCH', `/v1/organizations/${subscribed.id}`, { name: 'Paying Inc' }));
+    expect(updated).toEqual({ ...got, name: 'Paying Inc', updated_at: isoDate });
+    const listed = (await ok(fresh.rest('GET', '/v1/organizations'))).organizations;
+    expect(listed).toEqual([bare, updated]);
+    expect(Object.keys(listed[0]).sort()).toEqual(Object.keys(subscribed).sort());
   });
 
   it('seats are enforced at member add (409 seat_limit_reached); lowering seats below the members is 409', async () => {

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,18 +16,20 @@ let dataDir: string;
 let child: ChildProcess;
 let output = '';
 let url: string;
+let port: number;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-main-'));
-  const port = await freePort();
+  port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: String(port),
-    HOST: '127.0.0.1',
     GATEHOUSE_DATA_DIR: dataDir,
     GATEHOUSE_LOG_LEVEL: 'info',
   };
+  // HOST unset: the documented default bind, as a newcomer's `npm start` has it.
+  delete env.HOST;
   delete env.DATABASE_URL;
   delete env.GATEHOUSE_OPERATOR_TOKEN;
   delete env.GATEHOUSE_MASTER_KEY;
@@ -54,6 +57,34 @@ describe('npm start on a fresh data directory', () => {
     expect(output).toContain('Gatehouse is running at http://localhost:');
     expect(output).toMatch(/API reference: +http:\/\/localhost:\d+\/docs/);
     expect(output).toContain(`Operator token:  ${join(dataDir, 'operator-token')}`);
+  });
+
+  it('says what the socket is bound to (HOST, default 0.0.0.0: every IPv4 interface), in the banner and the log', async () => {
+    expect(output).toContain(`Listening on:    0.0.0.0:${port} (every IPv4 interface: HOST=127.0.0.1 keeps it to this machine)`);
+    const logged = output
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line).msg as string)
+      .filter((msg) => msg.startsWith('Server listening'));
+    expect(logged.length).toBeGreaterThan(0);
+    for (const msg of logged)
+      expect(msg).toMatch(
+        new RegExp(`^Server listening on 0\\.0\\.0\\.0:${port} \\(every IPv4 interface.*\\), reachable at http://`),
+      );
+    // Bound on every interface indeed: this machine's other IPv4 addresses reach it too.
+    const others = Object.values(networkInterfaces())
+      .flat()
+      .filter((i) => i && i.family === 'IPv4' && !i.internal)
+      .map((i) => i!.address);
+    for (const address of others) {
+      await new Promise<void>((resolve, reject) => {
+        const socket = connect(port, address, () => {
+          socket.end();
+          resolve();
+        });
+        socket.once('error', reject);
+      });
+    }
   });
 
   it('generates the operator token and master key with mode 0600', async () => {

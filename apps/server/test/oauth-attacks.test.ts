@@ -201,6 +201,21 @@ describe('attacks, each refused with nothing created', () => {
     expect(relay.headers.get('location')).toBeNull();
   });
 
+  it('an http or loopback issuer is refused, naming the reason and GATEHOUSE_ALLOW_INSECURE_OIDC', async () => {
+    const app = await oauthApp(server);
+    const HINT = 'for local development only, GATEHOUSE_ALLOW_INSECURE_OIDC=1 on the server allows it';
+    for (const [issuer, reason] of [
+      ['http://localhost:8080/realms/dev', `not https; ${HINT}`],
+      ['https://127.0.0.1/realms/dev', `a loopback address; ${HINT}`],
+      ['https://172.16.0.9/realms/dev', 'a private address; no setting allows it'],
+    ]) {
+      const refused = await putProvider(app, 'oidc', { issuer, client_id: 'a', client_secret: 'b', enabled: true });
+      expectError(refused, 422, 'invalid_url', issuer);
+      expect(refused.body.error.message, issuer).toBe(`The URL is not allowed: ${reason}`);
+      expect(refused.body.error.details, issuer).toEqual([{ path: 'issuer', message: reason }]);
+    }
+  });
+
   it("GitHub's refusal of a spent code (200 with an error field) is 401 with a helpful message", async () => {
     const app = await appWith('github');
     standIn.user.github = { sub: `${80_000 + ++seq}`, email: uniqueEmail('octo'), email_verified: true };

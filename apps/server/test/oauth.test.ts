@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createGatehouseClient } from '@gatehouse/sdk';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,6 +7,7 @@ import { readEnv, StartupError, sharedOAuthCredentials } from '../src/env.ts';
 import { createHost, rule } from './helpers/access-rules.ts';
 import { APP_CALLBACK, APP_ORIGIN, callback, oauthApp, putProvider, startOAuth, throughRelay } from './helpers/oauth.ts';
 import { startOidcProvider, type TestOidcProvider } from './helpers/oauth-idp.ts';
+import { freePort } from './helpers/ports.ts';
 import { expectError, isoDate, MISSING, ok, rejection, sql, startServer, type TestServer } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 
@@ -424,6 +427,77 @@ describe('sign-in with a real OpenID Connect server', () => {
     expect(refused.body.error.message).toMatch(/Start the sign-in again/);
     expect(refused.body.error.message).not.toMatch(/invalid_grant|PKCE|grant request/i);
     expect(await sql(server, 'select id from users where application_id = ?', [app.id])).toEqual([]);
+  });
+});
+
+describe('a generic issuer is loaded when it is saved; one that fails at sign-in is 503 naming it', () => {
+  /** Issuers on loopback, one per path: `/<kind>` serves the discovery document of that kind. */
+  let documents: Server;
+  let base: string;
+  beforeAll(async () => {
+    documents = createServer((req, res) => {
+      const kind = req.url?.split('/')[1] ?? '';
+      const issuer = `${base}/${kind}`;
+      const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (!req.url?.endsWith('/.well-known/openid-configuration')) res.writeHead(404).end();
+      else if (kind === 'html') res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Welcome</html>');
+      else if (kind === 'mismatch') json({ issuer: 'https://elsewhere.example', authorization_endpoint: `${issuer}/auth` });
+      else if (kind === 'partial') json({ issuer, authorization_endpoint: `${issuer}/auth` });
+      else if (kind.startsWith('good'))
+        // Everything but the token endpoint answers: it is on a port nobody listens on.
+        json({ issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: deadTokenEndpoint, jwks_uri: `${issuer}/jwks` });
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(documents.address() as AddressInfo).port}`;
+    deadTokenEndpoint = `http://127.0.0.1:${await freePort()}/token`;
+  });
+  let deadTokenEndpoint: string;
+  afterAll(() => new Promise((resolve) => documents?.close(resolve)));
+
+  const saveIssuer = (app: Awaited<ReturnType<typeof oauthApp>>, issuer: string) =>
+    putProvider(app, 'oidc', { issuer, client_id: 'gatehouse-client', client_secret: 'secret', enabled: true });
+
+  it('PUT refuses an issuer whose discovery document cannot be used (422 invalid_url, the reason), and stores nothing', async () => {
+    const app = await oauthApp(server);
+    const cases: Array<[string, RegExp]> = [
+      [`http://127.0.0.1:${await freePort()}`, /discovery document .*could not be loaded \(connection refused\)/],
+      [`${base}/missing`, /discovery document .*answered HTTP 404/],
+      [`${base}/html`, /discovery document .*is not JSON/],
+      [`${base}/mismatch`, /discovery document .*names another issuer \(https:\/\/elsewhere\.example\)/],
+      [`${base}/partial`, /discovery document .*lacks token_endpoint, jwks_uri/],
+    ];
+    for (const [issuer, reason] of cases) {
+      const refused = await saveIssuer(app, issuer);
+      expectError(refused, 422, 'invalid_url', issuer);
+      expect(refused.body.error.message, issuer).toMatch(reason);
+      expect(refused.body.error.details, issuer).toEqual([{ path: 'issuer', message: expect.stringMatching(reason) }]);
+    }
+    const list = await ok(app.rest('GET', `/v1/applications/${app.id}/providers/oauth`));
+    expect(list.find((p: any) => p.provider === 'oidc')).toMatchObject({ issuer: null, enabled: false, has_secret: false });
+  });
+
+  it('an issuer that stops answering, or whose token endpoint is down, is 503 service_unavailable naming it (never 401)', async () => {
+    const app = await oauthApp(server);
+    const issuerHost = new URL(base).host;
+    await ok(saveIssuer(app, `${base}/good`));
+    // The token endpoint is down at the callback.
+    const { authorization_url } = await ok(startOAuth(app, 'oidc'));
+    expect(authorization_url.startsWith(`${base}/good/auth?`)).toBe(true);
+    const state = new URL(authorization_url).searchParams.get('state');
+    const atCallback = await callback(app, 'oidc', { code: 'a-code', state });
+    expectError(atCallback, 503, 'service_unavailable');
+    expect(atCallback.body.error.message).toContain(`Sign-in with OpenID Connect (${issuerHost}) is unavailable`);
+    expect(atCallback.headers.get('retry-after')).toBe('30');
+    // The issuer itself stops answering after it was saved: the start says so.
+    await ok(putProvider(app, 'oidc', { issuer: `${base}/good-again`, client_id: 'another-client', enabled: true }));
+    await new Promise((resolve) => documents.close(resolve));
+    const atStart = await startOAuth(app, 'oidc');
+    expectError(atStart, 503, 'service_unavailable');
+    expect(atStart.body.error.message).toContain(`Sign-in with OpenID Connect (${issuerHost}) is unavailable`);
+    expect(
+      await sql(server, 'select count(*)::int as n from oauth_states where application_id = ? and consumed_at is null', [app.id]),
+    ).toEqual([{ n: 0 }]);
   });
 });
 

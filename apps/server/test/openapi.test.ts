@@ -1,3 +1,9 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +30,9 @@ const SEED_ROUTES = [
   ['post', '/v1/users/merge', '200'], // S20
 ] as const;
 
+/** The component a `$ref` names (the schema itself when it is not a reference). */
+const component = (schema: any) => (schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema);
+
 describe('/v1/openapi.json', () => {
   it('is a valid OpenAPI 3.1 document (not enveloped)', async () => {
     expect(doc.openapi).toBe('3.1.0');
@@ -37,7 +46,7 @@ describe('/v1/openapi.json', () => {
     for (const [method, path, status] of SEED_ROUTES) {
       const operation = doc.paths[path]?.[method];
       expect(operation, `${method} ${path}`).toBeDefined();
-      const schema = operation.responses[status].content['application/json'].schema;
+      const schema = component(operation.responses[status].content['application/json'].schema);
       expect(schema.required).toEqual(['success', 'data', 'error', 'meta']);
       expect(operation.responses['422']).toBeDefined();
     }
@@ -119,6 +128,58 @@ describe('/v1/openapi.json', () => {
       expect(validates(body.schema, body.example)).toBe(true);
     }
   });
+
+  it('names every envelope as a component: no operation carries an inline one (a generated client gets named types)', () => {
+    const isEnvelope = (schema: any) => Boolean(schema?.properties?.success);
+    let enveloped = 0;
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          const schema = response.content?.['application/json']?.schema;
+          if (!schema) continue;
+          expect(isEnvelope(schema), `${method} ${path} ${status}: inline envelope`).toBe(false);
+          if (!isEnvelope(component(schema))) continue;
+          enveloped++;
+          expect(schema.$ref, `${method} ${path} ${status}`).toMatch(/^#\/components\/schemas\/\w+Envelope$/);
+          // The data too is named: a component, or a list of one.
+          const data = component(schema).properties.data;
+          if (data.type !== 'null') expect(data.$ref ?? data.items?.$ref, `${method} ${path} ${status} data`).toBeDefined();
+        }
+      }
+    }
+    expect(enveloped).toBeGreaterThan(100);
+    expect(doc.paths['/v1/users'].post.responses['201'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/UserEnvelope',
+    });
+    expect(doc.components.schemas.UserEnvelope.properties).toMatchObject({
+      data: { $ref: '#/components/schemas/User' },
+      meta: { $ref: '#/components/schemas/ResponseMeta' },
+    });
+    expect(doc.paths['/v1/api-keys'].get.responses['200'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/ApiKeyListEnvelope',
+    );
+  });
+
+  it("`npm run openapi -- <file>` writes the same document, from a shell whose `node` is the machine's (Node 20)", async () => {
+    const root = fileURLToPath(new URL('../../..', import.meta.url));
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-openapi-'));
+    try {
+      // Without the project's node_modules/.bin on PATH, as a newcomer's shell is: npm brings the project's Node 24.
+      const PATH = (process.env.PATH ?? '')
+        .split(':')
+        .filter((entry) => !entry.includes('node_modules'))
+        .join(':');
+      const file = join(dir, 'openapi.json');
+      await promisify(execFile)('npm', ['run', 'openapi', '--silent', '--', file, 'http://gatehouse.test'], {
+        cwd: root,
+        env: { PATH, HOME: process.env.HOME ?? dir },
+      });
+      expect(JSON.parse(await readFile(file, 'utf8'))).toEqual(doc);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    // A second Node process loads the whole router: seconds on an idle machine, more on a busy one.
+  }, 180_000);
 
   it('lists 429 on the rate-limited routes only', () => {
     expect(doc.paths['/v1/auth/magic-link/start'].post.responses['429']).toBeDefined();

@@ -142,16 +142,16 @@ describe('GET /v1/organizations (S10)', () => {
     expect(first).toMatchObject({ total: 3, limit: 25, offset: 0 });
     expect(first.organizations.map((o) => o.id)).toEqual(sequential.map((o) => o.id).reverse());
     expect(first.organizations.map((o) => o.member_count)).toEqual([0, 1, 0]);
-    // A list item is the seed's record; the single organization adds its live subscription (none here).
-    const { subscription, ...listed } = sequential[2];
-    expect(subscription).toBeNull();
-    expect(first.organizations[0]).toEqual(listed);
+    // One shape: a list item is exactly what create and get answer (the live subscription included, none here).
+    expect(first.organizations[0]).toEqual(sequential[2]);
+    expect(first.organizations[1]).toEqual(await getOrg(fresh, sequential[1].id));
     for (const item of first.organizations) {
       expect(item).toEqual({
         id: expect.stringMatching(UUID),
         name: expect.any(String),
         slug: expect.stringMatching(SLUG),
         member_count: expect.any(Number),
+        subscription: null,
         created_at: isoDate,
         updated_at: isoDate,
       });

@@ -221,6 +221,16 @@ describe('SAML connections (secret key)', () => {
     );
   });
 
+  it('metadata that is a PEM certificate is 422 saying so, and where a certificate goes instead; nothing is created', async () => {
+    const app = await suite.server.createApp();
+    const refused = await app.rest('POST', '/v1/saml/connections/from-metadata', { metadata_xml: idp.keys.certificatePem });
+    expectError(refused, 422, 'validation_failed');
+    expect(refused.body.error.message).toContain('looks like a PEM certificate, not SAML metadata XML');
+    expect(refused.body.error.details).toEqual([{ path: 'metadata_xml', message: expect.stringContaining('idp_certificate') }]);
+    expect(refused.body.error.message).not.toMatch(/XML: |not well-formed/);
+    expect(await ok(app.rest('GET', '/v1/saml/connections'))).toEqual([]);
+  });
+
   it('serves our SP metadata (entity id, ACS by HTTP-POST, NameID formats, WantAssertionsSigned), public and not enveloped', async () => {
     const app = await suite.server.createApp();
     const { id, acs_url, metadata_url } = await ok(app.rest('POST', '/v1/saml/connections', body()), 201);
@@ -277,6 +287,19 @@ describe('metadata URLs go through the SSRF guard', () => {
     for (const url of [`${metadataUrl}/redirect`, 'http://169.254.169.254/latest/meta-data', 'http://10.0.0.1/metadata']) {
       expectError(await local.rest('POST', '/v1/saml/connections/from-metadata', { metadata_url: url }), 422, 'invalid_url', url);
     }
+    const HINT = 'for local development only, GATEHOUSE_ALLOW_INSECURE_SAML=1 on the server allows it';
+    for (const [url, reason] of [
+      [`${metadataUrl}/metadata`, `not https; ${HINT}`],
+      ['https://127.0.0.1/metadata', `a loopback address; ${HINT}`],
+      ['https://10.0.0.1/metadata', 'a private address; no setting allows it'],
+    ]) {
+      const refused = await app.rest('POST', '/v1/saml/connections/from-metadata', { metadata_url: url });
+      expect(refused.body.error.message, url).toBe(`The URL is not allowed: ${reason}`);
+      expect(refused.body.error.details, url).toEqual([{ path: 'metadata_url', message: reason }]);
+    }
+    const sso = await app.rest('POST', '/v1/saml/connections', body({ idp_sso_url: 'http://127.0.0.1:9999/sso' }));
+    expectError(sso, 422, 'invalid_url');
+    expect(sso.body.error.message).toBe(`The URL is not allowed: not https; ${HINT}`);
     const created = await ok(
       local.rest('POST', '/v1/saml/connections/from-metadata', { metadata_url: `${metadataUrl}/metadata` }),
       201,

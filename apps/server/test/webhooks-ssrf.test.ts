@@ -113,6 +113,34 @@ describe('webhook URLs are refused at create and update (422 invalid_url)', () =
     expect((await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}`))).url).toBe('https://hooks.example.com/x');
   });
 
+  it('a refusal names its reason class and, when one exists, the development setting that allows it', async () => {
+    const app = await secure.createApp();
+    const HINT = 'for local development only, GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1 on the server allows it';
+    const cases: Array<[string, string]> = [
+      ['http://localhost:3000/hooks', `not https; ${HINT}`],
+      ['https://localhost:3000/hooks', `a loopback name (localhost); ${HINT}`],
+      ['https://127.0.0.1/hooks', `a loopback address; ${HINT}`],
+      ['https://[::1]/hooks', `a loopback address; ${HINT}`],
+      ['https://10.1.2.3/hooks', 'a private address; no setting allows it'],
+      ['https://169.254.169.254/latest', 'a link-local address (where cloud metadata services live); no setting allows it'],
+      ['https://hooks.internal/x', 'a local-network name (local-only suffix); no setting allows it'],
+    ];
+    for (const [url, reason] of cases) {
+      const refused = await app.rest('POST', '/v1/webhooks', { url });
+      expectError(refused, 422, 'invalid_url', url);
+      expect(refused.body.error.message, url).toBe(`The URL is not allowed: ${reason}`);
+      expect(refused.body.error.details, url).toEqual([{ path: 'url', message: reason }]);
+    }
+    // A URL the schema refuses says why in the message too, not only in the details.
+    const long = await app.rest('POST', '/v1/webhooks', { url: `https://hooks.example.com/${'a'.repeat(2100)}` });
+    expectError(long, 422, 'invalid_url');
+    expect(long.body.error.message).toBe('The URL is not allowed: url: a URL of 1–2048 characters');
+    // With the setting on, what it cannot allow says so, and names no setting.
+    const local = await insecure.createApp();
+    const privateOne = await local.rest('POST', '/v1/webhooks', { url: 'http://192.168.1.20/hooks' });
+    expect(privateOne.body.error.message).toBe('The URL is not allowed: a private address; no setting allows it');
+  });
+
   it('accepts https on public names and addresses', async () => {
     const app = await secure.createApp();
     for (const url of ACCEPTED) await ok(app.rest('POST', '/v1/webhooks', { url }), 201);

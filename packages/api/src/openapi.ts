@@ -81,6 +81,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       '`/v1` a public, versioned surface.',
   }) as Json;
   const routes = proceduresByRoute();
+  const envelopes: Json = {};
   for (const [path, item] of Object.entries(doc.paths as Json)) {
     for (const [method, operation] of Object.entries(item as Json) as Array<[string, Json]>) {
       const meta = routes.get(`${method} ${path}`);
@@ -97,13 +98,16 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
             'application/json':
               meta.envelope === false
                 ? { schema: data, example }
-                : { schema: successEnvelope(data), example: { success: true, data: example, error: null, meta: EXAMPLE_META } },
+                : {
+                    schema: namedEnvelope(envelopes, data, operation.operationId),
+                    example: { success: true, data: example, error: null, meta: EXAMPLE_META },
+                  },
           },
         },
         ...Object.fromEntries(errorStatuses(method, meta).map((s) => [s, { $ref: `#/components/responses/Error${s}` }])),
       };
       operation.security = SECURITY[meta.caller ?? 'public'];
-      if (meta.successStatus === 201 && (meta.caller === 'secret_key' || meta.caller === 'operator')) {
+      if (meta.idempotent) {
         operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY];
       }
       if (meta.scope) {
@@ -117,7 +121,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
   );
   doc.components = {
     ...doc.components,
-    schemas: { ...schemas, ResponseMeta: RESPONSE_META, Error: ERROR, ErrorEnvelope: ERROR_ENVELOPE },
+    schemas: { ...schemas, ResponseMeta: RESPONSE_META, Error: ERROR, ErrorEnvelope: ERROR_ENVELOPE, ...envelopes },
     responses: Object.fromEntries(
       Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => {
         const documented = ERROR_EXAMPLES[Number(status)];
@@ -289,7 +293,8 @@ const IDEMPOTENCY_KEY = {
   required: false,
   description:
     'Makes a retry safe: the same key with the same request within 24 h answers the first response again ' +
-    '(`idempotent-replayed: true`), with another request 422 `idempotency_key_reused`; 409 while the first is running.',
+    '(`idempotent-replayed: true`), with another request 422 `idempotency_key_reused`; a retry sent while the first ' +
+    'runs waits for it and answers its response.',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
   example: '5f0c2a57-6c4e-4c0b-9d43-2f7a1f4a9e11',
 };
@@ -335,3 +340,28 @@ const successEnvelope = (data: Json) => ({
   properties: { success: { const: true }, data, error: { type: 'null' }, meta: { $ref: '#/components/schemas/ResponseMeta' } },
   required: ['success', 'data', 'error', 'meta'],
 });
+
+const SCHEMA_REF = /^#\/components\/schemas\/(.+)$/;
+const pascalCase = (id: string) => id.replace(/(?:^|[-_.])([a-z0-9])/gi, (_m, c: string) => c.toUpperCase());
+
+/**
+ * The success envelope of an operation as a named component, so that a generated client gets one named type per
+ * result (`UserEnvelope`, `ApiKeyListEnvelope`) instead of an anonymous wrapper per operation: named after the data's
+ * component (`X` → `XEnvelope`, an array of `X` → `XListEnvelope`), else after the operation. Operations with the same
+ * data share it. Answers the `$ref` to it.
+ */
+function namedEnvelope(envelopes: Json, data: Json, operationId: string): Json {
+  const item = data.type === 'array' ? data.items : undefined;
+  const name =
+    typeof data.$ref === 'string'
+      ? `${SCHEMA_REF.exec(data.$ref)?.[1]}Envelope`
+      : typeof item?.$ref === 'string'
+        ? `${SCHEMA_REF.exec(item.$ref)?.[1]}ListEnvelope`
+        : `${pascalCase(operationId)}Envelope`;
+  const envelope = successEnvelope(data);
+  if (envelopes[name] && JSON.stringify(envelopes[name]) !== JSON.stringify(envelope)) {
+    throw new Error(`Two different envelopes would be named ${name} (operation ${operationId})`);
+  }
+  envelopes[name] = envelope;
+  return { $ref: `#/components/schemas/${name}` };
+}

@@ -3,7 +3,9 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import type { Context } from './context.ts';
+import type { EntityManager } from './db/orm.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
+import { type IdempotentContext, idempotent } from './lib/idempotency.ts';
 import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
 
@@ -19,6 +21,13 @@ export type Meta = OpenApiMeta<{
   envelope?: false;
   /** The route counts attempts against a rate limit, so it can answer 429 (documented in OpenAPI). */
   rateLimited?: true;
+  /**
+   * A create that honours an `Idempotency-Key` (`lib/idempotency.ts`; documented in OpenAPI, retried by the SDK): the
+   * key's claim, the handler's writes (through `ctx.em`) and the stored answer commit in one transaction. `'own-write'`:
+   * the handler makes an outbound call before it writes, which no transaction may wait on (PGlite has one connection),
+   * so it runs outside one and does its write through `idempotentWrite`.
+   */
+  idempotent?: true | 'own-write';
 }>;
 
 /** tRPC's own error codes (thrown by tRPC before our middlewares run) mapped to ours. */
@@ -41,8 +50,13 @@ export function errorBody(error: unknown): ErrorBody {
   if (cause instanceof AppError) return { code: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
     const code = issueCode(cause.issues as Parameters<typeof issueCode>[0]) as ErrorCode;
-    const message = code === 'validation_failed' ? 'The request does not match the schema' : 'The URL is not allowed';
-    return { code: code in ERROR_CODES ? code : 'validation_failed', message, details: zodDetails(cause) };
+    const details = zodDetails(cause);
+    // A refused URL says why in the message too (a plain CLI line or a log shows only the message).
+    const message =
+      code === 'validation_failed'
+        ? 'The request does not match the schema'
+        : `The URL is not allowed: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`;
+    return { code: code in ERROR_CODES ? code : 'validation_failed', message, details };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
   const mapped = error instanceof TRPCError ? { code: TRPC_TO_CODE[error.code], message: error.message } : undefined;
@@ -108,6 +122,27 @@ export class DeferredCredential {
 type Settled = { ok: true } | { ok: false; error: unknown };
 
 /**
+ * Runs the procedure (`run`, the handler through tRPC's `next`), a create with meta `idempotent` under its
+ * Idempotency-Key: `run` gets the entity manager of the key's transaction, when there is one.
+ */
+async function runProcedure<Result extends Settled & { data?: unknown }>(
+  ctx: IdempotentContext,
+  meta: Meta | undefined,
+  call: () => Promise<{ path: string; rawInput: unknown }>,
+  run: (em?: EntityManager) => Promise<Result>,
+): Promise<Result> {
+  const mode = meta?.idempotent;
+  if (!mode) return run();
+  const { data } = await idempotent(ctx, await call(), mode, async (em) => {
+    const result = await run(em);
+    if (!result.ok) throw result.error;
+    return result.data;
+  });
+  // A replay answers without running the handler: the result tRPC's own would have been.
+  return { ok: true, data, marker: undefined } as unknown as Result;
+}
+
+/**
  * What the one middleware of every procedure does around `call` (the caller's authentication and the procedure):
  * errors leave with the tRPC code matching their HTTP status, unexpected ones logged once with the request id (and
  * nothing that could hold secrets), and REST creates answer 201. One middleware, not one per concern: each costs a
@@ -140,9 +175,16 @@ async function guarded<Result extends Settled>(
 }
 
 /** Anyone may call: the context is the request's, unauthenticated. */
-export const publicProcedure = t.procedure
-  .meta({ caller: 'public' })
-  .use(({ ctx, meta, next }) => guarded(ctx, meta, () => next()));
+export const publicProcedure = t.procedure.meta({ caller: 'public' }).use(({ ctx, meta, next, path, getRawInput }) =>
+  guarded(ctx, meta, () =>
+    runProcedure(
+      ctx,
+      meta,
+      async () => ({ path, rawInput: await getRawInput() }),
+      (em) => (em ? next({ ctx: { em } }) : next()),
+    ),
+  ),
+);
 
 /**
  * The procedure builder of a kind of caller, for the module that owns its credential: its one middleware authenticates
@@ -152,10 +194,15 @@ export const publicProcedure = t.procedure
  * checked here, so that its error comes first, as for every other procedure.
  */
 export function authenticatedProcedure<Caller extends object>(caller: AuthenticatedCaller, authenticate: Authenticate<Caller>) {
-  return t.procedure.meta({ caller }).use(({ ctx, meta, next }) =>
+  return t.procedure.meta({ caller }).use(({ ctx, meta, next, path, getRawInput }) =>
     guarded(ctx, meta, async () => {
       const authenticated = await authenticate(ctx, meta);
-      const result = await next({ ctx: authenticated });
+      const result = await runProcedure(
+        { ...ctx, ...authenticated },
+        meta,
+        async () => ({ path, rawInput: await getRawInput() }),
+        (em) => next({ ctx: em ? { ...authenticated, em } : authenticated }),
+      );
       if (!result.ok && 'deferredCredential' in authenticated) {
         const deferred = authenticated.deferredCredential;
         if (deferred instanceof DeferredCredential && !deferred.settled) await deferred.settle();

@@ -6,7 +6,8 @@
  * - types: `tsc` declarations, with the server router's type made self-contained (`types/api.d.ts`: every procedure's
  *   input and output inlined by tsc; the server-only context and meta types erased), so the published types need no
  *   server code;
- * - package.json: the workspace one with `exports` to the built files, without `private` or workspace dependencies.
+ * - package.json: the workspace one with `exports` to the built files, without `private` or workspace dependencies,
+ *   and @simplewebauthn/browser as an optional peer (only the browser client's passkeys load it).
  * In the monorepo nothing changes: workspaces keep importing the TypeScript sources.
  */
 import { execFileSync } from 'node:child_process';
@@ -14,6 +15,7 @@ import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { ERROR_CODES } from '../../api/src/errors.ts';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const sdk = here('..');
@@ -77,12 +79,24 @@ const router = (await readFile(join(declarations, 'api/src/router.d.ts'), 'utf8'
   .replaceAll('import("./errors.ts").ErrorDetail', '{ path: string; message: string }');
 const leftover = router.match(/import\("\.[^"]*"\)/);
 if (leftover) throw new Error(`router.d.ts still imports server code: ${leftover[0]}`);
+// The API's error codes (`GatehouseError.code`), written out from the one table of them.
+const errorCodes = Object.keys(ERROR_CODES)
+  .map((code) => `'${code}'`)
+  .join(' | ');
 await writeFile(
   join(out, 'dist/types/api.d.ts'),
-  `// The Gatehouse API router's type, generated from the server's router by packages/sdk/scripts/build.ts.\n${router}`,
+  `// The Gatehouse API router's type, generated from the server's router by packages/sdk/scripts/build.ts.\n${router}\n` +
+    `/** Every error code the API answers (\`error.code\`). */\nexport type ErrorCode = ${errorCodes};\n`,
 );
 await rm(declarations, { recursive: true, force: true });
 
+/**
+ * What only the browser client's passkey ceremonies use (loaded at the first one): an optional peer, so that a backend
+ * that installs the SDK does not get it. The workspace keeps it as a dependency for the tests that run in a browser.
+ */
+const BROWSER_ONLY: Record<string, string> = {
+  '@simplewebauthn/browser': manifest.dependencies['@simplewebauthn/browser'],
+};
 const entry = (name: string) => ({ types: `./dist/types/${name}.d.ts`, import: `./dist/${name}.js` });
 const publishable = {
   name: manifest.name,
@@ -100,7 +114,11 @@ const publishable = {
     './package.json': './package.json',
   },
   files: ['dist', 'README.md', 'CHANGELOG.md', 'LICENSE'],
-  dependencies: Object.fromEntries(Object.entries(manifest.dependencies).filter(([name]) => !name.startsWith('@gatehouse/'))),
+  dependencies: Object.fromEntries(
+    Object.entries(manifest.dependencies).filter(([name]) => !name.startsWith('@gatehouse/') && !(name in BROWSER_ONLY)),
+  ),
+  peerDependencies: BROWSER_ONLY,
+  peerDependenciesMeta: Object.fromEntries(Object.keys(BROWSER_ONLY).map((name) => [name, { optional: true }])),
 };
 await writeFile(join(out, 'package.json'), `${JSON.stringify(publishable, null, 2)}\n`);
 for (const [from, to] of [

@@ -1,10 +1,9 @@
 import type { AppRouter } from '@gatehouse/api';
-import {
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
+import type {
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
   startAuthentication,
   startRegistration,
-  WebAuthnAbortService,
 } from '@simplewebauthn/browser';
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { decodeJwt } from 'jose';
@@ -14,7 +13,7 @@ import { createTransport, type ProcedurePath } from './transport.ts';
 type AuthInputs = inferRouterInputs<AppRouter>['auth'];
 type AuthOutputs = inferRouterOutputs<AppRouter>['auth'];
 
-/** The outcome of every first factor (CONTRACT §4): `consent_required`, `mfa_required` or `complete`. */
+/** The outcome of every first factor (magic link, passkey, OAuth, SSO): `consent_required`, `mfa_required` or `complete`. */
 export type SignInResult = AuthOutputs['magicLink']['verify'];
 export type Tokens = AuthOutputs['token']['refresh'];
 export type MagicLinkStarted = AuthOutputs['magicLink']['start'];
@@ -70,11 +69,11 @@ export interface OAuthCallbackOptions {
 export type RegisterPasskeyInput = Pick<AuthInputs['passkeys']['register']['finish'], 'name'>;
 export type EnrollTotpInput = NonNullable<AuthInputs['mfa']['totp']['enroll']>;
 export type ConfirmTotpInput = AuthInputs['mfa']['totp']['confirm'];
-/** S11: `namespace` restricts to one object namespace; `limit` 1–100 (default 25), `offset`. */
+/** `GET /v1/authz/relations`: `namespace` restricts to one object namespace; `limit` 1–100 (default 25), `offset`. */
 export type ListRelationsInput = NonNullable<inferRouterInputs<AppRouter>['authz']['relations']>;
 /** A page of the signed-in user's relationship tuples, newest first: `{relations, total, limit, offset}`. */
 export type RelationPage = inferRouterOutputs<AppRouter>['authz']['relations'];
-/** What the user authorized a third-party app to do (S6). */
+/** What the user authorized a third-party app (an OAuth 2.0 client of the application) to do. */
 export type Grant = AuthOutputs['me']['grants']['list'][number];
 /** A third-party app's authorization request, as the application's sign-in page shows it. */
 export type OAuth2Interaction = AuthOutputs['oauth2']['interaction'];
@@ -155,7 +154,8 @@ export interface GatehouseClientOptions {
   lock?: <T>(run: () => Promise<T>) => Promise<T>;
   /**
    * Creates and uses passkeys (`navigator.credentials.create()`/`get()`). Default: @simplewebauthn/browser's
-   * `startRegistration`/`startAuthentication` and `WebAuthnAbortService.cancelCeremony`; pass another implementation
+   * `startRegistration`/`startAuthentication` and `WebAuthnAbortService.cancelCeremony`, loaded at the first passkey
+   * ceremony (an optional peer dependency: install it to use passkeys in a browser); pass another implementation
    * where there is no browser WebAuthn (React Native, tests).
    */
   webauthn?: WebAuthnCeremonies;
@@ -208,7 +208,7 @@ export interface GatehouseBrowserClient {
   };
   me(): Promise<CurrentUser>;
   updateMe(input: UpdateMeInput): Promise<CurrentUser>;
-  /** The relationship tuples whose subject is the signed-in user (`user:<id>`), newest first (S11). */
+  /** The relationship tuples whose subject is the signed-in user (`user:<id>`), newest first. */
   relations(input?: ListRelationsInput): Promise<RelationPage>;
   /** Ends the session on the server and forgets the tokens (locally even when the server cannot be reached). */
   signOut(): Promise<void>;
@@ -219,7 +219,7 @@ export interface GatehouseBrowserClient {
   };
   /** The current session as the server sees it: `aal`, and `mfa_enrollment_required` (time to offer `mfa.enrollTotp`). */
   session(): Promise<UserSession>;
-  /** The third-party apps the user authorized (S6); revoking one ends every token it holds at once. */
+  /** The third-party apps (OAuth 2.0 clients) the user authorized; revoking one ends every token it holds at once. */
   grants: {
     list(): Promise<Grant[]>;
     revoke(id: string): Promise<Deleted>;
@@ -297,14 +297,6 @@ interface HeldAccess {
   session: ClientSession;
 }
 
-/**
- * The end-user client for browsers (and any app acting for one person): the sign-in steps, the current user, their
- * sessions, and the tokens — kept by the client and refreshed before they expire. Every call goes over tRPC `/trpc`
- * with `x-application-id`; failures reject with a `GatehouseError`.
- *
- * Refresh tokens are single use and the server revokes the whole session when one is presented twice, so every
- * rotation (refresh, organization switch) runs one at a time, and concurrent calls that need a refresh share one.
- */
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -364,13 +356,45 @@ const navigateTo = (options: OAuthRedirectOptions) => (url: string) => {
   (globalThis as unknown as { location: { assign(url: string): void } }).location.assign(url);
 };
 
+type SimpleWebAuthn = typeof import('@simplewebauthn/browser');
+
+/**
+ * @simplewebauthn/browser's ceremonies, loaded at the first one: a server that never runs a passkey ceremony (or
+ * passes its own `webauthn`) neither loads nor installs the package.
+ */
+function browserCeremonies(): WebAuthnCeremonies {
+  let loaded: SimpleWebAuthn | undefined;
+  const load = async (): Promise<SimpleWebAuthn> => {
+    try {
+      loaded ??= await import('@simplewebauthn/browser');
+    } catch (error) {
+      throw new Error(
+        'Passkeys in the browser need @simplewebauthn/browser: npm install @simplewebauthn/browser ' +
+          '(or pass your own `webauthn` to createGatehouseClient)',
+        { cause: error },
+      );
+    }
+    return loaded;
+  };
+  return {
+    startRegistration: async (options) => (await load()).startRegistration(options),
+    startAuthentication: async (options) => (await load()).startAuthentication(options),
+    // Nothing was loaded, so no ceremony is in progress: synchronous, so it cannot cancel the ceremony started next.
+    cancelCeremony: () => loaded?.WebAuthnAbortService.cancelCeremony(),
+  };
+}
+
+/**
+ * The end-user client for browsers (and any app acting for one person): the sign-in steps, the current user, their
+ * sessions, and the tokens — kept by the client and refreshed before they expire. Every call goes over tRPC `/trpc`
+ * with `x-application-id`; failures reject with a `GatehouseError`.
+ *
+ * Refresh tokens are single use and the server revokes the whole session when one is presented twice, so every
+ * rotation (refresh, organization switch) runs one at a time, and concurrent calls that need a refresh share one.
+ */
 export function createGatehouseClient(options: GatehouseClientOptions): GatehouseBrowserClient {
   const now = options.now ?? Date.now;
-  const webauthn: WebAuthnCeremonies = options.webauthn ?? {
-    startRegistration,
-    startAuthentication,
-    cancelCeremony: () => WebAuthnAbortService.cancelCeremony(),
-  };
+  const webauthn: WebAuthnCeremonies = options.webauthn ?? browserCeremonies();
   const call = createTransport({
     baseUrl: options.baseUrl,
     fetch: options.fetch,

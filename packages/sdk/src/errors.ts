@@ -1,3 +1,4 @@
+import type { ErrorCode } from '@gatehouse/api';
 import { TRPCClientError } from '@trpc/client';
 
 export interface GatehouseErrorDetail {
@@ -6,17 +7,25 @@ export interface GatehouseErrorDetail {
 }
 
 /**
- * Every failed call rejects with this. `code` is the API's error code (CONTRACT §1), or the SDK's own: `timeout`,
- * `network_error` (status 0: no answer) or `unexpected_response` (an answer that is not the service's, e.g. a proxy's
- * 502 page; `status` is its HTTP status). `requestId` is the `x-request-id` of the answer: quote it to the operator.
+ * What `GatehouseError.code` can be: an error code of the API (the same on REST, in `error.code`, and over tRPC), or
+ * one of the SDK's own: a call that got no answer from the service, or `verifyToken` unable to fetch the signing keys.
+ */
+export type GatehouseErrorCode = ErrorCode | 'timeout' | 'network_error' | 'unexpected_response' | 'jwks_unavailable';
+
+/**
+ * Every failed call rejects with this. `code` is the API's error code (the `error.code` a REST call answers, listed
+ * in the OpenAPI document's `Error` schema), or the SDK's own: `timeout`, `network_error` (status 0: no answer),
+ * `unexpected_response` (an answer that is not the service's, e.g. a proxy's 502 page; `status` is its HTTP status)
+ * or `jwks_unavailable` (`verifyToken` could not fetch the signing keys). `requestId` is the `x-request-id` of the
+ * answer: quote it to the operator.
  */
 export class GatehouseError extends Error {
-  readonly code: string;
+  readonly code: GatehouseErrorCode;
   readonly status: number;
   readonly details: GatehouseErrorDetail[] | undefined;
   readonly requestId: string | undefined;
 
-  constructor(code: string, status: number, message: string, details?: GatehouseErrorDetail[], requestId?: string) {
+  constructor(code: GatehouseErrorCode, status: number, message: string, details?: GatehouseErrorDetail[], requestId?: string) {
     super(message);
     this.name = 'GatehouseError';
     this.code = code;
@@ -28,7 +37,7 @@ export class GatehouseError extends Error {
   static from(error: unknown): GatehouseError {
     if (error instanceof GatehouseError) return error;
     if (error instanceof TRPCClientError) {
-      const data = error.data as { code?: string; httpStatus?: number; details?: GatehouseErrorDetail[] } | undefined;
+      const data = error.data as { code?: ErrorCode; httpStatus?: number; details?: GatehouseErrorDetail[] } | undefined;
       const response = (error.meta as { response?: Response } | undefined)?.response;
       const requestId = response?.headers.get('x-request-id') ?? undefined;
       if (data?.code) return new GatehouseError(data.code, data.httpStatus ?? 0, error.message, data.details, requestId);

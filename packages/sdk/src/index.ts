@@ -41,9 +41,15 @@ export {
   type VerifyMagicLinkInput,
   type WebAuthnCeremonies,
 } from './client.ts';
-export { GatehouseError, type GatehouseErrorDetail } from './errors.ts';
+export { GatehouseError, type GatehouseErrorCode, type GatehouseErrorDetail } from './errors.ts';
 export { type AccessTokenClaims, type VerifyTokenOptions, verifyToken } from './verify.ts';
-export { verifyWebhook, type WebhookEvent, type WebhookHeaders, WebhookVerificationError } from './webhooks.ts';
+export {
+  verifyWebhook,
+  type WebhookEvent,
+  type WebhookEventType,
+  type WebhookHeaders,
+  WebhookVerificationError,
+} from './webhooks.ts';
 
 type Call<P extends AnyProcedure> =
   undefined extends inferProcedureInput<P>
@@ -64,9 +70,10 @@ export type WebhookEndpoint = Outputs['webhooks']['get'];
 export type WebhookDelivery = Outputs['webhooks']['deliveries']['get'];
 /** A user's passkey or second factor, as support sees it (`users.factors.list`). */
 export type UserFactor = Outputs['users']['factors']['list'][number];
-export type Organization = Outputs['organizations']['list']['organizations'][number];
-/** The single organization: with its live subscription (`subscription`, null when none). */
-export type OrganizationDetail = Outputs['organizations']['get'];
+/** An organization, as create, get, update and the list answer it: with its live subscription (null when none). */
+export type Organization = Outputs['organizations']['get'];
+/** @deprecated The same as `Organization` (every organization answer has one shape now). */
+export type OrganizationDetail = Organization;
 export type OrganizationMember = Outputs['organizations']['members']['add'];
 export type Event = Outputs['events']['list']['events'][number];
 export type TemplateCatalogEntry = Outputs['templates']['catalog'][number];

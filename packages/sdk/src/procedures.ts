@@ -75,7 +75,7 @@ export const PROCEDURES = {
   'billing.subscriptions.get': 'query',
   'billing.subscriptions.list': 'query',
   'billing.subscriptions.update': 'mutation',
-  'domains.add': 'mutation',
+  'domains.add': 'create',
   'domains.allowed': 'query',
   'domains.delete': 'mutation',
   'domains.list': 'query',

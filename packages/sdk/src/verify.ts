@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { GatehouseError } from './errors.ts';
 
-/** The claims of a Gatehouse access token (CONTRACT §2). */
+/** The claims of a Gatehouse access token (an EdDSA-signed JWT of type `at+jwt`). */
 export interface AccessTokenClaims {
   /** The service's base URL. */
   iss: string;

@@ -1,3 +1,5 @@
+import type { AppRouter } from '@gatehouse/api';
+import type { inferRouterInputs } from '@trpc/server';
 import { Webhook } from 'standardwebhooks';
 
 /** A delivery that did not verify: wrong signature or secret, a changed body, a timestamp off by more than 5 minutes. */
@@ -8,14 +10,24 @@ export class WebhookVerificationError extends Error {
   }
 }
 
-/** What Gatehouse POSTs to a webhook endpoint (CONTRACT §6), once its signature has been verified. */
-export interface WebhookEvent<T extends Record<string, unknown> = Record<string, unknown>> {
-  /** The event kind, e.g. `user.created`. */
-  type: string;
-  /** When the change happened (ISO 8601 UTC): the event's `created_at`. */
-  timestamp: string;
-  data: T;
-}
+/** Every kind of event the service emits (what an endpoint's `event_types` and `events.list({ type })` accept). */
+export type WebhookEventType = NonNullable<Exclude<inferRouterInputs<AppRouter>['events']['list'], void>['type']>;
+
+/**
+ * What Gatehouse POSTs to a webhook endpoint, once its signature has been verified: the event log's entry (see
+ * `events.list`), one member per event kind, so that a `switch (event.type)` narrows to that kind. Narrow it to the
+ * kinds an endpoint subscribes to with the type parameter: `WebhookEvent<'user.created' | 'user.deleted'>`.
+ */
+export type WebhookEvent<T extends WebhookEventType = WebhookEventType> = {
+  [K in T]: {
+    /** The event kind, e.g. `user.created`. */
+    type: K;
+    /** When the change happened (ISO 8601 UTC): the event's `created_at`. */
+    timestamp: string;
+    /** What changed: for most kinds the resource as the API answers it, for deletions its `id`. */
+    data: Record<string, unknown>;
+  };
+}[T];
 
 /** Request headers as any server framework gives them: a fetch `Headers`, Node's `IncomingHttpHeaders`, or a record. */
 export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
@@ -48,14 +60,10 @@ function pick(headers: WebhookHeaders): Record<(typeof NAMES)[number], string> {
  * @param payload the raw request body, exactly as received (a re-serialized JSON object does not verify)
  * @param secret the endpoint's `whsec_…` secret
  */
-export function verifyWebhook<T extends Record<string, unknown> = Record<string, unknown>>(
-  payload: string | Uint8Array,
-  headers: WebhookHeaders,
-  secret: string,
-): WebhookEvent<T> {
+export function verifyWebhook(payload: string | Uint8Array, headers: WebhookHeaders, secret: string): WebhookEvent {
   const body = typeof payload === 'string' ? payload : new TextDecoder().decode(payload);
   try {
-    return new Webhook(secret).verify(body, pick(headers)) as WebhookEvent<T>;
+    return new Webhook(secret).verify(body, pick(headers)) as WebhookEvent;
   } catch (error) {
     // The library's own error type is not part of the published types (its declarations need @types/node).
     throw new WebhookVerificationError((error as Error)?.message ?? 'The webhook did not verify');

@@ -2,7 +2,7 @@ import type { AccessRule, Host, HostGroup } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { secretKeyClient } from '../context.ts';
 import { UsageError } from '../errors.ts';
-import { present } from '../output.ts';
+import { exitNoUnless, present } from '../output.ts';
 import { type Column, recordView, tableView } from '../ui/view.ts';
 
 const ruleColumns: Column<AccessRule>[] = [
@@ -99,17 +99,20 @@ export function registerAccess(program: Command): void {
 
   access
     .command('check')
-    .description('May this user sign in to this host? (a matching deny wins; no matching allow is deny)')
+    .description(
+      'May this user sign in to this host? (a matching deny wins; no matching allow is deny): exit 0 when allowed, exit 3 when denied',
+    )
     .argument('<user_id>', 'user id')
     .argument('<host_id>', 'host id')
     .action(async (userId: string, hostId: string, _options, command: Command) => {
       const gatehouse = await secretKeyClient(command);
-      await present(
+      const decision = await present(
         command,
         'Checking access',
         () => gatehouse.access.check({ user_id: userId, host_id: hostId }),
-        (decision) => recordView(decision),
+        (answer) => recordView(answer),
       );
+      exitNoUnless(decision.allowed);
     });
 
   const hosts = access.command('hosts').description('Manage hosts (without a subcommand: list them)');

@@ -2,7 +2,7 @@ import type { RelationshipTuple } from '@gatehouse/sdk';
 import { type Command, InvalidArgumentError } from 'commander';
 import { pageInput, pageOptions } from '../args.ts';
 import { secretKeyClient } from '../context.ts';
-import { present } from '../output.ts';
+import { exitNoUnless, present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
 
 const columns: Column<RelationshipTuple>[] = [
@@ -72,7 +72,7 @@ export function registerAuthz(program: Command): void {
 
   authz
     .command('check')
-    .description('Check a tuple (object#relation@subject): prints allowed or denied (exit 0 either way)')
+    .description('Check a tuple (object#relation@subject): prints allowed (exit 0) or denied (exit 3)')
     .argument('<tuple>', 'e.g. doc:readme#viewer@user:<id>', (value: string) => parseTuple(value)[0]!)
     .option('--at-least-as-fresh <token>', 'a consistency token a write answered')
     .action(async (question: Tuple, options: { atLeastAsFresh?: string }, command: Command) => {
@@ -80,12 +80,13 @@ export function registerAuthz(program: Command): void {
       const consistency = options.atLeastAsFresh
         ? { mode: 'at_least_as_fresh' as const, token: options.atLeastAsFresh }
         : undefined;
-      await present(
+      const result = await present(
         command,
         'Checking',
         () => gatehouse.authz.check({ ...question, ...(consistency ? { consistency } : {}) }),
-        (result) => ({ kind: 'message', text: result.allowed ? 'allowed' : 'denied' }),
+        (answer) => ({ kind: 'message', text: answer.allowed ? 'allowed' : 'denied' }),
       );
+      exitNoUnless(result.allowed);
     });
 
   authz

@@ -2,7 +2,7 @@ import type { CustomDomain, GatehouseClient } from '@gatehouse/sdk';
 import type { Command } from 'commander';
 import { confirm, mustConfirm } from '../confirm.ts';
 import { applicationClient } from '../context.ts';
-import { present } from '../output.ts';
+import { exitNoUnless, present } from '../output.ts';
 import { type Column, recordView, tableView } from '../ui/view.ts';
 
 const columns: Column<CustomDomain>[] = [
@@ -74,17 +74,18 @@ export function registerDomains(program: Command): void {
 
   domains
     .command('verify')
-    .description('Look the TXT record up now')
+    .description('Look the TXT record up now: exit 0 when the domain is verified, exit 3 when it is not yet')
     .argument('<domain>', 'domain id or name')
     .action(async (idOrName: string, _options, command: Command) => {
       const { gatehouse, applicationId } = await applicationClient(command);
-      await present(
+      const domain = await present(
         command,
         'Verifying the domain',
         async () =>
           gatehouse.domains.verify({ id: applicationId, domain_id: await domainId(gatehouse, applicationId, idOrName) }),
         domainView,
       );
+      exitNoUnless(domain.status === 'verified');
     });
 
   domains

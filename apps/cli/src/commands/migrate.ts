@@ -1,13 +1,22 @@
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
+import { loadServerCode } from '../server-code.ts';
+
+const MIGRATE_ELSEWHERE =
+  'migrations run where the server is installed. The server applies pending migrations itself when it starts; ' +
+  'to apply them without starting it, run `npm run migrate` in the Gatehouse repository (with the same DATABASE_URL ' +
+  'or GATEHOUSE_DATA_DIR as the server)';
 
 /**
  * The database the server would use, by the server's own rule (`databaseFromEnv`); the embedded one is locked for
  * this process (a running server holding it makes this fail before anything is opened).
  */
 async function serverDatabase() {
-  const { databaseFromEnv, lockEmbeddedDatabase, readEnv } = await import('@gatehouse/server/config');
+  const { databaseFromEnv, lockEmbeddedDatabase, readEnv } = await loadServerCode(
+    () => import('@gatehouse/server/config'),
+    MIGRATE_ELSEWHERE,
+  );
   let env: ReturnType<typeof readEnv>;
   try {
     env = readEnv();
@@ -23,12 +32,12 @@ export function registerMigrate(program: Command): void {
   program
     .command('migrate')
     .description(
-      "Apply pending database migrations with the server's own code (DATABASE_URL, else PGlite in GATEHOUSE_DATA_DIR); needs @gatehouse/server installed next to the CLI (an optional peer dependency)",
+      "Apply pending database migrations with the server's own code (DATABASE_URL, else PGlite in GATEHOUSE_DATA_DIR); runs only where the server is installed (the Gatehouse repository; the published CLI says how to migrate instead)",
     )
     .action(async (_options, command: Command) => {
       const { database, where } = await serverDatabase();
       // The ORM and its drivers load only for this command.
-      const { createOrm, migrate } = await import('@gatehouse/api');
+      const { createOrm, migrate } = await loadServerCode(() => import('@gatehouse/api'), MIGRATE_ELSEWHERE);
       await present(
         command,
         `Applying migrations to ${where}`,

@@ -4,7 +4,7 @@ import type { View } from './view.ts';
 import { ViewOutput } from './view-output.tsx';
 
 /** Terminal output: a spinner while the call runs, then the result as ink components. */
-export async function presentRich<T>(label: string, call: () => Promise<T>, view: (result: T) => View): Promise<void> {
+export async function presentRich<T>(label: string, call: () => Promise<T>, view: (result: T) => View): Promise<T> {
   const app = render(<Spinner label={label} />, { patchConsole: false });
   let result: T;
   try {
@@ -18,4 +18,5 @@ export async function presentRich<T>(label: string, call: () => Promise<T>, view
   app.rerender(<ViewOutput view={view(result)} width={process.stdout.columns || 80} />);
   app.unmount();
   await app.waitUntilExit();
+  return result;
 }

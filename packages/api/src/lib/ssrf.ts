@@ -28,6 +28,11 @@ import { AppError } from '../errors.ts';
 export interface OutboundPolicy {
   /** Also allow `http:` and loopback addresses (local development and tests). */
   allowInsecure?: boolean;
+  /**
+   * The server setting that sets `allowInsecure` for this use (`GATEHOUSE_ALLOW_INSECURE_WEBHOOKS`, …): a refusal
+   * it would lift names it, so a developer on localhost learns the way out.
+   */
+  insecureSetting?: string;
   /** The resolvers names are looked up on (`GATEHOUSE_DNS_SERVERS`: `ip` or `ip:port`); unset: the system's lookup. */
   dnsServers?: readonly string[];
 }
@@ -56,6 +61,44 @@ export function isAllowedAddress(address: string, policy: OutboundPolicy = {}): 
   return Boolean(policy.allowInsecure) && range === 'loopback';
 }
 
+/** Why an address is refused, in words: its class, never the address itself (it may be a resolved internal one). */
+export function addressClass(address: string): string {
+  if (!ipaddr.isValid(address)) return 'not a valid IP address';
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) return 'an IPv4-mapped IPv6 address';
+  const range = parsed.range();
+  const words: Record<string, string> = {
+    loopback: 'a loopback address',
+    private: 'a private address',
+    uniqueLocal: 'a private (unique-local) address',
+    linkLocal: 'a link-local address (where cloud metadata services live)',
+    carrierGradeNat: 'a carrier-grade NAT address',
+    unspecified: 'the unspecified address',
+    broadcast: 'a broadcast address',
+    multicast: 'a multicast address',
+  };
+  return words[range] ?? 'a reserved or special-purpose address';
+}
+
+/**
+ * The end of a refusal: for what `allowInsecure` lifts (http, loopback), the setting that lifts it in development;
+ * for anything else, that no setting does.
+ */
+function remedy(liftedByInsecure: boolean, policy: OutboundPolicy): string {
+  if (!liftedByInsecure) return '; no setting allows it';
+  return policy.allowInsecure || !policy.insecureSetting ? '' : insecureRemedy(policy.insecureSetting);
+}
+
+/** How a developer allows such a URL (http, loopback) on their own machine, never in production. */
+export const insecureRemedy = (setting: string) => `; for local development only, ${setting}=1 on the server allows it`;
+
+/** The refusal of an address under `policy`, or undefined when it may be connected to. */
+function addressRefusal(address: string, policy: OutboundPolicy, prefix = ''): string | undefined {
+  if (isAllowedAddress(address, policy)) return undefined;
+  const loopback = ipaddr.isValid(address) && ipaddr.parse(address).range() === 'loopback';
+  return `${prefix}${addressClass(address)}${remedy(loopback, policy)}`;
+}
+
 /** The authority exactly as written in the URL (`user@host:port`), or undefined when there is none. */
 const rawAuthority = (url: string): string | undefined => /^[a-z][a-z0-9+.-]*:\/\/([^/?#\\]*)/i.exec(url.trim())?.[1];
 
@@ -66,45 +109,46 @@ function rawHost(authority: string): string {
   return host.replace(/:\d*$/, '').toLowerCase();
 }
 
-const refuse = (message: string): AppError =>
-  new AppError('invalid_url', `The URL is not allowed: ${message}`, [{ path: 'url', message }]);
-
 /**
- * The static check of an outbound URL (create/update time). Answers the parsed URL; throws 422 `invalid_url`.
+ * The static check of an outbound URL (create/update time). Answers the parsed URL; throws 422 `invalid_url` whose
+ * message and detail (at `field`) say why, and which development setting would allow it, if any.
  * A DNS name is not resolved here (the answer could change anyway): `guardedRequest` checks what it resolves to.
  */
-export function checkOutboundUrl(value: string, policy: OutboundPolicy = {}): URL {
-  if (value.length > MAX_URL_LENGTH) throw refuse(`longer than ${MAX_URL_LENGTH} characters`);
+export function checkOutboundUrl(value: string, policy: OutboundPolicy = {}, field = 'url'): URL {
+  const judged = judgeOutboundUrl(value, policy);
+  if (typeof judged !== 'string') return judged;
+  throw new AppError('invalid_url', `The URL is not allowed: ${judged}`, [{ path: field, message: judged }]);
+}
+
+/** `checkOutboundUrl`'s judgement: the parsed URL, or the reason it is refused. */
+function judgeOutboundUrl(value: string, policy: OutboundPolicy): URL | string {
+  if (value.length > MAX_URL_LENGTH) return `longer than ${MAX_URL_LENGTH} characters`;
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw refuse('not an absolute URL');
+    return 'not an absolute URL';
   }
-  const schemes = policy.allowInsecure ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) throw refuse(policy.allowInsecure ? 'only http(s) URLs' : 'only https URLs');
+  if (url.protocol === 'http:' && !policy.allowInsecure) return `not https${remedy(true, policy)}`;
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return policy.allowInsecure ? 'only http(s) URLs' : 'only https URLs';
   const authority = rawAuthority(value);
-  if (authority === undefined) throw refuse('not an absolute URL');
-  if (url.username || url.password || authority.includes('@')) throw refuse('credentials (userinfo) are not allowed in the URL');
+  if (authority === undefined) return 'not an absolute URL';
+  if (url.username || url.password || authority.includes('@')) return 'credentials (userinfo) are not allowed in the URL';
   const written = rawHost(authority);
   let host = url.hostname.toLowerCase();
-  if (host.startsWith('[')) {
-    const address = host.slice(1, -1);
-    if (!isAllowedAddress(address, policy)) throw refuse('a private, loopback, link-local or mapped address');
-    return url;
-  }
+  if (host.startsWith('[')) return addressRefusal(host.slice(1, -1), policy) ?? url;
   if (ipaddr.IPv4.isValidFourPartDecimal(host)) {
     // WHATWG URL turns 2130706433, 0x7f.1 and 0177.0.0.1 into 127.0.0.1: refuse every spelling but the canonical one.
-    if (written !== host) throw refuse('an IPv4 address must be written in dotted decimal');
-    if (!isAllowedAddress(host, policy)) throw refuse('a private, loopback, link-local or reserved address');
-    return url;
+    if (written !== host) return 'an IPv4 address must be written in dotted decimal';
+    return addressRefusal(host, policy) ?? url;
   }
   if (host.endsWith('.')) host = host.slice(0, -1);
   if (host === 'localhost' || host.endsWith('.localhost')) {
-    if (policy.allowInsecure) return url;
-    throw refuse('a local name');
+    return policy.allowInsecure ? url : `a loopback name (localhost)${remedy(true, policy)}`;
   }
-  if (isLocalName(host)) throw refuse('a local name');
+  if (isLocalName(host))
+    return `a local-network name (${host.includes('.') ? 'local-only suffix' : 'a single label'})${remedy(false, policy)}`;
   return url;
 }
 
@@ -142,7 +186,7 @@ async function resolveHost(hostname: string, servers: readonly string[] | undefi
     if (!found.length) throw new Error('no address');
     return found;
   } catch {
-    throw new OutboundBlockedError('dns_failed', 'The host name could not be resolved');
+    throw new OutboundBlockedError('dns_failed', 'the host name could not be resolved');
   }
 }
 
@@ -150,12 +194,15 @@ async function resolveHost(hostname: string, servers: readonly string[] | undefi
 export async function resolveChecked(url: URL, policy: OutboundPolicy = {}): Promise<LookupAddress> {
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (ipaddr.isValid(host) && (host.includes(':') || ipaddr.IPv4.isValidFourPartDecimal(host))) {
-    if (!isAllowedAddress(host, policy)) throw new OutboundBlockedError('blocked_address', 'The address is not allowed');
+    const refused = addressRefusal(host, policy);
+    if (refused) throw new OutboundBlockedError('blocked_address', refused);
     return { address: host, family: host.includes(':') ? 6 : 4 };
   }
   const addresses = await resolveHost(host, policy.dnsServers);
-  if (addresses.some((a) => !isAllowedAddress(a.address, policy)))
-    throw new OutboundBlockedError('blocked_address', 'The host name resolves to an address that is not allowed');
+  for (const { address } of addresses) {
+    const refused = addressRefusal(address, policy, 'the host name resolves to ');
+    if (refused) throw new OutboundBlockedError('blocked_address', refused);
+  }
   const [first] = addresses;
   if (!first) throw new OutboundBlockedError('dns_failed', 'The host name could not be resolved');
   return first;
@@ -207,12 +254,8 @@ const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
  */
 export async function guardedRequest(target: string, options: GuardedRequestOptions): Promise<GuardedResponse> {
   const deadline = Date.now() + options.timeoutMs;
-  let url: URL;
-  try {
-    url = checkOutboundUrl(target, options);
-  } catch {
-    throw new OutboundBlockedError('blocked_url', 'The URL is not allowed');
-  }
+  const url = judgeOutboundUrl(target, options);
+  if (typeof url === 'string') throw new OutboundBlockedError('blocked_url', url);
   const pinned = await withTimeout(resolveChecked(url, options), options.timeoutMs);
   try {
     return await send(url, pinned, options, deadline);
@@ -276,7 +319,7 @@ function send(url: URL, pinned: LookupAddress, options: GuardedRequestOptions, d
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new OutboundBlockedError('dns_failed', 'The host name lookup timed out')), ms);
+    timer = setTimeout(() => reject(new OutboundBlockedError('dns_failed', 'the host name lookup timed out')), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

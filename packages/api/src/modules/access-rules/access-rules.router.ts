@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -31,10 +30,14 @@ const NoInput = z.strictObject({}).optional();
 
 const hostGroupsRouter = router({
   create: secretKeyProcedure('access_rules:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/os/host-groups', tags, summary: 'Create a host group' } })
+    .meta({
+      idempotent: true,
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/os/host-groups', tags, summary: 'Create a host group' },
+    })
     .input(CreateHostGroupInputSchema)
     .output(HostGroupSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createHostGroup(ctx, input))),
+    .mutation(({ ctx, input }) => createHostGroup(ctx, input)),
   list: secretKeyProcedure('access_rules:read')
     .meta({ openapi: { method: 'GET', path: '/v1/os/host-groups', tags, summary: 'List host groups, newest first' } })
     .input(NoInput)
@@ -56,10 +59,14 @@ const hostGroupsRouter = router({
 
 const hostsRouter = router({
   create: secretKeyProcedure('access_rules:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/os/hosts', tags, summary: 'Register a host' } })
+    .meta({
+      idempotent: true,
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/os/hosts', tags, summary: 'Register a host' },
+    })
     .input(CreateHostInputSchema)
     .output(HostSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createHost(ctx, input))),
+    .mutation(({ ctx, input }) => createHost(ctx, input)),
   list: secretKeyProcedure('access_rules:read')
     .meta({ openapi: { method: 'GET', path: '/v1/os/hosts', tags, summary: 'List hosts, newest first' } })
     .input(NoInput)
@@ -77,12 +84,13 @@ const hostsRouter = router({
 const rulesRouter = router({
   create: secretKeyProcedure('access_rules:write')
     .meta({
+      idempotent: true,
       successStatus: 201,
       openapi: { method: 'POST', path: '/v1/os/access-rules', tags, summary: 'Create an access rule' },
     })
     .input(CreateAccessRuleInputSchema)
     .output(AccessRuleSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createAccessRule(ctx, input))),
+    .mutation(({ ctx, input }) => createAccessRule(ctx, input)),
   list: secretKeyProcedure('access_rules:read')
     .meta({ openapi: { method: 'GET', path: '/v1/os/access-rules', tags, summary: 'List access rules, newest first' } })
     .input(NoInput)

@@ -53,7 +53,7 @@ async function findHost(em: EntityManager, applicationId: string, id: string) {
 }
 
 export async function createHostGroup(ctx: TenantContext, input: { name: string }) {
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const group = em.create(HostGroupEntity, { id: newId(), application: ctx.application.id, name: input.name });
   await flushUnique(em, 'host group');
   return toHostGroupRecord(group);
@@ -76,7 +76,7 @@ export async function deleteHostGroup(ctx: TenantContext, id: string) {
 export async function createHost(ctx: TenantContext, input: { name: string; host_group_id?: string }) {
   const applicationId = ctx.application.id;
   if (input.host_group_id) await findGroup(ctx.em, applicationId, input.host_group_id);
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const host = em.create(HostEntity, {
     id: newId(),
     application: applicationId,
@@ -120,7 +120,7 @@ export async function createAccessRule(
   if (!subject) throw notFound(input.subject_kind === 'user' ? 'User' : 'Organization');
   if (input.target_kind === 'host') await findHost(ctx.em, applicationId, input.target_id);
   else await findGroup(ctx.em, applicationId, input.target_id);
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const rule = em.create(AccessRuleEntity, {
     id: newId(),
     application: applicationId,

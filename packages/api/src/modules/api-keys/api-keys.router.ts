@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { ApiKeySchema, ApiKeyWithSecretSchema, CreateApiKeyInputSchema } from './api-keys.schema.ts';
@@ -9,10 +8,14 @@ const tags = ['API keys'];
 
 export const apiKeysRouter = router({
   create: secretKeyProcedure('api_keys:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/api-keys', tags, summary: 'Create a secret API key' } })
+    .meta({
+      idempotent: true,
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/api-keys', tags, summary: 'Create a secret API key' },
+    })
     .input(CreateApiKeyInputSchema)
     .output(ApiKeyWithSecretSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createApiKey(ctx, input))),
+    .mutation(({ ctx, input }) => createApiKey(ctx, input)),
   list: secretKeyProcedure('api_keys:read')
     .meta({ openapi: { method: 'GET', path: '/v1/api-keys', tags, summary: 'List secret API keys' } })
     .input(z.strictObject({}).optional())

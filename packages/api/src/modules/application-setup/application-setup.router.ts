@@ -1,4 +1,3 @@
-import { idempotent } from '../../lib/idempotency.ts';
 import { IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -24,6 +23,7 @@ const tags = ['Applications'];
 /** `applications.create` (mounted under applications by the root router). */
 export const createApplicationProcedure = operatorProcedure
   .meta({
+    idempotent: true,
     successStatus: 201,
     openapi: {
       method: 'POST',
@@ -35,7 +35,7 @@ export const createApplicationProcedure = operatorProcedure
   })
   .input(CreateApplicationInputSchema)
   .output(CreatedApplicationSchema)
-  .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createApplication(ctx, input)));
+  .mutation(({ ctx, input }) => createApplication(ctx, input));
 
 /** `applications.get` and `applications.update`: the application of the secret key. */
 export const keyApplicationProcedures = {

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -29,10 +28,14 @@ const tags = ['Billing'];
 
 const plansRouter = router({
   create: secretKeyProcedure('billing:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/billing/plans', tags, summary: 'Create a plan' } })
+    .meta({
+      idempotent: true,
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/billing/plans', tags, summary: 'Create a plan' },
+    })
     .input(CreatePlanInputSchema)
     .output(PlanSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createPlan(ctx, input))),
+    .mutation(({ ctx, input }) => createPlan(ctx, input)),
   list: secretKeyProcedure('billing:read')
     .meta({ openapi: { method: 'GET', path: '/v1/billing/plans', tags, summary: 'List plans, newest first' } })
     .input(z.strictObject({}).optional())
@@ -65,12 +68,13 @@ const plansRouter = router({
 const subscriptionsRouter = router({
   create: secretKeyProcedure('billing:write')
     .meta({
+      idempotent: true,
       successStatus: 201,
       openapi: { method: 'POST', path: '/v1/billing/subscriptions', tags, summary: 'Subscribe an organization to a plan' },
     })
     .input(CreateSubscriptionInputSchema)
     .output(SubscriptionSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createSubscription(ctx, input))),
+    .mutation(({ ctx, input }) => createSubscription(ctx, input)),
   list: secretKeyProcedure('billing:read')
     .meta({
       openapi: {

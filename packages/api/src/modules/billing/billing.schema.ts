@@ -29,10 +29,12 @@ export const CreatePlanInputSchema = z.strictObject({
     .meta({ description: 'Unique within the application', example: 'team' }),
   name: z.string().trim().min(1).max(200),
   interval: z.enum(INTERVALS),
+  // Stripe and most code written against it send lower case: any case is taken, the ISO 4217 form is stored.
   currency: z
     .string()
-    .regex(/^[A-Z]{3}$/, 'an ISO 4217 code in upper case')
-    .meta({ description: 'ISO 4217, e.g. USD', example: 'USD' }),
+    .regex(/^[A-Za-z]{3}$/, 'an ISO 4217 code of three letters, e.g. USD')
+    .toUpperCase()
+    .meta({ description: 'ISO 4217, any case (answered in upper case), e.g. USD', example: 'USD' }),
   price_cents: Cents,
   per_seat_cents: Cents.default(0),
   trial_days: z.number().int().min(0).max(365).default(0),

@@ -47,7 +47,7 @@ export async function createPlan(
     trial_days: number;
   },
 ) {
-  const em = ctx.em.fork();
+  const em = ctx.em.fork({ keepTransactionContext: true });
   const plan = em.create(PlanEntity, {
     id: newId(),
     application: ctx.application.id,
@@ -356,9 +356,10 @@ export const checkSeats: MemberAddCheck = async (em, { organizationId }) => {
   }
 };
 
-export const billingSubscriptionSummary: SubscriptionSummarySource = async (em, organizationId) => {
-  const [row] = await em.execute<
+export const billingSubscriptionSummary: SubscriptionSummarySource = async (em, organizationIds) => {
+  const rows = await em.execute<
     Array<{
+      organization_id: string;
       id: string;
       plan_id: string;
       plan_key: string;
@@ -368,19 +369,23 @@ export const billingSubscriptionSummary: SubscriptionSummarySource = async (em, 
       canceled_at: Date | null;
     }>
   >(
-    `select s.id, s.plan_id, p.key as plan_key, s.status, s.seats, s.current_period_end, s.canceled_at
+    `select s.organization_id, s.id, s.plan_id, p.key as plan_key, s.status, s.seats, s.current_period_end, s.canceled_at
        from billing_subscriptions s join billing_plans p on p.id = s.plan_id
-      where s.organization_id = ? and s.status <> 'canceled'`,
-    [organizationId],
+      where s.organization_id in (select value::uuid from json_array_elements_text(?::json)) and s.status <> 'canceled'`,
+    [JSON.stringify(organizationIds)],
   );
-  if (!row) return null;
-  return {
-    id: row.id,
-    plan_id: row.plan_id,
-    plan_key: row.plan_key,
-    status: row.status as SubscriptionRecord['status'],
-    seats: Number(row.seats),
-    current_period_end: new Date(row.current_period_end).toISOString(),
-    canceled_at: row.canceled_at ? new Date(row.canceled_at).toISOString() : null,
-  };
+  return new Map(
+    rows.map((row) => [
+      row.organization_id,
+      {
+        id: row.id,
+        plan_id: row.plan_id,
+        plan_key: row.plan_key,
+        status: row.status as SubscriptionRecord['status'],
+        seats: Number(row.seats),
+        current_period_end: new Date(row.current_period_end).toISOString(),
+        canceled_at: row.canceled_at ? new Date(row.canceled_at).toISOString() : null,
+      },
+    ]),
+  );
 };

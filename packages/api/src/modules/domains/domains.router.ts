@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { publicProcedure, router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -18,6 +17,7 @@ const base = '/v1/applications/{id}/domains';
 export const domainsRouter = router({
   add: secretKeyProcedure('settings:write')
     .meta({
+      idempotent: true,
       openapi: {
         method: 'POST',
         path: base,
@@ -26,12 +26,12 @@ export const domainsRouter = router({
         description:
           'The name is canonicalised (trimmed, lower-case, IDN as punycode, one trailing dot dropped) and must be a ' +
           'public host name: 422 `invalid_domain` otherwise. A name is configured once across all applications: 409 ' +
-          '`domain_already_configured`. Answers 200 (S7). Emits `custom_domain.added`.',
+          '`domain_already_configured`. Answers 200 (not 201, as clients of this route have always received). Emits `custom_domain.added`.',
       },
     })
     .input(AddDomainInputSchema)
     .output(CustomDomainSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => addDomain(ctx, input))),
+    .mutation(({ ctx, input }) => addDomain(ctx, input)),
   list: secretKeyProcedure('settings:read')
     .meta({ openapi: { method: 'GET', path: base, tags, summary: "The application's custom domains, newest first" } })
     .input(IdParamSchema)

@@ -32,6 +32,7 @@ import {
   type ProviderClient,
   ProviderFailure,
   providerLabel,
+  unreachable,
   usesNonce,
 } from './oauth.providers.ts';
 import type { IdentityRecord } from './oauth.schema.ts';
@@ -93,7 +94,7 @@ async function start(
   try {
     url = await authorizationUrl(ctx.services.oauth, client, secrets);
   } catch (error) {
-    throw providerError(ctx, error instanceof ProviderFailure ? error : new ProviderFailure(String(error), UNREACHABLE_START));
+    throw providerError(ctx, client, error instanceof ProviderFailure ? error : unreachable(String(error)));
   }
   const stateHash = sha256(secrets.state);
   ctx.em.create(OAuthStateEntity, {
@@ -116,11 +117,21 @@ async function start(
   return { authorization_url: url.toString() };
 }
 
-const UNREACHABLE_START = 'The provider\u2019s configuration could not be loaded. Check the issuer URL, then try again.';
-
-function providerError(ctx: Context, failure: ProviderFailure): AppError {
-  ctx.log.warn({ reason: failure.message }, 'OAuth provider step refused');
-  return new AppError('invalid_verification', failure.hint);
+/**
+ * A failed provider step as the person sees it: 401 when the provider refused this attempt; 503 naming the provider
+ * when it could not be reached or answered what no sign-in could use (its outage, or its misconfiguration: not
+ * something the person did, and worth trying again later).
+ */
+function providerError(ctx: Context, client: ProviderClient, failure: ProviderFailure): AppError {
+  ctx.log.warn({ provider: client.provider, reason: failure.message }, 'OAuth provider step refused');
+  if (!failure.unavailable) return new AppError('invalid_verification', failure.hint);
+  const issuerHost = client.issuer ? ` (${new URL(client.issuer).host})` : '';
+  return new AppError(
+    'service_unavailable',
+    `Sign-in with ${providerLabel(client.provider)}${issuerHost} is unavailable: ${failure.hint}`,
+    undefined,
+    { 'retry-after': '30' },
+  );
 }
 
 const PROVIDER_ERRORS: Record<string, string> = {
@@ -196,7 +207,7 @@ async function finish(
       hostId: row.host_id,
     };
   } catch (error) {
-    throw providerError(ctx, error as ProviderFailure);
+    throw providerError(ctx, client, error as ProviderFailure);
   }
 }
 

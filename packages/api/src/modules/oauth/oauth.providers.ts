@@ -41,9 +41,15 @@ export interface ProviderClient {
 /** Why a provider step failed, in words for the log and for the person (never the provider's raw answer). */
 export class ProviderFailure extends Error {
   readonly hint: string;
-  constructor(reason: string, hint: string) {
+  /**
+   * The provider could not be reached, or answered what no sign-in could use: an outage or a misconfiguration on
+   * the provider's side (503), not a refusal of this person's attempt (401).
+   */
+  readonly unavailable: boolean;
+  constructor(reason: string, hint: string, unavailable = false) {
     super(reason);
     this.hint = hint;
+    this.unavailable = unavailable;
   }
 }
 
@@ -178,6 +184,9 @@ const endpointsOf = (config: OAuthConfig, provider: (typeof BUILT_IN_PROVIDERS)[
 
 const DISCOVERY_TTL_MS = 10 * 60_000;
 
+/** The setting that lets a generic issuer be http and loopback (development), named in the refusals it would lift. */
+export const INSECURE_OIDC_SETTING = 'GATEHOUSE_ALLOW_INSECURE_OIDC';
+
 /** A discovered issuer's client, with what each callback reads of its metadata (`serverMetadata()` clones it all). */
 interface Discovered {
   configuration: oidc.Configuration;
@@ -198,6 +207,7 @@ const guardedFetch =
       timeoutMs: 10_000,
       keepBytes: 256 * 1024,
       ...policy,
+      insecureSetting: INSECURE_OIDC_SETTING,
     });
     const headers = new Headers();
     for (const [name, value] of Object.entries(response.headers)) {
@@ -207,22 +217,85 @@ const guardedFetch =
     return new Response(response.status === 204 ? null : new Uint8Array(response.body), { status: response.status, headers });
   };
 
+/** An issuer's discovery document, loaded through the SSRF guard, as openid-client's client of it. */
+function loadIssuer(config: OAuthConfig, issuer: string, clientId: string, clientSecret?: string): Promise<oidc.Configuration> {
+  const fetcher = guardedFetch({ allowInsecure: config.allowInsecureIssuers, dnsServers: config.dnsServers });
+  return oidc
+    .discovery(
+      new URL(issuer),
+      clientId,
+      undefined,
+      clientSecret === undefined ? undefined : oidc.ClientSecretBasic(clientSecret),
+      {
+        [oidc.customFetch]: fetcher,
+        execute: config.allowInsecureIssuers ? [oidc.allowInsecureRequests] : [],
+        timeout: 10,
+      },
+    )
+    .then((configuration) => {
+      configuration[oidc.customFetch] = fetcher;
+      return configuration;
+    });
+}
+
+const DISCOVERY_DOCUMENT = 'the issuer\u2019s discovery document (/.well-known/openid-configuration)';
+
+/** Why an issuer's discovery failed, in words for the developer (the class of a refused address, never the address). */
+function discoveryFailure(error: unknown): string {
+  const cause = (error as { cause?: unknown })?.cause;
+  const blocked = error instanceof OutboundBlockedError ? error : cause instanceof OutboundBlockedError ? cause : undefined;
+  if (blocked) return `${DISCOVERY_DOCUMENT} could not be loaded: ${blocked.message}`;
+  // openid-client's codes (oauth4webapi's, which it does not re-export).
+  switch ((error as { code?: unknown })?.code) {
+    case 'OAUTH_RESPONSE_IS_NOT_CONFORM':
+      return `${DISCOVERY_DOCUMENT} answered HTTP ${(cause as Response | undefined)?.status ?? 'with an error'}`;
+    case 'OAUTH_RESPONSE_IS_NOT_JSON':
+    case 'OAUTH_PARSE_ERROR':
+      return `${DISCOVERY_DOCUMENT} is not JSON`;
+    case 'OAUTH_INVALID_RESPONSE':
+      return `${DISCOVERY_DOCUMENT} names no issuer`;
+    case 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED': {
+      const named = String((cause as { body?: { issuer?: unknown } } | undefined)?.body?.issuer ?? '').slice(0, 200);
+      return `${DISCOVERY_DOCUMENT} names another issuer (${named}): give the issuer exactly as the document names it`;
+    }
+  }
+  const network = String((cause as { code?: unknown } | undefined)?.code ?? '');
+  if (network === 'timeout') return `${DISCOVERY_DOCUMENT} did not answer within 10 seconds`;
+  return `${DISCOVERY_DOCUMENT} could not be loaded (${network === 'ECONNREFUSED' ? 'connection refused' : 'no answer'})`;
+}
+
+/** What a sign-in needs of the issuer's metadata (the ID token's keys, where to send the person, where to redeem). */
+const REQUIRED_METADATA = ['authorization_endpoint', 'token_endpoint', 'jwks_uri'] as const;
+
+/**
+ * Loads and checks a generic issuer as sign-in will use it (through the SSRF guard): why it cannot be used, in words
+ * for the developer who saves it, or null. Saving checks it, so a broken issuer is found then, not at a person's
+ * sign-in.
+ */
+export async function issuerProblem(config: OAuthConfig, issuer: string): Promise<string | null> {
+  let metadata: oidc.ServerMetadata;
+  try {
+    // Discovery reads no client field: any client id serves to load the document.
+    metadata = (await loadIssuer(config, issuer, 'gatehouse')).serverMetadata();
+  } catch (error) {
+    return discoveryFailure(error);
+  }
+  const missing = REQUIRED_METADATA.filter((field) => typeof metadata[field] !== 'string');
+  return missing.length ? `${DISCOVERY_DOCUMENT} lacks ${missing.join(', ')}` : null;
+}
+
 function discover(config: OAuthConfig, client: ProviderClient): Promise<Discovered> {
   // A generic OIDC client always names its issuer (the setting requires it).
-  if (!client.issuer) return Promise.reject(new ProviderFailure('no issuer', UNREACHABLE));
+  if (!client.issuer) return Promise.reject(unreachable('discovery: no issuer'));
   const issuer = client.issuer;
   const key = JSON.stringify([client.issuer, client.clientId, client.clientSecret]);
   const cached = discovered.get(key);
   if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
-  const fetcher = guardedFetch({ allowInsecure: config.allowInsecureIssuers, dnsServers: config.dnsServers });
-  const pending = oidc
-    .discovery(new URL(issuer), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      [oidc.customFetch]: fetcher,
-      execute: config.allowInsecureIssuers ? [oidc.allowInsecureRequests] : [],
-      timeout: 10,
+  const pending = loadIssuer(config, issuer, client.clientId, client.clientSecret)
+    .catch((error: unknown) => {
+      throw unreachable(`discovery: ${discoveryFailure(error)}`);
     })
     .then((configuration) => {
-      configuration[oidc.customFetch] = fetcher;
       // guardedRequest bounds each exchange (10 s) and never reads a signal: no AbortSignal.timeout timer per call.
       configuration.timeout = 0;
       const metadata = configuration.serverMetadata();
@@ -303,6 +376,8 @@ export interface ExchangeResult {
 const CODE_REFUSED =
   'The provider refused the authorization code (it expired, was already used, or was issued for another client). Start the sign-in again.';
 const UNREACHABLE = 'The provider could not be reached or answered unexpectedly. Try again in a moment.';
+/** The provider could not be reached or answered what no sign-in could use (`ProviderFailure.unavailable`). */
+export const unreachable = (reason: string) => new ProviderFailure(reason, UNREACHABLE, true);
 const TOKEN_REFUSED =
   'The provider\u2019s ID token did not verify (signature, issuer, audience or nonce). Start the sign-in again.';
 const TOKEN_TIME =
@@ -320,16 +395,19 @@ function classify(error: unknown): ProviderFailure {
     return new ProviderFailure(`id token time: ${(error as Error).message}`, TOKEN_TIME);
   if (typeof code === 'string' && code.startsWith('ERR_J')) return new ProviderFailure(`id token: ${code}`, TOKEN_REFUSED);
   if (error instanceof oidc.ResponseBodyError) return new ProviderFailure(`token endpoint: ${error.error}`, CODE_REFUSED);
+  // A 401 with a challenge: the provider refused this client's credentials for the code (a refusal, not an outage).
+  if (error instanceof oidc.WWWAuthenticateChallengeError)
+    return new ProviderFailure(`token endpoint: HTTP ${error.status} challenge`, CODE_REFUSED);
   if (error instanceof oidc.ClientError) {
     const message = String(error.message);
     if (/exp|iat|nbf|clock/i.test(message) && /timestamp|expired|future|clock/i.test(message))
       return new ProviderFailure(`oidc: ${message}`, TOKEN_TIME);
     if (/ID Token|JWT|nonce|"iss"|"aud"|signature|alg/i.test(message))
       return new ProviderFailure(`oidc: ${message}`, TOKEN_REFUSED);
-    return new ProviderFailure(`oidc: ${message}`, UNREACHABLE);
+    return unreachable(`oidc: ${message}`);
   }
-  if (error instanceof OutboundBlockedError) return new ProviderFailure(`blocked: ${error.code}`, UNREACHABLE);
-  return new ProviderFailure(`provider: ${(error as Error)?.name ?? 'error'} ${(error as Error)?.message ?? ''}`, UNREACHABLE);
+  if (error instanceof OutboundBlockedError) return unreachable(`blocked: ${error.code}`);
+  return unreachable(`provider: ${(error as Error)?.name ?? 'error'} ${(error as Error)?.message ?? ''}`);
 }
 
 const jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
@@ -397,14 +475,13 @@ async function getJson(url: string, accessToken: string): Promise<any> {
     redirect: 'manual',
     signal: AbortSignal.timeout(10_000),
   });
-  if (!response.ok) throw new ProviderFailure(`user endpoint HTTP ${response.status}`, UNREACHABLE);
+  if (!response.ok) throw unreachable(`user endpoint HTTP ${response.status}`);
   return response.json();
 }
 
 async function githubProfile(api: string, accessToken: string): Promise<ProviderProfile> {
   const [user, emails] = await Promise.all([getJson(`${api}/user`, accessToken), getJson(`${api}/user/emails`, accessToken)]);
-  if (typeof user?.id !== 'number' && typeof user?.id !== 'string')
-    throw new ProviderFailure('github user without id', UNREACHABLE);
+  if (typeof user?.id !== 'number' && typeof user?.id !== 'string') throw unreachable('github user without id');
   const list: Array<{ email?: unknown; primary?: unknown; verified?: unknown }> = Array.isArray(emails) ? emails : [];
   // The primary address when GitHub has verified it; else any verified one; an unverified address never links.
   const primary = list.find((e) => e.primary === true && e.verified === true) ?? list.find((e) => e.verified === true);
@@ -420,7 +497,7 @@ async function githubProfile(api: string, accessToken: string): Promise<Provider
 
 async function discordProfile(api: string, accessToken: string): Promise<ProviderProfile> {
   const user = await getJson(`${api}/users/@me`, accessToken);
-  if (!str(user?.id)) throw new ProviderFailure('discord user without id', UNREACHABLE);
+  if (!str(user?.id)) throw unreachable('discord user without id');
   const email = str(user.email);
   return {
     subject: user.id,

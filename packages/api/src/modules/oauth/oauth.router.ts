@@ -37,7 +37,9 @@ export const providersRouter = router({
         summary: 'Configure an OAuth provider',
         description:
           'Enabling needs client_id and client_secret, or use_shared_dev_credentials (development applications). ' +
-          'Register `{GATEHOUSE_BASE_URL}/v1/auth/oauth/redirect` as the redirect URI of your OAuth client.',
+          'Register `{GATEHOUSE_BASE_URL}/v1/auth/oauth/redirect` as the redirect URI of your OAuth client. ' +
+          'An oidc `issuer` is loaded when saved: a discovery document that cannot be used is 422 `invalid_url` ' +
+          'with the reason.',
       },
     })
     .input(PutOAuthProviderInputSchema)
@@ -66,7 +68,8 @@ export const oauthRouter = router({
         summary: 'Start a social sign-in: the provider URL to send the browser to',
         description:
           'After the provider, the browser comes back to `redirect_uri?code=…&state=…` (or `?error=…&state=…`); ' +
-          'post both to `/v1/auth/oauth/{provider}/callback` within 10 minutes.',
+          'post both to `/v1/auth/oauth/{provider}/callback` within 10 minutes. A provider that cannot be reached ' +
+          '(here or at the callback) is 503 `service_unavailable` naming it, with `retry-after`.',
       },
     })
     .input(StartOAuthSignInInputSchema)

@@ -4,7 +4,8 @@ import { HostIdSchema } from '../sign-in/sign-in.schema.ts';
 import { OAUTH_PROVIDERS } from './oauth.providers.ts';
 
 export const OAuthProviderNameSchema = z.enum(OAUTH_PROVIDERS).meta({
-  description: 'A provider of CONTRACT §3, or `oidc` (any OpenID Connect issuer); anything else is 422',
+  description:
+    'A built-in provider (google, github, microsoft, apple, gitlab, discord, slack, linkedin), or `oidc` (any OpenID Connect issuer); anything else is 422',
 });
 
 /** S3's OAuth provider setting; `issuer` is ours (the generic `oidc` provider; null for the others). */

@@ -8,6 +8,8 @@ import { ownApplication } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import {
   defaultScopes,
+  INSECURE_OIDC_SETTING,
+  issuerProblem,
   OAUTH_PROVIDERS,
   type OAuthProviderName,
   type ProviderClient,
@@ -65,10 +67,12 @@ export async function putOAuthProvider(
   const { provider } = input;
   if (input.issuer !== undefined && provider !== 'oidc') throw invalid('issuer', 'issuer applies to the oidc provider only');
   if (input.issuer !== undefined) {
-    try {
-      checkOutboundUrl(input.issuer, { allowInsecure: ctx.services.oauth.allowInsecureIssuers });
-    } catch {
-      throw new AppError('invalid_url', 'The issuer must be a public https URL', [{ path: 'issuer', message: 'not allowed' }]);
+    const policy = { allowInsecure: ctx.services.oauth.allowInsecureIssuers, insecureSetting: INSECURE_OIDC_SETTING };
+    checkOutboundUrl(input.issuer, policy, 'issuer');
+    // Loaded now (no transaction is open), so a broken issuer is the developer's 422, not a person's failed sign-in.
+    const problem = await issuerProblem(ctx.services.oauth, input.issuer);
+    if (problem) {
+      throw new AppError('invalid_url', `The issuer cannot be used: ${problem}`, [{ path: 'issuer', message: problem }]);
     }
   }
   let row = await ctx.em.findOne(OAuthProviderEntity, { application: application.id, provider });

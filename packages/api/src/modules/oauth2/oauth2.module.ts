@@ -20,7 +20,7 @@ export const oauth2Module = defineModule({
   tag: {
     name: 'OAuth 2.0 provider',
     description:
-      'The application as an OAuth 2.1 / OpenID Connect provider for third-party apps and AI agents: clients, the login and consent interaction its sign-in page runs, and the grants users gave (S6). The protocol endpoints themselves live under the issuer `/oauth2/{application_id}` (discovery at `/.well-known/openid-configuration` there).',
+      'The application as an OAuth 2.1 / OpenID Connect provider for third-party apps and AI agents: clients, the login and consent interaction its sign-in page runs, and the grants users gave. The protocol endpoints themselves live under the issuer `/oauth2/{application_id}` (discovery at `/.well-known/openid-configuration` there).',
   },
   hooks: [
     mergeSteps.entry('oauth2_grants', mergeOAuth2Grants),

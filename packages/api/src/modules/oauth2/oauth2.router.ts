@@ -41,6 +41,7 @@ export const oauth2Router = router({
   clients: router({
     create: secretKeyProcedure('oauth2:write')
       .meta({
+        idempotent: true,
         successStatus: 201,
         openapi: { method: 'POST', path: '/v1/oauth2/clients', tags, summary: 'Register an OAuth client' },
       })

@@ -19,14 +19,20 @@ export async function runMemberAddChecks(
   for (const check of hooks.get(memberAddChecks)) await check(em, input);
 }
 
-/** Where the single organization's `subscription` summary comes from (billing fills it; none without billing). */
-export type SubscriptionSummarySource = (em: EntityManager, organizationId: string) => Promise<SubscriptionSummary | null>;
+/**
+ * Where each organization's `subscription` summary comes from (billing fills it; none without billing): the live
+ * subscription of each of `organizationIds` that has one, by organization id.
+ */
+export type SubscriptionSummarySource = (
+  em: EntityManager,
+  organizationIds: string[],
+) => Promise<Map<string, SubscriptionSummary>>;
 
 export const subscriptionSummarySources = new Registry<SubscriptionSummarySource>('subscription summary source', {
   single: true,
 });
 
-export async function subscriptionSummary(hooks: Hooks, em: EntityManager, organizationId: string) {
+export async function subscriptionSummaries(hooks: Hooks, em: EntityManager, organizationIds: string[]) {
   const [source] = hooks.get(subscriptionSummarySources);
-  return source ? source(em, organizationId) : null;
+  return source && organizationIds.length ? source(em, organizationIds) : new Map<string, SubscriptionSummary>();
 }

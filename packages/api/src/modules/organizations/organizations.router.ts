@@ -1,4 +1,3 @@
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -10,8 +9,8 @@ import {
   MemberPageSchema,
   MemberParamsSchema,
   MemberSchema,
-  OrganizationDetailSchema,
   OrganizationPageSchema,
+  OrganizationSchema,
   UpdateMemberInputSchema,
   UpdateOrganizationInputSchema,
 } from './organizations.schema.ts';
@@ -32,12 +31,13 @@ const tags = ['Organizations'];
 const membersRouter = router({
   add: secretKeyProcedure('organizations:write')
     .meta({
+      idempotent: true,
       successStatus: 201,
       openapi: { method: 'POST', path: '/v1/organizations/{id}/members', tags, summary: 'Add a member' },
     })
     .input(AddMemberInputSchema)
     .output(MemberSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => addMember(ctx, input))),
+    .mutation(({ ctx, input }) => addMember(ctx, input)),
   list: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations/{id}/members', tags, summary: 'List members, newest first' } })
     .input(ListMembersInputSchema)
@@ -59,10 +59,14 @@ const membersRouter = router({
 
 export const organizationsRouter = router({
   create: secretKeyProcedure('organizations:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/organizations', tags, summary: 'Create an organization' } })
+    .meta({
+      idempotent: true,
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/organizations', tags, summary: 'Create an organization' },
+    })
     .input(CreateOrganizationInputSchema)
-    .output(OrganizationDetailSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createOrganization(ctx, input))),
+    .output(OrganizationSchema)
+    .mutation(({ ctx, input }) => createOrganization(ctx, input)),
   list: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations', tags, summary: 'List organizations, newest first' } })
     .input(ListOrganizationsInputSchema)
@@ -71,12 +75,12 @@ export const organizationsRouter = router({
   get: secretKeyProcedure('organizations:read')
     .meta({ openapi: { method: 'GET', path: '/v1/organizations/{id}', tags, summary: 'Get an organization' } })
     .input(IdParamSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .query(({ ctx, input }) => getOrganization(ctx, input.id)),
   update: secretKeyProcedure('organizations:write')
     .meta({ openapi: { method: 'PATCH', path: '/v1/organizations/{id}', tags, summary: 'Update an organization' } })
     .input(UpdateOrganizationInputSchema)
-    .output(OrganizationDetailSchema)
+    .output(OrganizationSchema)
     .mutation(({ ctx, input }) => updateOrganization(ctx, input)),
   delete: secretKeyProcedure('organizations:write')
     .meta({

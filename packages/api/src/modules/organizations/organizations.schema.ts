@@ -11,19 +11,7 @@ export const SlugSchema = z
 /** `owner`, `admin`, `member`, or an application-defined role key. */
 export const RoleSchema = z.string().regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'a role key: [a-z][a-z0-9_:-]{0,63}');
 
-export const OrganizationSchema = z
-  .object({
-    id: z.uuid(),
-    name: z.string(),
-    slug: z.string(),
-    member_count: z.number().int(),
-    created_at: z.iso.datetime(),
-    updated_at: z.iso.datetime(),
-  })
-  .meta({ id: 'Organization' });
-export type OrganizationRecord = z.infer<typeof OrganizationSchema>;
-
-/** The organization's live subscription as the single organization shows it (filled by billing; null without it). */
+/** The organization's live subscription (filled by billing; null without one). */
 export const SubscriptionSummarySchema = z
   .object({
     id: z.uuid(),
@@ -37,11 +25,19 @@ export const SubscriptionSummarySchema = z
   .meta({ id: 'OrganizationSubscriptionSummary' });
 export type SubscriptionSummary = z.infer<typeof SubscriptionSummarySchema>;
 
-/** The single organization (create, get, update): its record, and its live subscription (null when it has none). */
-export const OrganizationDetailSchema = OrganizationSchema.extend({
-  subscription: SubscriptionSummarySchema.nullable(),
-}).meta({ id: 'OrganizationDetail' });
-export type OrganizationDetail = z.infer<typeof OrganizationDetailSchema>;
+/** One shape wherever an organization is answered: create, get, update, their events, and the items of S10. */
+export const OrganizationSchema = z
+  .object({
+    id: z.uuid(),
+    name: z.string(),
+    slug: z.string(),
+    member_count: z.number().int(),
+    subscription: SubscriptionSummarySchema.nullable(),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Organization' });
+export type OrganizationRecord = z.infer<typeof OrganizationSchema>;
 
 export const CreateOrganizationInputSchema = z.strictObject({
   name: z.string().trim().min(1).max(200),

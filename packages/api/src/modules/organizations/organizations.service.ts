@@ -1,4 +1,5 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Context } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
@@ -10,8 +11,8 @@ import { type User, UserEntity } from '../users/user.entity.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
-import { runMemberAddChecks, subscriptionSummary } from './organizations.hooks.ts';
-import type { MemberRecord, OrganizationDetail, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
+import { runMemberAddChecks, subscriptionSummaries } from './organizations.hooks.ts';
+import type { MemberRecord, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
 
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
 export function slugify(name: string): string {
@@ -26,21 +27,23 @@ export function slugify(name: string): string {
   return slug || 'org';
 }
 
-/** The single organization (create, get, update and their events): with its live subscription, if any. */
-const toOrganizationDetail = (
+/** An organization as every answer and event shows it: its record with its live subscription, if any. */
+const toOrganizationRecord = (
   org: Organization,
   memberCount: number,
   subscription: SubscriptionSummary | null,
-): OrganizationDetail => ({ ...toOrganizationRecord(org, memberCount), subscription });
-
-const toOrganizationRecord = (org: Organization, memberCount: number): OrganizationRecord => ({
+): OrganizationRecord => ({
   id: org.id,
   name: org.name,
   slug: org.slug,
   member_count: memberCount,
+  subscription,
   created_at: org.createdAt.toISOString(),
   updated_at: org.updatedAt.toISOString(),
 });
+
+const subscriptionOf = async (ctx: Context, organizationId: string) =>
+  (await subscriptionSummaries(ctx.services.hooks, ctx.em, [organizationId])).get(organizationId) ?? null;
 
 const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
   user_id: user.id,
@@ -68,13 +71,16 @@ export async function createOrganization(ctx: TenantContext, input: { name: stri
   for (let attempt = 0; ; attempt++) {
     const base = input.slug ?? slugify(input.name);
     const slug = input.slug || attempt === 0 ? base : `${base.slice(0, 93).replace(/-+$/, '')}-${randomBase62(6).toLowerCase()}`;
-    const em = ctx.em.fork();
-    const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
-    const record = toOrganizationDetail(org, 0, null);
-    recordEvent(em, applicationId, 'organization.created', record);
     try {
-      await em.flush();
-      return record;
+      // Each attempt in a transaction of its own (a savepoint in the request's, under an Idempotency-Key): a taken slug
+      // undoes only the attempt.
+      return await ctx.em.transactional(async (em) => {
+        const org = em.create(OrganizationEntity, { id: newId(), application: applicationId, name: input.name, slug });
+        const record = toOrganizationRecord(org, 0, null);
+        recordEvent(em, applicationId, 'organization.created', record);
+        await em.flush();
+        return record;
+      });
     } catch (error) {
       if (!isSlugViolation(error)) throw error;
       if (input.slug || attempt >= 4) throw new AppError('slug_taken', 'An organization with this slug already exists');
@@ -83,13 +89,11 @@ export async function createOrganization(ctx: TenantContext, input: { name: stri
 }
 
 /**
- * The list of S10: one query for the page (with each organization's member count) and one for the total.
- * `search` is a literal, case-insensitive substring of the name or the slug.
- */
-/**
- * S10. The page and its `total` in one round trip: the page walks the (application, created_at, id) index newest
- * first, a search's total counts through the trigram indexes of name and slug. Only the plain page is a prepared
- * statement: a generic plan cannot see a search's pattern, and the pattern decides between the indexes.
+ * The application's organizations, newest first, with each one's member count (`GET /v1/organizations`); `search` is
+ * a literal, case-insensitive substring of the name or the slug. The page and its `total` come in one round trip: the
+ * page walks the (application, created_at, id) index newest first, a search's total counts through the trigram indexes
+ * of name and slug. Only the plain page is a prepared statement: a generic plan cannot see a search's pattern, and the
+ * pattern decides between the indexes.
  */
 export async function listOrganizations(ctx: TenantContext, input: PageQuery & { search?: string }) {
   const search = input.search?.trim();
@@ -108,12 +112,19 @@ export async function listOrganizations(ctx: TenantContext, input: PageQuery & {
   const [row] = pattern
     ? await ctx.em.execute<Row[]>(sql, values)
     : await preparedQuery<Row>(ctx.em, 'organizations_page', sql, values);
+  const page = row?.page ?? [];
+  const subscriptions = await subscriptionSummaries(
+    ctx.services.hooks,
+    ctx.em,
+    page.map((o) => o.id),
+  );
   return {
-    organizations: (row?.page ?? []).map((o) => ({
+    organizations: page.map((o) => ({
       id: o.id,
       name: o.name,
       slug: o.slug,
       member_count: Number(o.member_count),
+      subscription: subscriptions.get(o.id) ?? null,
       created_at: new Date(o.created_at).toISOString(),
       updated_at: new Date(o.updated_at).toISOString(),
     })),
@@ -134,11 +145,7 @@ interface OrganizationRow {
 
 export async function getOrganization(ctx: TenantContext, id: string) {
   const org = await findOrganization(ctx, id);
-  return toOrganizationDetail(
-    org,
-    await countMembers(ctx.em, org.id),
-    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
-  );
+  return toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
 }
 
 export async function updateOrganization(ctx: TenantContext, input: { id: string; name?: string; slug?: string }) {
@@ -146,11 +153,7 @@ export async function updateOrganization(ctx: TenantContext, input: { id: string
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
   org.updatedAt = new Date();
-  const record = toOrganizationDetail(
-    org,
-    await countMembers(ctx.em, org.id),
-    await subscriptionSummary(ctx.services.hooks, ctx.em, org.id),
-  );
+  const record = toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
   recordEvent(ctx.em, org.application, 'organization.updated', record);
   try {
     await ctx.em.flush();

@@ -222,13 +222,6 @@ export async function finishRegistration(
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions: first factor and second factor
 
-/**
- * Verifies an assertion against a stored passkey (of `userId` when given): the challenge, an allowed origin, the
- * rpIdHash, user presence and verification, the signature, and the user handle. Then the counter: when either the
- * stored or the reported value is non-zero it must grow (a regression suggests a cloned authenticator: refused and
- * recorded as `passkey.counter_regression`). The counter moves in one conditional UPDATE, so two assertions carrying
- * the same counter cannot both pass.
- */
 /** What an assertion is checked against: a passkey identity, as an entity or as its row. */
 interface StoredPasskey {
   id: string;
@@ -251,9 +244,12 @@ const storedPasskeyFromRow = (row: Record<string, any>): StoredPasskey => ({
 });
 
 /**
- * Checks an assertion against a stored passkey (no database effect) and answers the conditional UPDATE that advances
- * its counter — the one-time part, run by the caller — and what to record when that UPDATE finds the counter did not
- * advance (a cloned authenticator). 401 `assertion_failed` when it does not verify.
+ * Checks an assertion against a stored passkey (no database effect): the challenge, an allowed origin, the rpIdHash,
+ * user presence and verification, the signature, and the user handle. Then the counter: when either the stored or the
+ * reported value is non-zero it must grow (a regression suggests a cloned authenticator). Answers the conditional
+ * UPDATE that advances the counter — the one-time part, run by the caller, so that two assertions carrying the same
+ * counter cannot both pass — and what to record (`passkey.counter_regression`) when that UPDATE finds the counter did
+ * not advance. 401 `assertion_failed` when it does not verify.
  */
 async function checkAssertion(
   ctx: Context,

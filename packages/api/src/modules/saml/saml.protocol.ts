@@ -97,6 +97,14 @@ export interface IdpMetadata {
  * signing certificates. A reason string when it is not usable.
  */
 export function parseIdpMetadata(xml: string): IdpMetadata | string {
+  // The IdP's certificate is the file a newcomer most often has at hand: say what it is and where it goes.
+  if (/^\s*-----BEGIN [A-Z0-9 ]+-----/.test(xml)) {
+    return (
+      'this looks like a PEM certificate, not SAML metadata XML (an EntityDescriptor document). Send the IdP\u2019s ' +
+      'metadata here, or create the connection with POST /v1/saml/connections and put the certificate in ' +
+      'idp_certificate (the base64 between the BEGIN and END lines), with idp_entity_id and idp_sso_url'
+    );
+  }
   let doc: ReturnType<typeof parseXml>;
   try {
     doc = parseXml(xml);

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -33,14 +32,16 @@ export const samlRouter = router({
   connections: router({
     create: secretKeyProcedure('saml:write')
       .meta({
+        idempotent: true,
         successStatus: 201,
         openapi: { method: 'POST', path: '/v1/saml/connections', tags, summary: 'Create a SAML connection' },
       })
       .input(CreateSamlConnectionInputSchema)
       .output(SamlConnectionSchema)
-      .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createSamlConnection(ctx, input))),
+      .mutation(({ ctx, input }) => createSamlConnection(ctx, input)),
     createFromMetadata: secretKeyProcedure('saml:write')
       .meta({
+        idempotent: 'own-write',
         successStatus: 201,
         openapi: {
           method: 'POST',
@@ -51,9 +52,7 @@ export const samlRouter = router({
       })
       .input(CreateFromMetadataInputSchema)
       .output(SamlConnectionSchema)
-      .mutation(({ ctx, input, path }) =>
-        idempotent(ctx, { path, rawInput: input }, () => createSamlConnectionFromMetadata(ctx, input)),
-      ),
+      .mutation(({ ctx, input }) => createSamlConnectionFromMetadata(ctx, input)),
     list: secretKeyProcedure('saml:read')
       .meta({ openapi: { method: 'GET', path: '/v1/saml/connections', tags, summary: 'List SAML connections, newest first' } })
       .input(none)

@@ -2,8 +2,16 @@ import { isIP } from 'node:net';
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
+import { idempotentWrite } from '../../lib/idempotency.ts';
 import { newId } from '../../lib/ids.ts';
-import { guardedRequest, isAllowedAddress, OutboundBlockedError, type OutboundPolicy } from '../../lib/ssrf.ts';
+import {
+  addressClass,
+  guardedRequest,
+  insecureRemedy,
+  isAllowedAddress,
+  OutboundBlockedError,
+  type OutboundPolicy,
+} from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import type { TenantContext } from '../applications/contexts.ts';
@@ -50,18 +58,27 @@ export function toSamlConnectionRecord(baseUrl: string, c: SamlConnection): Saml
   };
 }
 
+const INSECURE_SAML_SETTING = 'GATEHOUSE_ALLOW_INSECURE_SAML';
+
+/** A refused IdP URL: the reason is in the message too, so a plain CLI or log line shows it. */
+const refuseUrl = (field: string, reason: string) =>
+  new AppError('invalid_url', `The URL is not allowed: ${reason}`, [{ path: field, message: reason }]);
+
 /**
  * The IdP's sign-in URL: https, and not a loopback host, unless GATEHOUSE_ALLOW_INSECURE_SAML (local IdPs in
  * development and tests). `javascript:` and friends never pass the schema.
  */
 function checkSsoUrl(ctx: Context, value: string, field = 'idp_sso_url') {
   const url = new URL(value);
-  const insecure = ctx.services.allowInsecureSaml;
-  const refuse = (message: string) => new AppError('invalid_url', 'The URL is not allowed', [{ path: field, message }]);
-  if (url.protocol !== 'https:' && !(insecure && url.protocol === 'http:')) throw refuse('must be https');
+  if (ctx.services.allowInsecureSaml) return;
+  if (url.protocol !== 'https:') throw refuseUrl(field, `not https${insecureRemedy(INSECURE_SAML_SETTING)}`);
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  const local = host === 'localhost' || host.endsWith('.localhost') || (isIP(host) > 0 && !isAllowedAddress(host));
-  if (local && !insecure) throw refuse('must not be a loopback, private or reserved address');
+  if (host === 'localhost' || host.endsWith('.localhost')) {
+    throw refuseUrl(field, `a loopback name (localhost)${insecureRemedy(INSECURE_SAML_SETTING)}`);
+  }
+  if (isIP(host) > 0 && !isAllowedAddress(host)) {
+    throw refuseUrl(field, `${addressClass(host)}${insecureRemedy(INSECURE_SAML_SETTING)}`);
+  }
 }
 
 const certificateFields = (base64: string | undefined | null) => {
@@ -110,7 +127,7 @@ const METADATA_MAX_BYTES = 512 * 1024;
 
 /** An IdP's metadata document, fetched through the SSRF guard (SECURITY 8); every refusal is 422 `invalid_url`. */
 async function fetchMetadata(url: string, field: string, policy: OutboundPolicy): Promise<string> {
-  const refuse = (message: string) => new AppError('invalid_url', 'The URL is not allowed', [{ path: field, message }]);
+  const refuse = (reason: string) => refuseUrl(field, reason);
   let response: Awaited<ReturnType<typeof guardedRequest>>;
   try {
     response = await guardedRequest(url, {
@@ -119,6 +136,7 @@ async function fetchMetadata(url: string, field: string, policy: OutboundPolicy)
       timeoutMs: 5_000,
       keepBytes: METADATA_MAX_BYTES + 1,
       ...policy,
+      insecureSetting: INSECURE_SAML_SETTING,
     });
   } catch (error) {
     throw refuse(error instanceof OutboundBlockedError ? error.message : 'could not be fetched');
@@ -150,17 +168,24 @@ export async function createSamlConnectionFromMetadata(
         });
   const metadata = parseIdpMetadata(xml);
   if (typeof metadata === 'string') {
-    throw new AppError('validation_failed', 'The IdP metadata cannot be used', [{ path: field, message: metadata }]);
+    throw new AppError('validation_failed', `The IdP metadata cannot be used: ${metadata}`, [{ path: field, message: metadata }]);
   }
   checkSsoUrl(ctx, metadata.ssoUrl, field);
   const { metadata_xml: _xml, metadata_url: _url, ...rest } = input;
-  return createSamlConnection(ctx, {
-    ...rest,
-    name: input.name ?? metadata.entityId.slice(0, 200),
-    idp_entity_id: metadata.entityId.slice(0, 1024),
-    idp_sso_url: metadata.ssoUrl,
-    idp_certificate: metadata.certificates[0],
-  });
+  // The metadata was fetched outside any transaction (meta `idempotent: 'own-write'`): the write and the
+  // Idempotency-Key's answer commit together from here.
+  return idempotentWrite(ctx, (em) =>
+    createSamlConnection(
+      { ...ctx, em },
+      {
+        ...rest,
+        name: input.name ?? metadata.entityId.slice(0, 200),
+        idp_entity_id: metadata.entityId.slice(0, 1024),
+        idp_sso_url: metadata.ssoUrl,
+        idp_certificate: metadata.certificates[0],
+      },
+    ),
+  );
 }
 
 async function findConnection(ctx: TenantContext, id: string): Promise<SamlConnection> {

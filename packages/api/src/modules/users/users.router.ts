@@ -1,4 +1,3 @@
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
@@ -16,10 +15,14 @@ const tags = ['Users'];
 /** The users namespace; the root router adds what modules above contribute to it (sessions, factors). */
 export const userProcedures = {
   create: secretKeyProcedure('users:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/users', tags, summary: 'Create a user' } })
+    .meta({
+      idempotent: true,
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/users', tags, summary: 'Create a user' },
+    })
     .input(CreateUserInputSchema)
     .output(UserSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createUser(ctx, input))),
+    .mutation(({ ctx, input }) => createUser(ctx, input)),
   list: secretKeyProcedure('users:read')
     .meta({ openapi: { method: 'GET', path: '/v1/users', tags, summary: 'List users, newest first' } })
     .input(ListUsersInputSchema)

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { idempotent } from '../../lib/idempotency.ts';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -73,10 +72,14 @@ const deliveriesRouter = router({
 
 export const webhooksRouter = router({
   create: secretKeyProcedure('webhooks:write')
-    .meta({ successStatus: 201, openapi: { method: 'POST', path: '/v1/webhooks', tags, summary: 'Create a webhook endpoint' } })
+    .meta({
+      idempotent: true,
+      successStatus: 201,
+      openapi: { method: 'POST', path: '/v1/webhooks', tags, summary: 'Create a webhook endpoint' },
+    })
     .input(CreateWebhookInputSchema)
     .output(WebhookEndpointWithSecretSchema)
-    .mutation(({ ctx, input, path }) => idempotent(ctx, { path, rawInput: input }, () => createWebhook(ctx, input))),
+    .mutation(({ ctx, input }) => createWebhook(ctx, input)),
   list: secretKeyProcedure('webhooks:read')
     .meta({ openapi: { method: 'GET', path: '/v1/webhooks', tags, summary: 'List webhook endpoints' } })
     .input(z.strictObject({}).optional())

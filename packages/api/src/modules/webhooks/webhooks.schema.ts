@@ -19,7 +19,7 @@ const UrlSchema = z
 const EventTypesSchema = z
   .array(z.enum(WEBHOOK_EVENT_TYPES))
   .max(100)
-  .meta({ description: 'Event kinds to receive (CONTRACT §6); empty = every kind' });
+  .meta({ description: 'Event kinds to receive (those `GET /v1/events` lists); empty = every kind' });
 const DescriptionSchema = z.string().max(1024);
 
 export const WebhookEndpointSchema = z

@@ -26,6 +26,12 @@ export interface WebhookSettings {
 }
 export const webhookSettings = new WeakMap<Services, WebhookSettings>();
 const settingsOf = (services: Services): WebhookSettings => webhookSettings.get(services) ?? { allowInsecure: false };
+/** A receiver URL under this process's policy; a refusal names the setting that allows http and loopback. */
+const checkReceiverUrl = (services: Services, url: string) =>
+  checkOutboundUrl(url, {
+    allowInsecure: settingsOf(services).allowInsecure,
+    insecureSetting: 'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS',
+  }).toString();
 
 export const sealContext = (endpointId: string) => `webhook:${endpointId}`;
 const newSecret = () => `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`;
@@ -67,7 +73,7 @@ async function findEndpoint(ctx: TenantContext, id: string): Promise<WebhookEndp
 }
 
 export async function createWebhook(ctx: TenantContext, input: { url: string; description: string; event_types: string[] }) {
-  const url = checkOutboundUrl(input.url, settingsOf(ctx.services)).toString();
+  const url = checkReceiverUrl(ctx.services, input.url);
   const id = newId();
   const secret = newSecret();
   const endpoint = ctx.em.create(WebhookEndpointEntity, {
@@ -105,7 +111,7 @@ export async function updateWebhook(
 ) {
   const endpoint = await findEndpoint(ctx, input.id);
   const changes: Partial<WebhookEndpoint> = { updatedAt: new Date() };
-  if (input.url !== undefined) changes.url = checkOutboundUrl(input.url, settingsOf(ctx.services)).toString();
+  if (input.url !== undefined) changes.url = checkReceiverUrl(ctx.services, input.url);
   if (input.description !== undefined) changes.description = input.description;
   if (input.event_types !== undefined) changes.eventTypes = uniqueTypes(input.event_types);
   if (input.status !== undefined && input.status !== endpoint.status) {
