@@ -27,8 +27,8 @@ const FREE_FORM_BYTES = 8192;
 /** The path to the first value nested deeper than `limit` levels below `value`, or null. Iterative: no stack to blow. */
 export function tooDeep(value: unknown, limit: number): Array<string | number> | null {
   const stack: Array<{ value: unknown; path: Array<string | number> }> = [{ value, path: [] }];
-  while (stack.length) {
-    const { value: node, path } = stack.pop()!;
+  for (let entry = stack.pop(); entry; entry = stack.pop()) {
+    const { value: node, path } = entry;
     if (node === null || typeof node !== 'object') continue;
     if (path.length >= limit) return path;
     for (const [key, child] of Object.entries(node))
@@ -40,8 +40,8 @@ export function tooDeep(value: unknown, limit: number): Array<string | number> |
 /** The path to the first key or string value at any depth of `value` that PostgreSQL cannot store, or null. */
 function unstorableTextAt(value: unknown): Array<string | number> | null {
   const stack: Array<{ value: unknown; path: Array<string | number> }> = [{ value, path: [] }];
-  while (stack.length) {
-    const { value: node, path } = stack.pop()!;
+  for (let entry = stack.pop(); entry; entry = stack.pop()) {
+    const { value: node, path } = entry;
     if (typeof node === 'string' && !isStorableText(node)) return path;
     if (node === null || typeof node !== 'object') continue;
     for (const [key, child] of Object.entries(node)) {

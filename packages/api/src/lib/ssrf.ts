@@ -212,7 +212,9 @@ export async function resolveChecked(url: URL, policy: OutboundPolicy = {}): Pro
     const refused = addressRefusal(address, policy, 'the host name resolves to ');
     if (refused) throw new OutboundBlockedError('blocked_address', refused);
   }
-  return addresses[0]!;
+  const [first] = addresses;
+  if (!first) throw new OutboundBlockedError('dns_failed', 'The host name could not be resolved');
+  return first;
 }
 
 /** A `lookup` that answers only the address already checked (both the single and the `all` callback forms). */

@@ -133,7 +133,7 @@ export function findAccountRow(services: Services, applicationId: string, id: st
   if (!isUuid(id)) return Promise.resolve(undefined);
   return remembered(`account:${id}`, async () => {
     const [row] = await preparedQuery<AccountRow>(
-      services.orm.em as EntityManager,
+      services.orm.em,
       'oauth2_account',
       `select id, primary_email, email_verified, profile, updated_at from users
           where id = ? and application_id = ? and status = 'active'`,
@@ -274,8 +274,8 @@ function grantScopes(payload: Payload): string[] {
  */
 export function adapterFor(services: Services, applicationId: string) {
   // Plain statements need no identity map: the root manager's connection, no fork per statement.
-  const em = services.orm.em as EntityManager;
-  const fork = (): EntityManager => services.orm.em.fork() as EntityManager;
+  const em = services.orm.em;
+  const fork = (): EntityManager => services.orm.em.fork();
 
   return class MikroOrmAdapter {
     readonly name: string;

@@ -2,10 +2,11 @@ import { z } from 'zod';
 import type { Context } from '../../context.ts';
 import { notFound } from '../../errors.ts';
 import { IdParamSchema, text } from '../../lib/schemas.ts';
-import { publicProcedure, router, secretKeyProcedure } from '../../trpc.ts';
-import { resolveApplication } from '../api-keys/api-keys.service.ts';
+import { publicProcedure, router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import { ApplicationEntity } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
+import { resolveApplication } from '../applications/callers.ts';
 import { jwks, rotateSigningKey } from './signing-keys.service.ts';
 
 const tags = ['Signing keys'];
