@@ -82,3 +82,10 @@ export const invalidPendingToken = (): AppError =>
 export const assertionFailed = (): AppError => new AppError('assertion_failed', 'The credential or code is not valid');
 export const stepUpRequired = (): AppError =>
   new AppError('step_up_required', 'This needs a session at aal 2: sign in again with your second factor');
+
+/** The message of whatever was thrown: `catch` binds `unknown`, and libraries may throw non-errors. */
+export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** The name of a thrown error (for logs that must not carry its message), if it has one. */
+export const errorName = (error: unknown): string | undefined =>
+  typeof error === 'object' && error !== null && 'name' in error && typeof error.name === 'string' ? error.name : undefined;

@@ -1,5 +1,6 @@
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
+import { errorName } from '../../errors.ts';
 import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { OutgoingMail } from '../../lib/mailer.ts';
@@ -84,7 +85,7 @@ export class MailWorker {
       pollMs: POLL_MS,
       nudgeMs: NUDGE_MS,
       runBatch: () => this.#runBatch(),
-      onError: (error) => this.services.log.warn({ err: { type: (error as Error)?.name } }, 'mail outbox poll failed'),
+      onError: (error) => this.services.log.warn({ err: { type: errorName(error) } }, 'mail outbox poll failed'),
     });
   }
 
@@ -133,9 +134,9 @@ export class MailWorker {
       );
       this.services.metrics.mail.inc({ outcome: 'sent' });
     } catch (error) {
-      const code = String((error as { code?: unknown }).code ?? (error as Error)?.name ?? 'error').slice(0, 64);
+      const code = String((error as { code?: unknown }).code ?? errorName(error) ?? 'error').slice(0, 64);
       const delay = this.retryScheduleS[row.attempts - 1];
-      this.services.log.warn({ err: { type: (error as Error)?.name, code }, attempt: row.attempts }, 'smtp send failed');
+      this.services.log.warn({ err: { type: errorName(error), code }, attempt: row.attempts }, 'smtp send failed');
       if (delay === undefined) {
         await em.execute(
           `update messages set status = 'failed', payload_sealed = null, locked_until = null, last_error = ? where id = ?`,

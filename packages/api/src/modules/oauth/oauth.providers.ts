@@ -2,6 +2,7 @@ import { Apple, CodeChallengeMethod, LinkedIn, OAuth2Client, OAuth2RequestError,
 import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import type { OAuthConfig } from '../../context.ts';
+import { errorMessage, errorName } from '../../errors.ts';
 import { guardedRequest, OutboundBlockedError, type OutboundPolicy } from '../../lib/ssrf.ts';
 
 /** CONTRACT §3's providers, plus the generic OpenID Connect provider `oidc` (any issuer, found by discovery). */
@@ -390,9 +391,9 @@ function classify(error: unknown): ProviderFailure {
   if (error instanceof OAuth2RequestError) return new ProviderFailure(`token endpoint: ${error.code}`, CODE_REFUSED);
   if (
     code === 'ERR_JWT_EXPIRED' ||
-    (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && /"(nbf|iat)"/.test(String((error as Error).message)))
+    (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && /"(nbf|iat)"/.test(String(errorMessage(error))))
   )
-    return new ProviderFailure(`id token time: ${(error as Error).message}`, TOKEN_TIME);
+    return new ProviderFailure(`id token time: ${errorMessage(error)}`, TOKEN_TIME);
   if (typeof code === 'string' && code.startsWith('ERR_J')) return new ProviderFailure(`id token: ${code}`, TOKEN_REFUSED);
   if (error instanceof oidc.ResponseBodyError) return new ProviderFailure(`token endpoint: ${error.error}`, CODE_REFUSED);
   // A 401 with a challenge: the provider refused this client's credentials for the code (a refusal, not an outage).
@@ -407,7 +408,7 @@ function classify(error: unknown): ProviderFailure {
     return unreachable(`oidc: ${message}`);
   }
   if (error instanceof OutboundBlockedError) return unreachable(`blocked: ${error.code}`);
-  return unreachable(`provider: ${(error as Error)?.name ?? 'error'} ${(error as Error)?.message ?? ''}`);
+  return unreachable(`provider: ${errorName(error) ?? 'error'} ${error instanceof Error ? error.message : ''}`);
 }
 
 const jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>();

@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import type { SAML } from '@node-saml/node-saml';
 import { DOMParser, type Element as XmlElement } from '@xmldom/xmldom';
+import { errorMessage } from '../../errors.ts';
 
 /**
  * The SAML 2.0 protocol as Gatehouse speaks it: certificates, IdP metadata, our SP metadata, AuthnRequests and the
@@ -109,7 +110,7 @@ export function parseIdpMetadata(xml: string): IdpMetadata | string {
   try {
     doc = parseXml(xml);
   } catch (error) {
-    return hasDoctype(xml) ? 'DOCTYPE is not allowed in metadata' : `not well-formed XML (${(error as Error).message})`;
+    return hasDoctype(xml) ? 'DOCTYPE is not allowed in metadata' : `not well-formed XML (${errorMessage(error)})`;
   }
   const root = doc.documentElement;
   if (!root) return 'not well-formed XML (no root element)';
@@ -169,7 +170,7 @@ let library: Promise<typeof import('@node-saml/node-saml')> | undefined;
 
 async function samlFor(sp: SpConfig, requestId?: string) {
   library ??= import('@node-saml/node-saml');
-  const { SAML } = await library;
+  const { SAML, ValidateInResponseTo } = await library;
   return new SAML({
     issuer: sp.spEntityId,
     callbackUrl: sp.acsUrl,
@@ -181,7 +182,7 @@ async function samlFor(sp: SpConfig, requestId?: string) {
     wantAssertionsSigned: false,
     wantAuthnResponseSigned: false,
     // InResponseTo is checked against the database by the caller (any process can finish a sign-in).
-    validateInResponseTo: 'never' as never,
+    validateInResponseTo: ValidateInResponseTo.never,
     identifierFormat: null,
     disableRequestedAuthnContext: true,
     signatureAlgorithm: 'sha256',
@@ -229,7 +230,7 @@ export function parseResponse(xml: string): ParsedResponse {
   try {
     return { xml, doc: parseXml(xml) };
   } catch (error) {
-    return { xml, error: (error as Error).message };
+    return { xml, error: errorMessage(error) };
   }
 }
 
@@ -247,12 +248,19 @@ export function decodeResponse(samlResponse: string): string {
   return xml;
 }
 
-type XmlJs = Record<string, any>;
-const first = (node: unknown): XmlJs | undefined => (Array.isArray(node) ? node[0] : undefined);
-const textOf = (node: unknown): string | undefined => {
-  const value = first(node);
-  return typeof value === 'string' ? value : typeof value?._ === 'string' ? value._ : undefined;
+/** An element as xml2js (inside node-saml) gives it: children by name in arrays, attributes under `$`, text under `_`. */
+type XmlJs = { [child: string]: unknown; $?: Record<string, unknown>; _?: unknown };
+const isNode = (value: unknown): value is XmlJs => typeof value === 'object' && value !== null && !Array.isArray(value);
+const nodes = (children: unknown): XmlJs[] => (Array.isArray(children) ? children.filter(isNode) : []);
+const firstOf = (children: unknown): unknown => (Array.isArray(children) ? children[0] : undefined);
+const first = (children: unknown): XmlJs | undefined => {
+  const value = firstOf(children);
+  return isNode(value) ? value : undefined;
 };
+const stringOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+/** The text of an element: xml2js gives a bare string, or `_` when the element also has attributes. */
+const textIn = (value: unknown): string | undefined => stringOf(value) ?? (isNode(value) ? stringOf(value._) : undefined);
+const textOf = (children: unknown): string | undefined => textIn(firstOf(children));
 
 /**
  * Validates a decoded response for a connection. Everything that decides who signs in comes from the element the
@@ -276,7 +284,9 @@ export async function validateResponse(sp: SpConfig, response: ParsedResponse): 
   }
   const destination = root.getAttribute('Destination');
   if (destination && destination !== sp.acsUrl) throw new SamlRejection('Destination is not this ACS');
-  const responseIssuer = Array.from(root.childNodes).find((n): n is XmlElement => (n as XmlElement).localName === 'Issuer');
+  const responseIssuer = Array.from(root.childNodes).find(
+    (n): n is XmlElement => n.nodeType === n.ELEMENT_NODE && 'localName' in n && n.localName === 'Issuer',
+  );
   if (responseIssuer && responseIssuer.textContent?.trim() !== sp.idpEntityId)
     throw new SamlRejection('Response Issuer mismatch');
 
@@ -284,54 +294,64 @@ export async function validateResponse(sp: SpConfig, response: ParsedResponse): 
   try {
     ({ profile } = await (await samlFor(sp)).validatePostResponseAsync({ SAMLResponse: Buffer.from(xml).toString('base64') }));
   } catch (error) {
-    throw new SamlRejection(`node-saml: ${(error as Error).message}`);
+    throw new SamlRejection(`node-saml: ${errorMessage(error)}`);
   }
   if (!profile) throw new SamlRejection('no assertion');
   // From here on only the signed assertion is read.
-  const assertion = (profile.getAssertion?.() as XmlJs | undefined)?.Assertion as XmlJs | undefined;
+  const signed = profile.getAssertion?.().Assertion;
+  const assertion = isNode(signed) ? signed : undefined;
   if (!assertion) throw new SamlRejection('no signed assertion');
-  const assertionId = assertion.$?.ID as string | undefined;
+  const assertionId = stringOf(assertion.$?.ID);
   if (!assertionId || assertionId.length > 256) throw new SamlRejection('assertion ID missing or longer than 256');
   if (textOf(assertion.Issuer) !== sp.idpEntityId) throw new SamlRejection('assertion Issuer mismatch');
   const conditions = first(assertion.Conditions);
   if (!conditions?.AudienceRestriction) throw new SamlRejection('no AudienceRestriction');
 
   const subject = first(assertion.Subject);
-  const nameIdNode = first(subject?.NameID);
-  const nameId = typeof nameIdNode === 'string' ? nameIdNode : (nameIdNode?._ as string | undefined);
+  const nameIdNode = firstOf(subject?.NameID);
+  const nameId = textIn(nameIdNode);
   if (!nameId || nameId !== profile.nameID) throw new SamlRejection('no NameID');
   // Never truncated: two NameIDs that differ past the limit must not become one identity.
   if (nameId.length > 1024) throw new SamlRejection('NameID longer than 1024');
   // A bearer confirmation for this ACS, live now (node-saml picked one whose times are valid; we also want Recipient).
   const now = Date.now();
-  const confirmations = ((subject?.SubjectConfirmation as XmlJs[] | undefined) ?? [])
-    .map((c) => ({ method: c.$?.Method as string | undefined, data: first(c.SubjectConfirmationData)?.$ as XmlJs | undefined }))
+  const confirmations = nodes(subject?.SubjectConfirmation)
+    .map((c) => {
+      const data = first(c.SubjectConfirmationData)?.$;
+      return {
+        method: stringOf(c.$?.Method),
+        recipient: stringOf(data?.Recipient),
+        notOnOrAfter: stringOf(data?.NotOnOrAfter),
+        notBefore: stringOf(data?.NotBefore),
+        inResponseTo: stringOf(data?.InResponseTo),
+      };
+    })
     .filter(
       (c) =>
         c.method === 'urn:oasis:names:tc:SAML:2.0:cm:bearer' &&
-        c.data?.Recipient === sp.acsUrl &&
-        typeof c.data?.NotOnOrAfter === 'string' &&
-        Date.parse(c.data.NotOnOrAfter) + SKEW_MS > now &&
-        (!c.data.NotBefore || Date.parse(c.data.NotBefore) - SKEW_MS <= now),
+        c.recipient === sp.acsUrl &&
+        c.notOnOrAfter !== undefined &&
+        Date.parse(c.notOnOrAfter) + SKEW_MS > now &&
+        (!c.notBefore || Date.parse(c.notBefore) - SKEW_MS <= now),
     );
   const confirmation = confirmations[0];
   if (!confirmation) throw new SamlRejection('no bearer SubjectConfirmation for this Recipient');
-  const inResponseTo = (confirmation.data?.InResponseTo as string | undefined) || null;
+  const inResponseTo = confirmation.inResponseTo || null;
   const posted = root.getAttribute('InResponseTo') || null;
   if (posted !== inResponseTo) throw new SamlRejection('InResponseTo differs between Response and assertion');
 
-  const limits = [confirmation.data?.NotOnOrAfter, conditions.$?.NotOnOrAfter]
+  const limits = [confirmation.notOnOrAfter, conditions.$?.NotOnOrAfter]
     .filter((v): v is string => typeof v === 'string')
     .map((v) => Date.parse(v));
   const validUntil = new Date(Math.min(...limits) + SKEW_MS);
 
   const attributes: Record<string, string[]> = {};
-  for (const statement of (assertion.AttributeStatement as XmlJs[] | undefined) ?? []) {
-    for (const attribute of (statement.Attribute as XmlJs[] | undefined) ?? []) {
-      const name = attribute.$?.Name as string | undefined;
+  for (const statement of nodes(assertion.AttributeStatement)) {
+    for (const attribute of nodes(statement.Attribute)) {
+      const name = stringOf(attribute.$?.Name);
       if (!name) continue;
-      const values = ((attribute.AttributeValue as unknown[] | undefined) ?? [])
-        .map((v) => (typeof v === 'string' ? v : typeof (v as XmlJs)?._ === 'string' ? (v as XmlJs)._ : undefined))
+      const values = (Array.isArray(attribute.AttributeValue) ? attribute.AttributeValue : [])
+        .map(textIn)
         .filter((v): v is string => typeof v === 'string');
       attributes[name] = [...(attributes[name] ?? []), ...values];
     }
@@ -340,7 +360,7 @@ export async function validateResponse(sp: SpConfig, response: ParsedResponse): 
     assertionId,
     validUntil,
     nameId,
-    nameIdFormat: (nameIdNode as XmlJs | undefined)?.$?.Format ?? null,
+    nameIdFormat: isNode(nameIdNode) ? (stringOf(nameIdNode.$?.Format) ?? null) : null,
     inResponseTo,
     attributes,
   };

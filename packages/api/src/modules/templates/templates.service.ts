@@ -1,7 +1,7 @@
 import Mustache from 'mustache';
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { AppError, notFound } from '../../errors.ts';
+import { AppError, errorMessage, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
@@ -58,7 +58,7 @@ function checkSyntax(field: string, template: string | null | undefined) {
   try {
     Mustache.parse(template);
   } catch (error) {
-    throw new AppError('validation_failed', 'The template does not parse', [{ path: field, message: (error as Error).message }]);
+    throw new AppError('validation_failed', 'The template does not parse', [{ path: field, message: errorMessage(error) }]);
   }
 }
 

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../context.ts';
+import { errorName } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PollingWorker } from '../../lib/polling-worker.ts';
 import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
@@ -94,7 +95,7 @@ export function retryAfterSeconds(value: string | string[] | undefined): number 
 const errorCode = (error: unknown): string => {
   if (error instanceof OutboundBlockedError) return error.code;
   const code = (error as { code?: unknown })?.code;
-  return String(typeof code === 'string' ? code : ((error as Error)?.name ?? 'error')).slice(0, 64);
+  return String(typeof code === 'string' ? code : (errorName(error) ?? 'error')).slice(0, 64);
 };
 
 export class WebhookWorker {
@@ -117,7 +118,7 @@ export class WebhookWorker {
       pollMs: POLL_MS,
       nudgeMs: NUDGE_MS,
       runBatch: () => this.#runBatch(),
-      onError: (error) => this.services.log.warn({ err: { type: (error as Error)?.name } }, 'webhook delivery poll failed'),
+      onError: (error) => this.services.log.warn({ err: { type: errorName(error) } }, 'webhook delivery poll failed'),
     });
   }
 
@@ -155,7 +156,7 @@ export class WebhookWorker {
         await this.#record(attempts);
       } catch (error) {
         // The leases run out and the deliveries are attempted again: at-least-once.
-        this.services.log.warn({ err: { type: (error as Error)?.name } }, 'recording webhook attempts failed');
+        this.services.log.warn({ err: { type: errorName(error) } }, 'recording webhook attempts failed');
         return false;
       }
       await this.#disableFailing(attempts);
@@ -306,7 +307,7 @@ export class WebhookWorker {
           await disableEndpoint(em, row.endpoint_id, 'failing');
       } catch (error) {
         // The next failed attempt tries again.
-        this.services.log.warn({ err: { type: (error as Error)?.name } }, 'disabling a webhook endpoint failed');
+        this.services.log.warn({ err: { type: errorName(error) } }, 'disabling a webhook endpoint failed');
       }
     }
   }
