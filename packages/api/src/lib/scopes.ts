@@ -28,3 +28,7 @@ export const SCOPES = [
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
+
+const SCOPE_SET: ReadonlySet<string> = new Set(SCOPES);
+
+export const isScope = (value: string): value is Scope => SCOPE_SET.has(value);

@@ -3,7 +3,7 @@ import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { SCOPES, type Scope } from '../../lib/scopes.ts';
+import { isScope, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
 import { authenticatedProcedure, DeferredCredential } from '../../trpc.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -33,6 +33,20 @@ export function grants(held: readonly string[], needed: string): boolean {
 }
 
 const KEY_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'secret_hash', 'created_at', 'last_used_at', 'revoked_at'];
+
+interface KeyColumns {
+  key_id: string;
+  key_name: string;
+  key_scopes: string[];
+  key_prefix: string;
+  key_secret_hash: string;
+  key_created_at: Date | string;
+  key_last_used_at: Date | string | null;
+  key_revoked_at: Date | string | null;
+}
+
+/** A row of `secretKeyRowSql` (or of a statement with its `presented_key`): the application's id and the key's columns. */
+export type PresentedKeyRow = { id: string } & (KeyColumns | { [column in keyof KeyColumns]: null });
 
 /**
  * The application of `$app` and the key of SHA-256 `$hash` in it, as one row (the key's columns prefixed `key_`,
@@ -67,7 +81,7 @@ async function presentedKey(ctx: Context): Promise<PresentedKey> {
 async function acceptSecretKey(
   ctx: Context,
   presented: PresentedKey,
-  row: Record<string, unknown> | undefined,
+  row: PresentedKeyRow | undefined,
   scope: Scope,
 ): Promise<ApiKey> {
   if (!row) throw applicationNotResolved();
@@ -76,14 +90,14 @@ async function acceptSecretKey(
     throw new AppError('invalid_api_key', 'Invalid API key');
   }
   const apiKey: ApiKey = {
-    id: row.key_id as string,
-    application: row.id as string,
-    name: row.key_name as string,
-    scopes: row.key_scopes as string[],
-    prefix: row.key_prefix as string,
-    secretHash: row.key_secret_hash as string,
-    createdAt: new Date(row.key_created_at as string),
-    lastUsedAt: row.key_last_used_at === null ? null : new Date(row.key_last_used_at as string),
+    id: row.key_id,
+    application: row.id,
+    name: row.key_name,
+    scopes: row.key_scopes,
+    prefix: row.key_prefix,
+    secretHash: row.key_secret_hash,
+    createdAt: new Date(row.key_created_at),
+    lastUsedAt: row.key_last_used_at === null ? null : new Date(row.key_last_used_at),
     revokedAt: null,
   };
   if (!grants(apiKey.scopes, scope)) throw new AppError('insufficient_scope', `This key lacks the ${scope} scope`);
@@ -100,7 +114,7 @@ async function acceptSecretKey(
  */
 export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise<{ application: Application; apiKey: ApiKey }> {
   const presented = await presentedKey(ctx);
-  const [row] = await preparedQuery<Record<string, unknown>>(
+  const [row] = await preparedQuery<Record<string, unknown> & PresentedKeyRow>(
     ctx.em,
     'secret_key_authentication',
     secretKeyRowSql('?', '?', 'a.*'),
@@ -136,7 +150,7 @@ export interface KeyInStatement {
    * Judges the `presented_key` row the statement returned (undefined: no such application), as `authenticate` would,
    * and answers the key (the statement's tenant is `applicationId`).
    */
-  accept(row: Record<string, unknown> | undefined): Promise<ApiKey>;
+  accept(row: PresentedKeyRow | undefined): Promise<ApiKey>;
   /** The ordinary check (its own query), for a call that needs the key settled before its statement. */
   authenticate(): Promise<{ application: Application; apiKey: ApiKey }>;
 }
@@ -207,7 +221,7 @@ export function issueApiKey(em: EntityManager, application: Application, name: s
 }
 
 export async function createApiKey(ctx: SecretKeyContext, input: { name: string; scopes: string[] }) {
-  const unknown = input.scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+  const unknown = input.scopes.filter((s) => !isScope(s));
   if (unknown.length) {
     throw new AppError(
       'unknown_scope',

@@ -3,7 +3,7 @@ import { type EntityManager, onlyRow, preparedQuery } from '../../db/orm.ts';
 import { AppError, type ErrorDetail } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
-import { type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
+import { type PresentedKeyRow, type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import type { SignedInContext } from '../sessions/contexts.ts';
 import type { DeleteStep } from '../users/users.hooks.ts';
@@ -265,7 +265,7 @@ export async function check(
     directUser(subject),
   ];
   const row = onlyRow(
-    await preparedQuery<{ id: string | null; allowed: boolean; exceeded: boolean }>(
+    await preparedQuery<({ id: null } | PresentedKeyRow) & { allowed: boolean; exceeded: boolean }>(
       ctx.em,
       keyFirst ? 'authz_check' : 'authz_keyed_check',
       keyFirst ? CHECK.sql : KEYED_CHECK.sql,
