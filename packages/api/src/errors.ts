@@ -89,3 +89,7 @@ export const errorMessage = (error: unknown): string => (error instanceof Error 
 /** The name of a thrown error (for logs that must not carry its message), if it has one. */
 export const errorName = (error: unknown): string | undefined =>
   typeof error === 'object' && error !== null && 'name' in error && typeof error.name === 'string' ? error.name : undefined;
+
+/** A property of something thrown or parsed (`unknown`), read without asserting the thing's shape. */
+export const fieldOf = (value: unknown, key: string): unknown =>
+  typeof value === 'object' && value !== null ? Reflect.get(value, key) : undefined;

@@ -1,6 +1,6 @@
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { errorName } from '../../errors.ts';
+import { errorName, fieldOf } from '../../errors.ts';
 import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { OutgoingMail } from '../../lib/mailer.ts';
@@ -134,7 +134,7 @@ export class MailWorker {
       );
       this.services.metrics.mail.inc({ outcome: 'sent' });
     } catch (error) {
-      const code = String((error as { code?: unknown }).code ?? errorName(error) ?? 'error').slice(0, 64);
+      const code = String(fieldOf(error, 'code') ?? errorName(error) ?? 'error').slice(0, 64);
       const delay = this.retryScheduleS[row.attempts - 1];
       this.services.log.warn({ err: { type: errorName(error), code }, attempt: row.attempts }, 'smtp send failed');
       if (delay === undefined) {

@@ -2,7 +2,7 @@ import { Apple, CodeChallengeMethod, LinkedIn, OAuth2Client, OAuth2RequestError,
 import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import type { OAuthConfig } from '../../context.ts';
-import { errorMessage, errorName } from '../../errors.ts';
+import { errorMessage, errorName, fieldOf } from '../../errors.ts';
 import { guardedRequest, OutboundBlockedError, type OutboundPolicy } from '../../lib/ssrf.ts';
 
 /** CONTRACT §3's providers, plus the generic OpenID Connect provider `oidc` (any issuer, found by discovery). */
@@ -243,24 +243,24 @@ const DISCOVERY_DOCUMENT = 'the issuer\u2019s discovery document (/.well-known/o
 
 /** Why an issuer's discovery failed, in words for the developer (the class of a refused address, never the address). */
 function discoveryFailure(error: unknown): string {
-  const cause = (error as { cause?: unknown })?.cause;
+  const cause = fieldOf(error, 'cause');
   const blocked = error instanceof OutboundBlockedError ? error : cause instanceof OutboundBlockedError ? cause : undefined;
   if (blocked) return `${DISCOVERY_DOCUMENT} could not be loaded: ${blocked.message}`;
   // openid-client's codes (oauth4webapi's, which it does not re-export).
-  switch ((error as { code?: unknown })?.code) {
+  switch (fieldOf(error, 'code')) {
     case 'OAUTH_RESPONSE_IS_NOT_CONFORM':
-      return `${DISCOVERY_DOCUMENT} answered HTTP ${(cause as Response | undefined)?.status ?? 'with an error'}`;
+      return `${DISCOVERY_DOCUMENT} answered HTTP ${fieldOf(cause, 'status') ?? 'with an error'}`;
     case 'OAUTH_RESPONSE_IS_NOT_JSON':
     case 'OAUTH_PARSE_ERROR':
       return `${DISCOVERY_DOCUMENT} is not JSON`;
     case 'OAUTH_INVALID_RESPONSE':
       return `${DISCOVERY_DOCUMENT} names no issuer`;
     case 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED': {
-      const named = String((cause as { body?: { issuer?: unknown } } | undefined)?.body?.issuer ?? '').slice(0, 200);
+      const named = String(fieldOf(fieldOf(cause, 'body'), 'issuer') ?? '').slice(0, 200);
       return `${DISCOVERY_DOCUMENT} names another issuer (${named}): give the issuer exactly as the document names it`;
     }
   }
-  const network = String((cause as { code?: unknown } | undefined)?.code ?? '');
+  const network = String(fieldOf(cause, 'code') ?? '');
   if (network === 'timeout') return `${DISCOVERY_DOCUMENT} did not answer within 10 seconds`;
   return `${DISCOVERY_DOCUMENT} could not be loaded (${network === 'ECONNREFUSED' ? 'connection refused' : 'no answer'})`;
 }
@@ -387,7 +387,7 @@ const TOKEN_TIME =
 /** Any failure below, as a `ProviderFailure` whose hint is safe to show. */
 function classify(error: unknown): ProviderFailure {
   if (error instanceof ProviderFailure) return error;
-  const code = (error as { code?: unknown })?.code;
+  const code = fieldOf(error, 'code');
   if (error instanceof OAuth2RequestError) return new ProviderFailure(`token endpoint: ${error.code}`, CODE_REFUSED);
   if (
     code === 'ERR_JWT_EXPIRED' ||
@@ -510,14 +510,17 @@ async function discordProfile(api: string, accessToken: string): Promise<Provide
 }
 
 const tokensOf = (tokens: OAuth2Tokens): ProviderTokens => {
-  const data = tokens.data as Record<string, unknown>;
+  const field = (key: string) => fieldOf(tokens.data, key);
   // GitHub answers a refused code with 200 and an `error` field.
-  if (typeof data.error === 'string') throw new ProviderFailure(`token endpoint: ${data.error}`, CODE_REFUSED);
+  const refused = field('error');
+  if (typeof refused === 'string') throw new ProviderFailure(`token endpoint: ${refused}`, CODE_REFUSED);
+  const refreshToken = field('refresh_token');
+  const idToken = field('id_token');
   return {
     access_token: tokens.accessToken(),
-    refresh_token: typeof data.refresh_token === 'string' ? data.refresh_token : null,
-    expires_at: typeof data.expires_in === 'number' ? tokens.accessTokenExpiresAt().toISOString() : null,
-    id_token: typeof data.id_token === 'string' ? data.id_token : null,
+    refresh_token: typeof refreshToken === 'string' ? refreshToken : null,
+    expires_at: typeof field('expires_in') === 'number' ? tokens.accessTokenExpiresAt().toISOString() : null,
+    id_token: typeof idToken === 'string' ? idToken : null,
   };
 };
 
@@ -547,7 +550,7 @@ export async function exchangeCode(
       // A conforming issuer puts scope claims (email, name) in the UserInfo answer, not the ID token (OIDC Core 5.4).
       const userInfo = claims.email ? {} : await oidc.fetchUserInfo(configuration, response.access_token, claims.sub);
       return {
-        profile: profileFromClaims('oidc', { ...userInfo, ...claims } as JWTPayload),
+        profile: profileFromClaims('oidc', { ...userInfo, ...claims }),
         tokens: {
           access_token: response.access_token,
           refresh_token: response.refresh_token ?? null,

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../context.ts';
-import { errorName } from '../../errors.ts';
+import { errorName, fieldOf } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PollingWorker } from '../../lib/polling-worker.ts';
 import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
@@ -94,7 +94,7 @@ export function retryAfterSeconds(value: string | string[] | undefined): number 
 
 const errorCode = (error: unknown): string => {
   if (error instanceof OutboundBlockedError) return error.code;
-  const code = (error as { code?: unknown })?.code;
+  const code = fieldOf(error, 'code');
   return String(typeof code === 'string' ? code : (errorName(error) ?? 'error')).slice(0, 64);
 };
 
