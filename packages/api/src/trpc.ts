@@ -4,7 +4,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import type { Context } from './context.ts';
 import type { EntityManager } from './db/orm.ts';
-import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
+import { AppError, ERROR_CODES, fieldOf, type ErrorBody, type ErrorCode } from './errors.ts';
 import { type IdempotentContext, idempotent } from './lib/idempotency.ts';
 import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
@@ -68,7 +68,7 @@ export function errorBody(error: unknown): ErrorBody {
 export function describeError(error: unknown): Record<string, unknown> {
   const cause = error instanceof TRPCError && error.cause ? error.cause : error;
   if (!(cause instanceof Error)) return { type: typeof cause };
-  const sqlState = (cause as { code?: unknown }).code;
+  const sqlState = fieldOf(cause, 'code');
   const isDriver = cause.constructor.name.endsWith('Exception') || typeof sqlState === 'string';
   return { type: cause.constructor.name, ...(isDriver ? { sqlState } : { message: cause.message }) };
 }

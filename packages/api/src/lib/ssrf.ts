@@ -3,7 +3,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { AppError } from '../errors.ts';
+import { AppError, fieldOf } from '../errors.ts';
 
 /**
  * The guard of every outbound HTTP request the service makes on a developer's say-so (webhooks, SAML metadata, …),
@@ -74,7 +74,7 @@ export function isAllowedAddress(address: string, policy: OutboundPolicy = {}): 
 export function addressClass(address: string): string {
   if (!ipaddr.isValid(address)) return 'not a valid IP address';
   const parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) return 'an IPv4-mapped IPv6 address';
+  if (parsed instanceof ipaddr.IPv6 && parsed.isIPv4MappedAddress()) return 'an IPv4-mapped IPv6 address';
   const range = parsed.range();
   const words: Record<string, string> = {
     loopback: 'a loopback address',
@@ -221,7 +221,8 @@ export async function resolveChecked(url: URL, policy: OutboundPolicy = {}): Pro
 const pinnedLookup =
   (pinned: LookupAddress): LookupFunction =>
   (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as (e: null, a: LookupAddress[]) => void)(null, [pinned]);
+    // LookupFunction types only the single-address callback; with `all` the caller passed the array form.
+    if (fieldOf(options, 'all')) (callback as (e: null, a: LookupAddress[]) => void)(null, [pinned]);
     else callback(null, pinned.address, pinned.family);
   };
 
@@ -269,7 +270,7 @@ export async function guardedRequest(target: string, options: GuardedRequestOpti
   try {
     return await send(url, pinned, options, deadline);
   } catch (error) {
-    if (!(error as { staleSocket?: boolean }).staleSocket) throw error;
+    if (!fieldOf(error, 'staleSocket')) throw error;
     return send(url, pinned, options, deadline);
   }
 }

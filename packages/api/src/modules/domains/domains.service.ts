@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { AppError, notFound } from '../../errors.ts';
+import { AppError, fieldOf, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
 import type { HousekeepingServices } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
@@ -148,7 +148,7 @@ async function lookUpChallenge(
   try {
     records = await dnsResolver(dnsServers).resolveTxt(challengeName(domain));
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = fieldOf(error, 'code');
     return code === 'ENODATA' || code === 'ENOTFOUND' ? 'txt_not_found' : 'dns_failed';
   }
   if (!records.length) return 'txt_not_found';

@@ -52,7 +52,7 @@ function generate(em: EntityManager, services: Services, applicationId: string):
     id,
     application: applicationId,
     publicJwk: { kty, crv, x },
-    privateKeySealed: services.secretBox.encrypt(privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, sealContext(id)),
+    privateKeySealed: services.secretBox.encrypt(privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), sealContext(id)),
     status: 'active',
     retiredAt: null,
     publishUntil: null,

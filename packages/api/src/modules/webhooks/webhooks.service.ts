@@ -124,7 +124,7 @@ export async function updateWebhook(
     changes.disabledReason = null;
     changes.failingSince = null;
   }
-  const updated = { ...endpoint, ...changes } as WebhookEndpoint;
+  const updated: WebhookEndpoint = Object.assign({ ...endpoint }, changes);
   // The change first, then its event, in one transaction: the event's fan-out sees the endpoint as it now is.
   await ctx.em.transactional(async (tx) => {
     await tx.nativeUpdate(WebhookEndpointEntity, { id: endpoint.id }, changes);
