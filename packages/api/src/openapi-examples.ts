@@ -80,6 +80,7 @@ export function exampleOf(schema: Json | undefined, components: Json, property?:
 
 function objectExample(schema: Json, components: Json, depth: number) {
   const out: Json = {};
+  // the generated document is walked as plain JSON; its schemas are objects.
   for (const [key, value] of Object.entries((schema.properties ?? {}) as Json)) {
     out[key] = exampleOf(value, components, key, depth + 1);
   }

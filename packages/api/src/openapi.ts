@@ -57,6 +57,7 @@ function errorStatuses(method: string, meta: Meta): number[] {
 /** Walks the router for the meta of every REST procedure, keyed `METHOD path`. */
 function proceduresByRoute(): Map<string, Meta> {
   const routes = new Map<string, Meta>();
+  // tRPC types _def.procedures as its router record; every value is a procedure with its meta.
   for (const procedure of Object.values(appRouter._def.procedures) as unknown as Array<{ _def: { meta?: Meta } }>) {
     const meta = procedure._def.meta;
     if (meta?.openapi) routes.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, meta);
@@ -79,10 +80,13 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       '`{success, data, error, meta}`; `data` is described per operation, errors carry `error.code`. The TypeScript ' +
       'SDK uses the tRPC endpoint at `/trpc` instead: the same procedures, inputs, outputs and error codes, and like ' +
       '`/v1` a public, versioned surface.',
+    // the document is rewritten as plain JSON below (envelopes, statuses) and checked as OpenAPIObject on the way out.
   }) as Json;
   const routes = proceduresByRoute();
   const envelopes: Json = {};
+  // the document is walked as plain JSON: its paths and operations are objects.
   for (const [path, item] of Object.entries(doc.paths as Json)) {
+    // a path item's values are operations, objects too
     for (const [method, operation] of Object.entries(item as Json) as Array<[string, Json]>) {
       const meta = routes.get(`${method} ${path}`);
       if (!meta) throw new Error(`No procedure behind ${method} ${path}`);
@@ -117,6 +121,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
     }
   }
   const schemas = Object.fromEntries(
+    // the document is walked as plain JSON: its schemas are objects.
     Object.entries(doc.components.schemas as Json).filter(([name]) => !name.startsWith('error.')),
   );
   doc.components = {
@@ -149,6 +154,7 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
   Object.assign(doc.paths, SAML_HTTP_ROUTES, OAUTH_HTTP_ROUTES);
   doc.tags = service.tags;
   doc.info.license = { name: 'MIT', identifier: 'MIT' };
+  // built by trpc-to-openapi and rewritten above as plain JSON; openapi.unit/lint checks the result.
   return doc as OpenAPIObject;
 }
 

@@ -5,6 +5,7 @@ import type { Meta } from './trpc.ts';
 
 /** The kind of each procedure, by its dotted path (`users.get`): what a transport needs to route a call. */
 export const procedureTypes: ReadonlyMap<string, string> = new Map(
+  // tRPC types _def.procedures as its router record; every value is a procedure.
   Object.entries(appRouter._def.procedures as unknown as Record<string, { _def: { type: string } }>).map(([path, p]) => [
     path,
     p._def.type,
@@ -20,6 +21,7 @@ export const callProcedure = (ctx: Context, path: string, type: string, input: u
     router: appRouter,
     path,
     ctx,
+    // `type` comes from procedureTypes: a query or a mutation, the router having no subscriptions.
     type: type as 'query' | 'mutation',
     getRawInput: async () => input,
     signal: undefined,
@@ -46,9 +48,11 @@ interface Procedure {
 /** Every REST operation of the router, from the procedures' OpenAPI meta. */
 export function restRoutes(): RestRoute[] {
   const routes: RestRoute[] = [];
+  // tRPC types _def.procedures as its router record; every value is a procedure.
   for (const [name, procedure] of Object.entries(appRouter._def.procedures as unknown as Record<string, Procedure>)) {
     const openapi = procedure._def.meta?.openapi;
     if (!openapi) continue;
+    // the procedures' meta type allows every HTTP method; the router declares only these.
     const method = openapi.method as RestRoute['method'];
     routes.push({
       method,

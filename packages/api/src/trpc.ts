@@ -4,7 +4,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import type { Context } from './context.ts';
 import type { EntityManager } from './db/orm.ts';
-import { AppError, ERROR_CODES, fieldOf, type ErrorBody, type ErrorCode } from './errors.ts';
+import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode, fieldOf } from './errors.ts';
 import { type IdempotentContext, idempotent } from './lib/idempotency.ts';
 import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
@@ -49,6 +49,7 @@ export function errorBody(error: unknown): ErrorBody {
   const cause = error instanceof TRPCError ? (error.cause ?? error) : error;
   if (cause instanceof AppError) return { code: cause.code, message: cause.message, details: cause.details };
   if (cause instanceof ZodError) {
+    // a ZodError of our schemas carries the issues of the zod version issueCode is typed for; the code is one of ERROR_CODES, checked below.
     const code = issueCode(cause.issues as Parameters<typeof issueCode>[0]) as ErrorCode;
     const details = zodDetails(cause);
     // A refused URL says why in the message too (a plain CLI line or a log shows only the message).

@@ -59,6 +59,7 @@ async function replay(ctx: Context, em: EntityManager, claim: Claim): Promise<{ 
   if (first.fingerprint !== claim.fingerprint) {
     throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with another request');
   }
+  // the sealed response is the JSON this module wrote, and only it can open the seal.
   const stored = JSON.parse(ctx.services.secretBox.decrypt(first.response, sealContext(claim.scope, claim.key))) as Stored;
   ctx.response.headers['idempotent-replayed'] = 'true';
   ctx.response.meta = stored.meta;

@@ -91,6 +91,7 @@ function mergeInto(target: Record<string, unknown>, tree: ProcedureTree, path: s
     } else if (!isNamespace(existing) || !isNamespace(node)) {
       throw new Error(`The procedure ${at} is declared twice`);
     }
+    // isNamespace checked it above: a check on an index of `target` does not narrow it.
     mergeInto(target[key] as Record<string, unknown>, node, at);
   }
 }

@@ -11,10 +11,12 @@ export type PageQuery = z.infer<typeof PageQuerySchema>;
 export const listQuerySchema = <S extends z.ZodRawShape>(filters: S) =>
   PageQuerySchema.extend(filters)
     .strict()
+    // zod types prefault's value as the parsed output; `{}` is a valid input that parses to the defaults.
     .prefault({} as never);
 
 /** The paginated collection shape: `{<items>, total, limit, offset}`. */
 export const pageOf = <K extends string, T extends z.ZodType>(key: K, item: T) =>
+  // a computed key widens to `string`: the shape has exactly the key `K`.
   z.object({ [key]: z.array(item), total: z.number().int(), limit: z.number().int(), offset: z.number().int() } as {
     [P in K]: z.ZodArray<T>;
   } & { total: z.ZodNumber; limit: z.ZodNumber; offset: z.ZodNumber });

@@ -287,6 +287,7 @@ function send(url: URL, pinned: LookupAddress, options: GuardedRequestOptions, d
       {
         method: options.method ?? 'POST',
         headers: options.headers,
+        // the URL was checked to be http: or https: before any request.
         agent: agents[url.protocol as 'http:' | 'https:'],
         lookup: pinnedLookup(pinned),
       },

@@ -20,10 +20,11 @@ const toHostRecord = (h: Host): HostRecord => ({
 });
 const toRuleRecord = (r: AccessRule): AccessRuleRecord => ({
   id: r.id,
+  // the entity types these columns as string; only the schema's values are ever written to them.
   effect: r.effect as AccessRuleRecord['effect'],
-  subject_kind: r.subjectKind as AccessRuleRecord['subject_kind'],
+  subject_kind: r.subjectKind as AccessRuleRecord['subject_kind'], // a string column too
   subject_id: r.subjectId,
-  target_kind: r.targetKind as AccessRuleRecord['target_kind'],
+  target_kind: r.targetKind as AccessRuleRecord['target_kind'], // a string column too
   target_id: r.targetId,
   created_at: r.createdAt.toISOString(),
 });

@@ -14,6 +14,7 @@ import type { OperatorContext, TenantContext } from './contexts.ts';
 export const toApplicationRecord = (app: Application): ApplicationRecord => ({
   id: app.id,
   name: app.name,
+  // the entity types the column as string; only the schema's values are ever written to it.
   environment: app.environment as ApplicationRecord['environment'],
   allowed_origins: app.allowedOrigins,
   // Stored settings are completed with today's defaults, so keys added later read as their default.

@@ -15,6 +15,7 @@ const toPlanRecord = (plan: Plan): PlanRecord => ({
   id: plan.id,
   key: plan.key,
   name: plan.name,
+  // the entity types the column as string; only the schema's values are ever written to it.
   interval: plan.interval as PlanRecord['interval'],
   currency: plan.currency,
   price_cents: plan.priceCents,
@@ -381,6 +382,7 @@ export const billingSubscriptionSummary: SubscriptionSummarySource = async (em, 
         id: row.id,
         plan_id: row.plan_id,
         plan_key: row.plan_key,
+        // the column is text in the SELECT's row; only the schema's values are ever written to it.
         status: row.status as SubscriptionRecord['status'],
         seats: Number(row.seats),
         current_period_end: new Date(row.current_period_end).toISOString(),

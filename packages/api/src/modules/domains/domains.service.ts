@@ -30,12 +30,14 @@ const backoffS = (checks: number) => RECHECK_BACKOFF_S[checks] ?? LAST_BACKOFF_S
 const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecord => ({
   id: d.id,
   domain: d.domain,
+  // the entity types these columns as string; only the schema's values are ever written to them.
   status: d.status as CustomDomainRecord['status'],
-  tls_status: d.tlsStatus as CustomDomainRecord['tls_status'],
+  tls_status: d.tlsStatus as CustomDomainRecord['tls_status'], // a string column too
   dns_records: {
     txt: { type: 'TXT', name: challengeName(d.domain), value: challengeValue(d.verificationToken) },
     cname: { type: 'CNAME', name: d.domain, value: cnameTarget },
   },
+  // the column holds only the reasons this module writes, which are the schema's values.
   verification_error: (d.verificationError ?? null) as CustomDomainRecord['verification_error'],
   last_checked_at: iso(d.lastCheckedAt),
   created_at: d.createdAt.toISOString(),

@@ -123,6 +123,7 @@ export class MailWorker {
 
   async #send(row: ClaimedRow) {
     const em = this.services.orm.em.fork();
+    // the sealed payload is the JSON this module wrote, and only it can open the seal.
     const mail = JSON.parse(this.services.secretBox.decrypt(row.payload_sealed, sealContext(row.id))) as QueuedMail['mail'];
     try {
       await this.services.mailer.send(mail, { consoleText: mail.consoleText });

@@ -33,11 +33,12 @@ async function listMessages(ctx: TenantContext, input: PageQuery) {
     messages: rows.map((m) => ({
       id: m.id,
       template_key: m.templateKey,
+      // the entity types these columns as string; only these values are ever written to them.
       channel: m.channel as 'email',
       to: m.to,
       subject: m.subject ?? null,
       body: m.body,
-      status: m.status as 'sent',
+      status: m.status as 'sent', // a string column too
       created_at: m.createdAt.toISOString(),
     })),
     total,

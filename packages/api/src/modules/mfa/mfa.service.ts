@@ -50,6 +50,7 @@ const BACKUP_CODES_NAME = 'Backup codes';
 
 export const toFactorRecord = (factor: MfaFactor): MfaFactorRecord => ({
   id: factor.id,
+  // the entity types the column as string; only MFA factor kinds are ever written to it.
   kind: factor.kind as MfaFactorKind,
   name: factor.name,
   created_at: factor.createdAt.toISOString(),

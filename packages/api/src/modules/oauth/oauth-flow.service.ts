@@ -54,6 +54,7 @@ const providerOfSubject = (subject: string) => subject.slice(0, subject.indexOf(
 export function toIdentityRecord(identity: Identity): IdentityRecord {
   return {
     id: identity.id,
+    // the entity types the column as string; only the schema's values are ever written to it.
     kind: identity.kind as IdentityRecord['kind'],
     provider: identity.kind === 'oauth' ? providerOfSubject(identity.subject) : null,
     name: identity.name,
@@ -207,6 +208,7 @@ async function finish(
       hostId: row.host_id,
     };
   } catch (error) {
+    // exchangeCode turns every failure into a ProviderFailure (classify), and catch binds unknown.
     throw providerError(ctx, client, error as ProviderFailure);
   }
 }

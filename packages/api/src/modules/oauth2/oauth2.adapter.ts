@@ -55,6 +55,7 @@ export const inRequestScope = <T>(run: () => Promise<T>): Promise<T> => requestS
 function remembered<T>(key: string, load: () => Promise<T>): Promise<T> {
   const scope = requestScope.getStore();
   if (!scope) return load();
+  // the map is keyed by read: what `key` stores is the Promise<T> stored under it below.
   let read = scope.reads.get(key) as Promise<T> | undefined;
   if (!read) {
     read = load();
@@ -260,8 +261,10 @@ function clientMetadata(row: ClientRow): Record<string, unknown> {
 /** The scopes a grant record carries: its OpenID scopes and every resource's, once each. */
 function grantScopes(payload: Payload): string[] {
   const all = new Set<string>();
+  // oidc-provider types a stored payload's fields loosely; a Grant's are these shapes.
   const openid = payload.openid as { scope?: string } | undefined;
   for (const s of openid?.scope?.split(' ') ?? []) if (s) all.add(s);
+  // likewise a Grant's resources: scopes by resource indicator
   for (const scope of Object.values((payload.resources as Record<string, string> | undefined) ?? {}))
     for (const s of scope.split(' ')) if (s) all.add(s);
   return [...all];
@@ -447,6 +450,7 @@ async function upsertGrant(em: EntityManager, applicationId: string, id: string,
 
 /** A dynamically registered client (RFC 7591): public, PKCE, marked `dynamic`. */
 async function upsertClient(em: EntityManager, applicationId: string, id: string, payload: Payload) {
+  // oidc-provider validated the client metadata before it stores it: redirect_uris is a string array.
   const redirectUris = (payload.redirect_uris as string[] | undefined) ?? [];
   const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
   await em.execute(

@@ -75,6 +75,7 @@ function buildProvider(
   const issuer = issuerOf(services, applicationId);
   const customScopes = settings.scopes.map((s) => s.name);
   const jwk = {
+    // node types an exported JWK as a loose JsonWebKey; an Ed25519 key's members are strings.
     ...(signing.key.export({ format: 'jwk' }) as Record<string, string>),
     kid: signing.kid,
     alg: 'EdDSA',
@@ -84,6 +85,7 @@ function buildProvider(
   const configuration: Configuration = {
     adapter: adapterFor(services, applicationId),
     clients: [],
+    // oidc-provider's JWK type is a union keyed by kty that the spread above cannot match; the key is an OKP Ed25519 JWK.
     jwks: { keys: [jwk as never] },
     scopes: [...STANDARD_SCOPES, ...customScopes],
     claims: {
@@ -144,6 +146,7 @@ function buildProvider(
         if (metadata.token_endpoint_auth_method !== 'none' || metadata.client_secret !== undefined) {
           throw new errors.InvalidClientMetadata('only public clients (token_endpoint_auth_method none) may register');
         }
+        // oidc-provider types client metadata loosely; it has validated grant_types as a string array.
         const grants = (metadata.grant_types as string[] | undefined) ?? [];
         if (grants.some((g) => g !== 'authorization_code' && g !== 'refresh_token')) {
           throw new errors.InvalidClientMetadata('only the authorization_code and refresh_token grants may be registered');
@@ -183,6 +186,7 @@ function buildProvider(
     // `sid` names the grant (what the user revokes), `aal` 1: the grant is not a step-up. With them a resource server
     // verifies these tokens with the SDK's `verifyToken` like its own users' tokens.
     extraTokenClaims: (_ctx, token) =>
+      // oidc-provider types grantId loosely; it is the grant's string id.
       'grantId' in token && token.grantId ? { sid: token.grantId as string, aal: 1 } : undefined,
     features: {
       devInteractions: { enabled: false },
@@ -283,6 +287,7 @@ function presentedArtifact(req: IncomingMessage, path: string): string | undefin
   const length = Number(req.headers['content-length']);
   if (req.method !== 'POST' || !path.startsWith('/token') || !(length > 0 && length <= 4096) || req.readableLength !== length)
     return undefined;
+  // Readable.read is typed any; a stream without an encoding yields a Buffer (or null).
   const body = req.read(length) as Buffer | null;
   if (!body) return undefined;
   req.unshift(body);

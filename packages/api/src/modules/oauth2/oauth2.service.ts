@@ -25,6 +25,7 @@ const STANDARD_DESCRIPTIONS: Record<(typeof STANDARD_SCOPES)[number], string> = 
 const toClientRecord = (client: OAuth2Client): OAuth2ClientRecord => ({
   id: client.id,
   name: client.name,
+  // the entity types the column as string; only the schema's values are ever written to it.
   type: client.type as OAuth2ClientRecord['type'],
   redirect_uris: client.redirectUris,
   scopes: client.scopes,

@@ -49,6 +49,7 @@ const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
   user_id: user.id,
   email: user.primaryEmail ?? null,
   role: m.role,
+  // the entity types the column as string; only the schema's values are ever written to it.
   user_status: user.status as MemberRecord['user_status'],
   created_at: m.createdAt.toISOString(),
   updated_at: m.updatedAt.toISOString(),

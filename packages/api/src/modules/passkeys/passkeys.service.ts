@@ -179,6 +179,7 @@ export async function finishRegistration(
   const rp = relyingParty(application);
   await requireStepUpWhenEnrolled(ctx);
   const verification = await verifyRegistrationResponse({
+    // our schema checks the fields we read; @simplewebauthn/server verifies the rest of the credential itself.
     response: input.credential as RegistrationResponseJSON,
     expectedChallenge: ceremony.challenge,
     expectedOrigin: rp.origins,
@@ -265,6 +266,7 @@ async function checkAssertion(
   const handle = credential.response.userHandle;
   if (handle ? handle !== passkey.userHandle : !userId) throw assertionFailed();
   const verification = await verifyAuthenticationResponse({
+    // our schema checks the fields we read; @simplewebauthn/server verifies the rest of the credential itself.
     response: credential as AuthenticationResponseJSON,
     expectedChallenge: challenge,
     expectedOrigin: rp.origins,
@@ -276,6 +278,7 @@ async function checkAssertion(
       id: passkey.subject,
       publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')),
       counter: 0,
+      // the stored transports are the values @simplewebauthn/server reported at registration.
       transports: (passkey.transports ?? undefined) as never,
     },
   }).catch(() => null);

@@ -141,6 +141,7 @@ export async function acceptSamlResponse(
   try {
     response = parseResponse(decodeResponse(form.SAMLResponse));
   } catch (error) {
+    // decodeResponse throws only SamlRejection (parseResponse returns its errors), and catch binds unknown.
     const rejection = error as SamlRejection;
     ctx.log.warn({ connection: connection.id, reason: rejection.reason }, 'SAML response refused');
     if (rejection.status === 413) throw new AppError('payload_too_large', 'The SAML response is larger than 256 KiB');

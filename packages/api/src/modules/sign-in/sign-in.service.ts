@@ -351,6 +351,7 @@ export async function reserveSecondFactorAttempt(
   lookup: Statement,
 ): Promise<{ pendingId: string; userId: string; factor: Record<string, any> | null; via: Record<string, any> | null } | null> {
   const via = 'via' in ref ? ref.via : null;
+  // a truthy `via` is checked on a value read from `ref`, which does not narrow `ref` itself.
   const [column, value] = via ? ['id', null] : pendingColumn(ref as { token: string } | { id: string });
   const [row] = await em.execute<Array<{ id: string; user_id: string; factor: object | null; via: object | null }>>(
     `with ${via ? `via as (${via.sql}), ` : ''}p as (

@@ -181,6 +181,7 @@ export async function verifyAccessToken(
     );
     if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string' || typeof payload.aal !== 'number')
       throw invalidToken();
+    // the signature is ours, so the claims are the ones we issue.
     const claims = payload as JWTPayload & AccessTokenClaims;
     // Oldest out first: tokens are remembered in about the order they expire.
     const oldest = remembered.keys().next();

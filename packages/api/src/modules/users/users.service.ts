@@ -20,6 +20,7 @@ export const toUserRecord = (user: User): UserRecord => ({
   id: user.id,
   primary_email: user.primaryEmail ?? null,
   email_verified: user.emailVerified,
+  // the entity types the column as string; only the schema's values are ever written to it.
   status: user.status as UserRecord['status'],
   profile: user.profile,
   merged_into: user.mergedInto ?? null,

@@ -7,6 +7,7 @@ import { EVENT_TYPES } from '../events/events.schema.ts';
  * What an endpoint may subscribe to: every kind this build emits, and every kind of CONTRACT §6 (a capability that
  * is not built yet emits nothing, but a subscription to it is not a mistake).
  */
+// a spread of a Set types as string[]; z.enum needs a non-empty tuple, and EVENT_TYPES is not empty.
 export const WEBHOOK_EVENT_TYPES = [...new Set([...EVENT_TYPES, 'saml_connection.created', 'saml_connection.updated'])] as [
   string,
   ...string[],

@@ -45,6 +45,7 @@ export const toEndpointRecord = (endpoint: WebhookEndpoint): WebhookEndpointReco
   url: endpoint.url,
   description: endpoint.description,
   event_types: endpoint.eventTypes,
+  // the entity types the column as string; only the schema's values are ever written to it.
   status: endpoint.status as WebhookEndpointRecord['status'],
   disabled_reason: endpoint.disabledReason ?? null,
   created_at: endpoint.createdAt.toISOString(),
@@ -56,6 +57,7 @@ export const toDeliveryRecord = (d: WebhookDelivery): WebhookDeliveryRecord => (
   endpoint_id: d.endpoint,
   event_id: d.event,
   event_type: d.eventType,
+  // the entity types the column as string; only the schema's values are ever written to it.
   status: d.status as WebhookDeliveryRecord['status'],
   attempts: d.attempts,
   response_status: d.responseStatus ?? null,
