@@ -85,14 +85,15 @@ function mergeInto(target: Record<string, unknown>, tree: ProcedureTree, path: s
   for (const [key, node] of Object.entries(tree)) {
     const at = path ? `${path}.${key}` : key;
     const existing = target[key];
-    if (existing === undefined) {
-      target[key] = isNamespace(node) ? {} : node;
-      if (!isNamespace(node)) continue;
-    } else if (!isNamespace(existing) || !isNamespace(node)) {
-      throw new Error(`The procedure ${at} is declared twice`);
+    if (!isNamespace(node)) {
+      if (existing !== undefined) throw new Error(`The procedure ${at} is declared twice`);
+      target[key] = node;
+      continue;
     }
-    // isNamespace checked it above: a check on an index of `target` does not narrow it.
-    mergeInto(target[key] as Record<string, unknown>, node, at);
+    const namespace = existing === undefined ? {} : existing;
+    if (!isNamespace(namespace)) throw new Error(`The procedure ${at} is declared twice`);
+    target[key] = namespace;
+    mergeInto(namespace, node, at);
   }
 }
 

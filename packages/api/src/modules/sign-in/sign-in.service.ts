@@ -351,8 +351,7 @@ export async function reserveSecondFactorAttempt(
   lookup: Statement,
 ): Promise<{ pendingId: string; userId: string; factor: Record<string, any> | null; via: Record<string, any> | null } | null> {
   const via = 'via' in ref ? ref.via : null;
-  // a truthy `via` is checked on a value read from `ref`, which does not narrow `ref` itself.
-  const [column, value] = via ? ['id', null] : pendingColumn(ref as { token: string } | { id: string });
+  const [column, value] = 'via' in ref ? ['id', null] : pendingColumn(ref);
   const [row] = await em.execute<Array<{ id: string; user_id: string; factor: object | null; via: object | null }>>(
     `with ${via ? `via as (${via.sql}), ` : ''}p as (
        update pending_tokens set failed_attempts = failed_attempts + 1
