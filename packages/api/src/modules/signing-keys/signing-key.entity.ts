@@ -7,7 +7,7 @@ export const SigningKeyEntity = defineEntity({
   tableName: 'signing_keys',
   extends: TenantRowEntity,
   properties: {
-    publicJwk: p.json<Record<string, string>>(),
+    publicJwk: p.json<{ kty: 'OKP'; crv: 'Ed25519'; x: string }>(),
     privateKeySealed: p.text(),
     status: p.string().length(16),
     retiredAt: p.datetime().nullable(),

@@ -81,8 +81,7 @@ export const signingKeysRouter = router({
     .query(async ({ ctx, input }) => {
       if (!(await ctx.em.count(ApplicationEntity, { id: input.id }))) throw notFound('Application');
       cacheable(ctx);
-      // jwks builds its JWKs from node's loose JsonWebKey type; they are Ed25519 public keys, the schema's shape.
-      return jwks(ctx.em, input.id) as Promise<z.infer<typeof JwksSchema>>;
+      return jwks(ctx.em, input.id);
     }),
   wellKnown: publicProcedure
     .meta({
@@ -101,8 +100,7 @@ export const signingKeysRouter = router({
       cacheable(ctx);
       // One URL, one document per application: caches must key on the header.
       ctx.response.headers.vary = 'x-application-id';
-      // jwks builds its JWKs from node's loose JsonWebKey type; they are Ed25519 public keys, the schema's shape.
-      return jwks(ctx.em, application.id) as Promise<z.infer<typeof JwksSchema>>;
+      return jwks(ctx.em, application.id);
     }),
   rotate: secretKeyProcedure('settings:write')
     .meta({
@@ -110,6 +108,5 @@ export const signingKeysRouter = router({
     })
     .input(IdParamSchema)
     .output(JwksSchema.extend({ kid: text().meta({ description: 'The new active key' }) }).meta({ id: 'RotatedKeys' }))
-    // rotateSigningKey answers the JWKS (node's loose JsonWebKey type) and the new kid: the output schema's shape.
-    .mutation(({ ctx, input }) => rotateSigningKey(ctx, ownApplication(ctx, input.id).id) as never),
+    .mutation(({ ctx, input }) => rotateSigningKey(ctx, ownApplication(ctx, input.id).id)),
 });

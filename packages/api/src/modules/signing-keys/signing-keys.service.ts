@@ -47,7 +47,7 @@ function generate(em: EntityManager, services: Services, applicationId: string):
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const id = newId();
   const { kty, crv, x } = publicKey.export({ format: 'jwk' });
-  if (!kty || !crv || !x) throw new Error('An Ed25519 public key exports kty, crv and x');
+  if (kty !== 'OKP' || crv !== 'Ed25519' || !x) throw new Error('An Ed25519 public key exports kty OKP, crv Ed25519 and x');
   return em.create(SigningKeyEntity, {
     id,
     application: applicationId,
@@ -195,7 +195,7 @@ export async function verifyAccessToken(
 }
 
 export interface Jwks {
-  keys: Array<Record<string, string>>;
+  keys: Array<{ kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string; alg: 'EdDSA'; use: 'sig' }>;
 }
 
 /** The published key set: the active key and every retired key still inside its publication window. */
@@ -205,7 +205,7 @@ export async function jwks(em: EntityManager, applicationId: string): Promise<Jw
     { application: applicationId, $or: [{ status: 'active' }, { publishUntil: { $gt: new Date() } }] },
     { orderBy: { createdAt: 'desc' } },
   );
-  return { keys: rows.map((row) => ({ ...row.publicJwk, kid: row.id, alg: 'EdDSA', use: 'sig' })) };
+  return { keys: rows.map((row) => ({ ...row.publicJwk, kid: row.id, alg: 'EdDSA' as const, use: 'sig' as const })) };
 }
 
 /** Makes a new key the active one; the old key keeps verifying (and stays published) for the longest token lifetime. */
