@@ -46,3 +46,8 @@ export const AllowedDomainInputSchema = z.strictObject({
   domain: z.string().max(1024).meta({ description: 'The host name a TLS certificate is asked for' }),
 });
 export const AllowedDomainSchema = z.object({ domain: z.string(), allowed: z.literal(true) }).meta({ id: 'AllowedDomain' });
+
+/** The `data` of `custom_domain.added`. */
+export const DomainAddedEventSchema = z.object({ id: z.uuid(), domain: z.string(), status: z.enum(DOMAIN_STATUSES) });
+/** The `data` of `custom_domain.verified`. */
+export const DomainVerifiedEventSchema = z.object({ id: z.uuid(), domain: z.string(), verified_at: z.iso.datetime() });

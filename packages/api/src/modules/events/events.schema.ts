@@ -40,6 +40,20 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * The `data` of each event kind, as the schema in the `events` of the emitting module's declaration gives it: that
+ * module adds its kinds here (`declare module '…/events.schema.ts' { interface EventPayloads extends
+ * EventPayloadsOf<typeof events> {} }`), so `recordEvent` takes only what a kind declares without importing upwards,
+ * and a kind left undeclared (or declared twice, differently) does not type-check.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: the modules that emit events fill it (declaration merging)
+export interface EventPayloads {}
+
+/** An event of the log, one member per kind, with its kind's `data`. */
+export type EventRecord = {
+  [K in EventType]: { id: string; type: K; data: EventPayloads[K]; created_at: string };
+}[EventType];
+
 export const EventSchema = z
   .object({ id: z.uuid(), type: z.string(), data: z.record(z.string(), z.unknown()), created_at: z.iso.datetime() })
   .meta({ id: 'Event' });

@@ -436,8 +436,9 @@ async function upsertGrant(em: EntityManager, applicationId: string, id: string,
       await tx.execute(`insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`, [
         ...eventRow(applicationId, 'oauth2_grant.created', {
           id,
-          user_id: payload.accountId,
-          client_id: payload.clientId,
+          // A grant always has both (they are its row's user_id and client_id).
+          user_id: payload.accountId!,
+          client_id: payload.clientId!,
           scopes: JSON.parse(scopes),
         }),
       ]);

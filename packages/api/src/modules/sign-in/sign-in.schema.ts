@@ -43,3 +43,13 @@ export const AcceptConsentInputSchema = z.strictObject({
     .optional()
     .meta({ description: 'Every listed document type, accepted at its current version' }),
 });
+
+/** The `data` of `access.denied`: a refused sign-in (a banned user, or the host access rules: then with `rule_id`). */
+export const AccessDeniedEventSchema = z.object({
+  user_id: z.uuid(),
+  host_id: z.string().nullable(),
+  first_factor: z.string(),
+  reason: z.string(),
+  rule_id: z.uuid().nullable().optional(),
+});
+export type AccessDeniedEvent = z.infer<typeof AccessDeniedEventSchema>;

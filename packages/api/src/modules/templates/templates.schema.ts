@@ -42,3 +42,15 @@ export const PreviewTemplateInputSchema = TemplateParamsSchema.extend({
 export const RenderedTemplateSchema = z
   .object({ subject: z.string().nullable(), html: z.string(), text: z.string() })
   .meta({ id: 'RenderedTemplate' });
+
+/** The `data` of `message.created`: a message the developer delivers, with its variables (links included). */
+export const MessageCreatedEventSchema = z.object({
+  id: z.uuid(),
+  template_key: z.string(),
+  channel: z.enum(['email', 'sms']),
+  to: z.string(),
+  subject: z.string().nullable(),
+  html: z.string(),
+  text: z.string(),
+  variables: z.record(z.string(), z.string()),
+});
