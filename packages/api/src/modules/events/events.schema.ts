@@ -49,14 +49,18 @@ export type EventType = (typeof EVENT_TYPES)[number];
 // biome-ignore lint/suspicious/noEmptyInterface: the modules that emit events fill it (declaration merging)
 export interface EventPayloads {}
 
-/** An event of the log, one member per kind, with its kind's `data`. */
-export type EventRecord = {
-  [K in EventType]: { id: string; type: K; data: EventPayloads[K]; created_at: string };
-}[EventType];
-
+/**
+ * On the wire any kind's `data` is an object; its type is the kind's declared payload, since every event is written
+ * through `recordEvent` or `eventRow`, which take only that (the router's type, so the SDK's, says so).
+ */
 export const EventSchema = z
   .object({ id: z.uuid(), type: z.string(), data: z.record(z.string(), z.unknown()), created_at: z.iso.datetime() })
-  .meta({ id: 'Event' });
+  // Spelled out here, not named: the SDK's published types inline the router's, which then carry no server type.
+  .meta({ id: 'Event' }) as unknown as z.ZodType<
+  { [K in EventType]: { id: string; type: K; data: EventPayloads[K]; created_at: string } }[EventType]
+>;
+/** An event of the log, one member per kind, with its kind's `data`. */
+export type EventRecord = z.output<typeof EventSchema>;
 
 export const ListEventsInputSchema = listQuerySchema({ type: z.enum(EVENT_TYPES).optional() });
 export const EventPageSchema = pageOf('events', EventSchema).meta({ id: 'EventPage' });

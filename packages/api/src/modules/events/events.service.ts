@@ -4,7 +4,7 @@ import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housek
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { EventEntity } from './event.entity.ts';
-import type { EventPayloads, EventType } from './events.schema.ts';
+import type { EventPayloads, EventRecord, EventType } from './events.schema.ts';
 
 /** The columns of `eventRow`, for a statement that writes an event beside the change it reports. */
 export const EVENT_COLUMNS = 'id, application_id, type, data, created_at';
@@ -34,7 +34,8 @@ export async function listEvents(ctx: Context, input: PageQuery & { type?: Event
     offset: input.offset,
   });
   return {
-    events: rows.map((e) => ({ id: e.id, type: e.type, data: e.data, created_at: e.createdAt.toISOString() })),
+    // Each row was written by recordEvent or eventRow, with its kind's declared payload.
+    events: rows.map((e) => ({ id: e.id, type: e.type, data: e.data, created_at: e.createdAt.toISOString() }) as EventRecord),
     total,
     limit: input.limit,
     offset: input.offset,
