@@ -3,7 +3,7 @@ import { verifyWebhook } from '@gatehouse/sdk/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrg, createUser, uniqueEmail } from './helpers/fixtures.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
-import { ok, startServer, type TestServer, until } from './helpers/server.ts';
+import { ok, rawRequest, startServer, type TestServer, until } from './helpers/server.ts';
 import { type SmtpSink, signIn } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
 
@@ -34,6 +34,12 @@ function expectDeclared(type: string, data: unknown) {
 }
 
 describe('event payloads', () => {
+  it('every kind the API lists is declared once, with a schema, and no other', async () => {
+    const doc = (await rawRequest(server.url, 'GET', '/v1/openapi.json')).body;
+    const type = doc.paths['/v1/events'].get.parameters.find((p: { name: string }) => p.name === 'type');
+    expect(Object.keys(eventPayloadSchemas).sort()).toEqual([...type.schema.enum].sort());
+  });
+
   it('the check refuses a payload that drifts from its declaration', async () => {
     const app = await server.createApp();
     const user = await createUser(app);
