@@ -60,7 +60,11 @@ module.exports = {
       comment: 'A feature beside sign-in imports nothing of sign-in or sessions: it builds on tenancy and users only',
       severity: 'error',
       from: { path: LAYERS.features.map(folder) },
-      to: { path: [...LAYERS['sign-in'], 'sessions'].map(folder) },
+      to: {
+        path: [...LAYERS['sign-in'], 'sessions'].map(folder),
+        // The signed-in caller (its procedure builder and context) is a credential, not the session machinery.
+        pathNot: '^packages/api/src/modules/sessions/(signed-in|contexts)[.]ts$',
+      },
     },
     ...upward,
   ],

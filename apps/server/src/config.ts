@@ -2,7 +2,6 @@
  * The light part of the server package: configuration and where things live. The CLI imports it
  * (`@gatehouse/server/config`) without loading fastify or the ORM.
  */
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
@@ -10,6 +9,7 @@ import type { DatabaseConfig } from '@gatehouse/api';
 import { type Env, StartupError } from './env.ts';
 
 export { type Env, readEnv, StartupError } from './env.ts';
+export { lockEmbeddedDatabase } from './lock.ts';
 export { loadSecrets, masterKeyPath, operatorTokenPath } from './secrets.ts';
 
 /**
@@ -29,51 +29,6 @@ export async function databaseFromEnv(env: Env): Promise<{ database: DatabaseCon
   const dataDir = dataDirOf(env);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   return { database: { kind: 'pglite', dataDir: resolve(dataDir, 'db') }, where: `embedded PGlite in ${resolve(dataDir, 'db')}` };
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
-/**
- * The embedded database belongs to one process: two servers (or a server and `migrate`) on one PGlite directory
- * would each keep their own copy in memory and silently diverge. A lock file next to it holds the owner's pid; a
- * second process refuses to start before it touches the database, and a lock left by a process that died (kill -9)
- * is taken over. Answers the release (also run at exit). PostgreSQL needs no lock.
- */
-export function lockEmbeddedDatabase(database: DatabaseConfig): () => void {
-  if (database.kind !== 'pglite' || !('dataDir' in database)) return () => undefined;
-  const file = `${database.dataDir}.lock`;
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-      const release = () => {
-        try {
-          if (readFileSync(file, 'utf8').trim() === String(process.pid)) unlinkSync(file);
-        } catch {
-          // Already gone.
-        }
-      };
-      process.once('exit', release);
-      return release;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number.parseInt(readFileSync(file, 'utf8'), 10);
-      if (Number.isInteger(holder) && holder !== process.pid && alive(holder)) {
-        throw new StartupError(
-          `The embedded database ${database.dataDir} is in use by process ${holder} (another Gatehouse server or migrate). ` +
-            'Stop it first; to run several processes, use PostgreSQL (DATABASE_URL).',
-        );
-      }
-      unlinkSync(file);
-    }
-  }
-  throw new StartupError(`Could not lock the embedded database ${database.dataDir}`);
 }
 
 /** Fails with one line when the port is taken, before anything else starts (the database is not opened). */

@@ -1,5 +1,6 @@
 import { BUILT_IN_PROVIDERS, type OAuthConfig } from '@gatehouse/api';
 import { z } from 'zod';
+import { StartupError } from './startup-error.ts';
 
 /** `GATEHOUSE_SHARED_OAUTH_<PROVIDER>_CLIENT_ID` / `_SECRET` of every built-in provider (both or neither). */
 const sharedOAuthVariables = Object.fromEntries(
@@ -98,8 +99,7 @@ export function sharedOAuthCredentials(env: Env): OAuthConfig['sharedCredentials
   return found;
 }
 
-/** A problem that stops the process before it serves: reported as its message alone (no stack), exit code 1. */
-export class StartupError extends Error {}
+export { StartupError };
 
 export function readEnv(source: NodeJS.ProcessEnv = process.env): Env {
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(source).filter(([, v]) => v !== '')));

@@ -2,6 +2,7 @@ import {
   createOrm,
   createServices,
   type DatabaseConfig,
+  hasProductionApplications,
   MailWorker,
   migrate,
   type OAuthConfig,
@@ -13,6 +14,7 @@ import {
 } from '@gatehouse/api';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from './http.ts';
+import { StartupError } from './startup-error.ts';
 
 export { databaseFromEnv, dataDirOf, loadSecrets, masterKeyPath, operatorTokenPath, readEnv } from './config.ts';
 
@@ -66,6 +68,13 @@ export interface GatehouseServer {
 export async function createGatehouseServer(options: GatehouseServerOptions): Promise<GatehouseServer> {
   const orm = await createOrm(options.database);
   await migrate(orm);
+  if (options.webhooks?.allowInsecure && (await hasProductionApplications(orm))) {
+    await orm.close();
+    throw new StartupError(
+      'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS is a development setting, and this database holds production applications: ' +
+        'unset it here, and keep it to a development database (it admits http and loopback webhook URLs).',
+    );
+  }
   const rateLimitStore = options.redisUrl
     ? ({ kind: 'redis', url: options.redisUrl } as const)
     : options.database.kind === 'postgres'

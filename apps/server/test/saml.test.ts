@@ -243,6 +243,17 @@ describe('SAML connections (secret key)', () => {
     expect((await rawRequest(suite.server.url, 'GET', `/v1/saml/metadata/${MISSING}`)).status).toBe(404);
     expect((await rawRequest(suite.server.url, 'GET', '/v1/saml/metadata/not-a-uuid')).status).toBe(404);
   });
+
+  it('answers 404 to an ACS post for an id that is not a connection id, before it keys the rate limit (PostgreSQL refused a NUL there: 503)', async () => {
+    const post = (id: string) =>
+      rawRequest(suite.server.url, 'POST', `/v1/saml/acs/${id}`, {
+        body: 'SAMLResponse=PHg%2BPC94Pg%3D%3D',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+    for (const id of ['%00', 'A%00B', 'not-a-uuid', 'a'.repeat(90), MISSING]) {
+      expectError(await post(id), 404, 'not_found', id.slice(0, 20));
+    }
+  });
 });
 
 describe('metadata URLs go through the SSRF guard', () => {
@@ -276,6 +287,7 @@ describe('metadata URLs go through the SSRF guard', () => {
       'https://10.0.0.1/metadata',
       'https://169.254.169.254/latest/meta-data',
       'https://[::ffff:127.0.0.1]/metadata',
+      'https://[::127.0.0.1]/metadata',
       'https://[::1]/metadata',
       'https://localhost/metadata',
       'file:///etc/passwd',

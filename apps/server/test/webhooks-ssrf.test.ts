@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalDns, startLocalDns } from './helpers/dns.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { startReceiver } from './helpers/receiver.ts';
-import { expectError, ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
+import { expectError, ok, sql, startServer, type TestApp, type TestServer, until } from './helpers/server.ts';
 
 /** SECURITY.md rule 8 for webhooks: every refused spelling at create and update, and the check again at delivery. */
 
@@ -68,6 +68,12 @@ const REFUSED = [
   'https://[::ffff:10.0.0.1]/x',
   'https://[::ffff:8.8.8.8]/x',
   'https://[64:ff9b::7f00:1]/x',
+  // IPv4-compatible IPv6 (::/96, deprecated): the IPv4 address in the last 32 bits, public or not.
+  'https://[::127.0.0.1]/x',
+  'https://[::7f00:1]/x',
+  'https://[0:0:0:0:0:0:127.0.0.1]/x',
+  'https://[::10.0.0.1]/x',
+  'https://[::8.8.8.8]/x',
   // Private, CGNAT, link-local and metadata, unspecified, multicast, broadcast.
   'https://10.0.0.1/x',
   'https://172.16.5.4/x',
@@ -161,6 +167,7 @@ describe('webhook URLs are refused at create and update (422 invalid_url)', () =
       'http://169.254.169.254/latest/meta-data/',
       'http://[::ffff:127.0.0.1]/x',
       'http://[::ffff:7f00:1]/x',
+      'http://[::127.0.0.1]/x',
       'http://2130706433/x',
       'http://0x7f.1/x',
       'http://user:pass@127.0.0.1/x',
@@ -229,5 +236,41 @@ describe('at delivery the resolved address is checked again (a real local DNS se
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('GATEHOUSE_ALLOW_INSECURE_WEBHOOKS is for development applications only (the outbox is shared by every process)', () => {
+  it('a production application of a process with the flag gets the production rules at create and update', async () => {
+    const app = await insecure.createApp({ environment: 'production' });
+    for (const url of ['http://127.0.0.1:9/x', 'https://127.0.0.1/x', 'http://hooks.example.com/x', 'http://localhost:9/x'])
+      expectError(await app.rest('POST', '/v1/webhooks', { url }), 422, 'invalid_url', url);
+    const endpoint = await ok(app.rest('POST', '/v1/webhooks', { url: 'https://hooks.example.com/x' }), 201);
+    expectError(await app.rest('PATCH', `/v1/webhooks/${endpoint.id}`, { url: 'http://127.0.0.1:9/x' }), 422, 'invalid_url');
+  });
+
+  it('and at delivery: an endpoint of a production application is never sent to loopback', async () => {
+    const app = await insecure.createApp();
+    const endpoint = await ok(
+      app.rest('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', event_types: ['user.created'] }),
+      201,
+    );
+    // Stored before the application was production (an older process's rules): delivery checks it again.
+    await sql(insecure, `update applications set environment = 'production' where id = ?`, [app.id]);
+    await ok(app.rest('POST', '/v1/users', { primary_email: uniqueEmail('prod') }), 201);
+    const failed = await until(async () => {
+      const page = await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}/deliveries`));
+      return page.deliveries.find((d: any) => d.status === 'failed');
+    }, 'a failed delivery');
+    const delivery = await ok(app.rest('GET', `/v1/webhooks/${endpoint.id}/deliveries/${failed.id}`));
+    expect(delivery.attempt_log).toEqual([expect.objectContaining({ response_status: null, error: 'blocked_url' })]);
+  });
+
+  it('a process with the flag refuses to start on a database that holds production applications', async () => {
+    // The database of `insecure` now holds production applications (the tests above made them).
+    await expect(startServer({ ...insecure.started, logLines: undefined })).rejects.toThrow(
+      /^GATEHOUSE_ALLOW_INSECURE_WEBHOOKS is a development setting, and this database holds production applications/,
+    );
+    const peer = await startServer({ ...insecure.started, webhooks: { retryScheduleS: [] }, logLines: undefined });
+    await peer.close();
   });
 });

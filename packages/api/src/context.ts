@@ -133,10 +133,11 @@ export interface RequestInfo {
 
 /**
  * What every procedure receives. The kernel knows no module: what authentication adds (the application, the API key,
- * the session and its user) is declared by the module that authenticates it, by augmenting this interface
- * (`declare module '../../context.ts'`), as fastify's decorators are typed.
+ * the session and its user) is typed by the module that authenticates it, as a context that extends this one
+ * (`TenantContext`, `SecretKeyContext`, `SignedInContext`…), and handed to the handler by that module's procedure
+ * builder (`authenticatedProcedure` in trpc.ts).
  */
-interface KernelContext extends RequestInfo {
+export interface Context extends RequestInfo {
   services: Services;
   /** A forked entity manager: its identity map belongs to this request only. */
   em: EntityManager;
@@ -152,21 +153,8 @@ interface KernelContext extends RequestInfo {
   };
 }
 
-export interface Context extends KernelContext {
-  /**
-   * Set by an authenticator that leaves the credential check to the procedure's own statement (meta
-   * `credentialInStatement`, a hot path that saves the round trip): `settled` once the procedure has checked it.
-   * `settle()` checks it the ordinary way: a call that fails before the procedure did (invalid input, say) answers
-   * the credential's error first, as every other procedure does.
-   */
-  deferredCredential?: { settled: boolean; settle(): Promise<void> };
-}
-
-/** What an authenticator may add to the context: the fields the modules declare on it. */
-export type Authenticated = Partial<Omit<Context, keyof KernelContext>>;
-
 export function createContext(services: Services, info: RequestInfo): Context {
-  return { ...info, services, em: services.orm.em.fork() as EntityManager, response: { headers: {} } };
+  return { ...info, services, em: services.orm.em.fork(), response: { headers: {} } };
 }
 
 export function header(ctx: Pick<Context, 'headers'>, name: string): string | undefined {

@@ -11,6 +11,7 @@ export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
 export { runHousekeeping } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
+export { hasProductionApplications } from './modules/applications/applications.service.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';

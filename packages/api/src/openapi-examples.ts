@@ -39,7 +39,7 @@ const NAMED: Record<string, unknown> = {
  */
 export function exampleOf(schema: Json | undefined, components: Json, property?: string, depth = 0): unknown {
   if (!schema || depth > 12) return null;
-  if (schema.$ref) return exampleOf(components[String(schema.$ref).split('/').pop()!], components, property, depth + 1);
+  if (schema.$ref) return exampleOf(components[String(schema.$ref).split('/').pop() ?? ''], components, property, depth + 1);
   if ('example' in schema) return schema.example;
   if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
   if ('const' in schema) return schema.const;

@@ -124,7 +124,9 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
     schemas: { ...schemas, ResponseMeta: RESPONSE_META, Error: ERROR, ErrorEnvelope: ERROR_ENVELOPE, ...envelopes },
     responses: Object.fromEntries(
       Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => {
-        const [code, message] = ERROR_EXAMPLES[Number(status)]!;
+        const documented = ERROR_EXAMPLES[Number(status)];
+        if (!documented) throw new Error(`No error example for ${status}`);
+        const [code, message] = documented;
         const error = {
           code,
           message,

@@ -53,7 +53,7 @@ export function restRoutes(): RestRoute[] {
     routes.push({
       method,
       path: openapi.path,
-      parameters: [...openapi.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!),
+      parameters: [...openapi.path.matchAll(/\{(\w+)\}/g)].flatMap(([, name]) => name ?? []),
       body: method !== 'GET' && method !== 'DELETE',
       call: (ctx, raw) => callProcedure(ctx, name, procedure._def.type, raw),
     });

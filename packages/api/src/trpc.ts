@@ -2,9 +2,10 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import type { Authenticated, Context } from './context.ts';
+import type { Context } from './context.ts';
+import type { EntityManager } from './db/orm.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode } from './errors.ts';
-import { idempotent } from './lib/idempotency.ts';
+import { type IdempotentContext, idempotent } from './lib/idempotency.ts';
 import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
 
@@ -27,12 +28,6 @@ export type Meta = OpenApiMeta<{
    * so it runs outside one and does its write through `idempotentWrite`.
    */
   idempotent?: true | 'own-write';
-  /**
-   * The procedure checks its credential inside its own statement, which saves a hot path a round trip: a secret key
-   * (api-keys `secretKeyInStatement`), or an end user's application and origin (`ctx.applicationInStatement`). Its
-   * answers and their order are those of every other procedure of its kind.
-   */
-  credentialInStatement?: true;
 }>;
 
 /** tRPC's own error codes (thrown by tRPC before our middlewares run) mapped to ours. */
@@ -64,8 +59,8 @@ export function errorBody(error: unknown): ErrorBody {
     return { code: code in ERROR_CODES ? code : 'validation_failed', message, details };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
-  const mapped = error instanceof TRPCError ? TRPC_TO_CODE[error.code] : undefined;
-  if (mapped) return { code: mapped, message: (error as TRPCError).message };
+  const mapped = error instanceof TRPCError ? { code: TRPC_TO_CODE[error.code], message: error.message } : undefined;
+  if (mapped?.code) return { code: mapped.code, message: mapped.message };
   return { code: 'internal_error', message: 'Internal error' };
 }
 
@@ -101,67 +96,73 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/**
- * How each kind of caller is authenticated: filled by the module that owns the credential (api-keys: operator, secret
- * key, end user; sessions: signed in), so the kernel imports no module. What an authenticator answers is merged into
- * the context (the fields it declares on `Context`).
- */
-type Authenticator = (ctx: Context, meta: Meta | undefined) => Promise<Authenticated>;
 type AuthenticatedCaller = Exclude<CallerKind, 'public'>;
-const authenticators = new Map<AuthenticatedCaller, Authenticator>();
 
-export function registerAuthenticator(caller: AuthenticatedCaller, authenticate: Authenticator): void {
-  authenticators.set(caller, authenticate);
+/**
+ * How a kind of caller is authenticated: answers what it adds to the context (the application, the key, the session…),
+ * or throws the credential's error. `meta` is the procedure's.
+ */
+export type Authenticate<Caller extends object> = (ctx: Context, meta: Meta | undefined) => Promise<Caller>;
+
+/**
+ * A credential its procedure checks inside its own statement, which saves a hot path a round trip (a secret key, or an
+ * end user's application and origin): an authenticator answers it as the context's `deferredCredential`, and the
+ * procedure marks it `settled` once its statement has judged it. A call that fails before that (invalid input, say)
+ * gets it checked the ordinary way by `settle()`, so its answers and their order are those of every other procedure
+ * of its kind.
+ */
+export class DeferredCredential {
+  settled = false;
+  readonly settle: () => Promise<void>;
+  constructor(settle: () => Promise<void>) {
+    this.settle = settle;
+  }
+}
+
+type Settled = { ok: true } | { ok: false; error: unknown };
+
+/**
+ * Runs the procedure (`run`, the handler through tRPC's `next`), a create with meta `idempotent` under its
+ * Idempotency-Key: `run` gets the entity manager of the key's transaction, when there is one.
+ */
+async function runProcedure<Result extends Settled & { data?: unknown }>(
+  ctx: IdempotentContext,
+  meta: Meta | undefined,
+  call: () => Promise<{ path: string; rawInput: unknown }>,
+  run: (em?: EntityManager) => Promise<Result>,
+): Promise<Result> {
+  const mode = meta?.idempotent;
+  if (!mode) return run();
+  const { data } = await idempotent(ctx, await call(), mode, async (em) => {
+    const result = await run(em);
+    if (!result.ok) throw result.error;
+    return result.data;
+  });
+  // A replay answers without running the handler: the result tRPC's own would have been.
+  return { ok: true, data, marker: undefined } as unknown as Result;
 }
 
 /**
- * Authenticates the caller (by its meta `caller`) and runs the procedure with what the authenticator answered merged
- * into its context: a merged copy, since the calls of one tRPC batch share the context they start from. A credential
- * its procedure was to check in its own statement (`deferredCredential`) and did not reach is checked here, so that
- * its error comes first, as for every other procedure.
+ * What the one middleware of every procedure does around `call` (the caller's authentication and the procedure):
+ * errors leave with the tRPC code matching their HTTP status, unexpected ones logged once with the request id (and
+ * nothing that could hold secrets), and REST creates answer 201. One middleware, not one per concern: each costs a
+ * closure and an await on every call of the hot paths.
  */
-async function authenticateAndRun(ctx: Context, meta: Meta | undefined, next: Next) {
-  const caller = meta?.caller ?? 'public';
-  if (caller === 'public') return next();
-  const authenticate = authenticators.get(caller);
-  // Fail closed: a route whose credential has no authenticator (a module not loaded) refuses everyone.
-  if (!authenticate) throw new Error(`no authenticator for ${caller}`);
-  const authenticated = await authenticate(ctx, meta);
-  const result = await next({ ctx: authenticated });
-  const deferred = authenticated.deferredCredential;
-  if (!result.ok && deferred && !deferred.settled) await deferred.settle();
-  return result;
-}
-type Next = (options?: { ctx: Authenticated }) => Promise<{ ok: true } | { ok: false; error: TRPCError }>;
-
-/**
- * The one middleware of every procedure: the caller authenticated (by its meta `caller`), errors leaving with the tRPC
- * code matching their HTTP status, unexpected ones logged once with the request id (and nothing that could hold
- * secrets), creates run under their Idempotency-Key (meta `idempotent`), and REST creates answering 201.
- */
-const procedure = t.procedure.use(async ({ ctx, meta, next, path, getRawInput }) => {
+async function guarded<Result extends Settled>(
+  ctx: Context,
+  meta: Meta | undefined,
+  call: () => Promise<Result>,
+): Promise<Result> {
   let failure: unknown;
   try {
-    const mode = meta?.idempotent;
-    const run: Next = !mode
-      ? next
-      : async (options) => {
-          const call = { path, rawInput: await getRawInput() };
-          const { data } = await idempotent({ ...ctx, ...options?.ctx }, call, mode, async (em) => {
-            const result = await next({ ctx: em ? { ...options?.ctx, em } : options?.ctx });
-            if (!result.ok) throw result.error;
-            return result.data;
-          });
-          // A replay answers without running the handler: the result tRPC's own would have been.
-          return { ok: true, data, marker: undefined } as unknown as Awaited<ReturnType<typeof next>>;
-        };
-    const result = await ctx.services.inFlight.run(() => authenticateAndRun(ctx, meta, run));
-    if (result.ok) {
+    const result = await ctx.services.inFlight.run(call);
+    const settled: Settled = result;
+    if (settled.ok) {
       if (meta?.successStatus) ctx.response.status = meta.successStatus;
       if (meta?.envelope === false) ctx.response.raw = true;
-      return result as Awaited<ReturnType<typeof next>>;
+      return result;
     }
-    failure = result.error;
+    failure = settled.error;
   } catch (error) {
     failure = error;
   }
@@ -171,20 +172,42 @@ const procedure = t.procedure.use(async ({ ctx, meta, next, path, getRawInput })
   const cause = thrown instanceof AppError ? thrown : new AppError(body.code, body.message, body.details);
   if (cause.headers) Object.assign(ctx.response.headers, cause.headers);
   throw new TRPCError({ code: ERROR_CODES[body.code].trpc, message: body.message, cause });
-});
+}
 
-export const publicProcedure = procedure.meta({ caller: 'public' });
+/** Anyone may call: the context is the request's, unauthenticated. */
+export const publicProcedure = t.procedure.meta({ caller: 'public' }).use(({ ctx, meta, next, path, getRawInput }) =>
+  guarded(ctx, meta, () =>
+    runProcedure(
+      ctx,
+      meta,
+      async () => ({ path, rawInput: await getRawInput() }),
+      (em) => (em ? next({ ctx: { em } }) : next()),
+    ),
+  ),
+);
 
-const authenticated = (caller: AuthenticatedCaller) => procedure.meta({ caller });
-
-/** Operator routes: the operator token. */
-export const operatorProcedure = authenticated('operator');
-
-/** Secret-key procedures: the application from `x-application-id` first, then the key, then the scope. */
-export const secretKeyProcedure = (scope: Scope) => authenticated('secret_key').meta({ scope });
-
-/** End-user routes (ES): the application from `x-application-id`, then the browser's origin against its allowlist. */
-export const endUserProcedure = authenticated('end_user');
-
-/** Signed-in end-user routes (ES★): a valid access token of a session that is still live, of an active user. */
-export const signedInProcedure = authenticated('signed_in');
+/**
+ * The procedure builder of a kind of caller, for the module that owns its credential: its one middleware authenticates
+ * the caller with `authenticate` and runs the procedure with what that answered added to its context (a merged copy,
+ * since the calls of one tRPC batch share the context they start from), so the handler's context has the caller's
+ * type. A credential its procedure was to check in its own statement (`DeferredCredential`) and did not reach is
+ * checked here, so that its error comes first, as for every other procedure.
+ */
+export function authenticatedProcedure<Caller extends object>(caller: AuthenticatedCaller, authenticate: Authenticate<Caller>) {
+  return t.procedure.meta({ caller }).use(({ ctx, meta, next, path, getRawInput }) =>
+    guarded(ctx, meta, async () => {
+      const authenticated = await authenticate(ctx, meta);
+      const result = await runProcedure(
+        { ...ctx, ...authenticated },
+        meta,
+        async () => ({ path, rawInput: await getRawInput() }),
+        (em) => next({ ctx: em ? { ...authenticated, em } : authenticated }),
+      );
+      if (!result.ok && 'deferredCredential' in authenticated) {
+        const deferred = authenticated.deferredCredential;
+        if (deferred instanceof DeferredCredential && !deferred.settled) await deferred.settle();
+      }
+      return result;
+    }),
+  );
+}

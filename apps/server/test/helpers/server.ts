@@ -76,7 +76,8 @@ export async function ok<T = any>(res: Promise<RestResponse<T>> | RestResponse<T
  * SQL straight on the server's database: to look at what is stored, or to simulate time passing (expiry is judged by
  * the database clock).
  */
-export const sql = <T = Record<string, any>>(server: TestServer, query: string, params: unknown[] = []) =>
+export const sql = <T = Record<string, any>>(server: TestServer, query: string, params: unknown[] = []): Promise<any> =>
+  // Loose on purpose, as tests read rows (`rows[0].column`): the typed SQL connection would answer `T | undefined`.
   server.server.orm.em.fork().getConnection().execute<T[]>(query, params);
 
 export async function rawRequest(

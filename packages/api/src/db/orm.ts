@@ -4,7 +4,7 @@ import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PgliteDriver } from '@mikro-orm/pglite';
 import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
-import { createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
+import { type AbstractSqlDriver, createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
 import pg from 'pg';
 import array from 'postgres-array';
 import { migrationsList } from './migrations/index.ts';
@@ -15,14 +15,15 @@ export type DatabaseConfig =
   | { kind: 'pglite'; dataDir: string }
   | { kind: 'pglite'; pglite: PGlite };
 
-export type Orm = MikroORM;
+/** Both drivers (PostgreSQL, PGlite) are SQL drivers: their entity managers run SQL (`execute`, query builders). */
+export type Orm = MikroORM<AbstractSqlDriver>;
 
 /** The PostgreSQL extensions the migrations use, loaded into the embedded database (pg_trgm: literal search). */
 const PGLITE_EXTENSIONS = { pg_trgm };
 export type EntityManager = SqlEntityManager;
 
 /** `entities`: every table's entity, from the module list of the composition root (`src/modules.ts`): the kernel knows no module. */
-function ormOptions(db: DatabaseConfig, entities: Options['entities']): Partial<Options> {
+function ormOptions(db: DatabaseConfig, entities: Options['entities']): Partial<Options<AbstractSqlDriver>> {
   const common = {
     entities,
     extensions: [Migrator],
@@ -42,7 +43,7 @@ function ormOptions(db: DatabaseConfig, entities: Options['entities']): Partial<
 }
 
 export async function openOrm(db: DatabaseConfig, entities: Options['entities']): Promise<Orm> {
-  return MikroORM.init(ormOptions(db, entities));
+  return MikroORM.init<AbstractSqlDriver>(ormOptions(db, entities));
 }
 
 /** An arbitrary constant: the advisory lock that serializes migrations across processes. */
@@ -110,6 +111,13 @@ export async function preparedQuery<T extends object>(
   if (!pool) return em.execute<T[]>(sql, params);
   const { rows } = await pool.query<T>({ name, text: numbered(name, sql), values: params });
   return rows;
+}
+
+/** The row of a statement that always answers exactly one (an aggregate, or `from (select 1) left join …`). */
+export function onlyRow<T>(rows: readonly T[]): T {
+  const [row] = rows;
+  if (row === undefined) throw new Error('The statement answered no row');
+  return row;
 }
 
 const numberedTexts = new Map<string, { sql: string; text: string }>();

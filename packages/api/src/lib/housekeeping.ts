@@ -45,7 +45,7 @@ export const retentionDays = (key: string, fallback: number) =>
 
 /** Runs every declared purge step; answers how many rows went. */
 export async function purgeExpired(orm: Orm, hooks: Hooks): Promise<number> {
-  const em = orm.em.fork() as EntityManager;
+  const em = orm.em.fork();
   let purged = 0;
   for (const step of hooks.get(purgeSteps)) purged += await step(em);
   return purged;
@@ -67,7 +67,6 @@ export const housekeepingTasks = new Registry<HousekeepingTask>('housekeeping ta
 export async function runHousekeeping(services: HousekeepingServices): Promise<{ purged: number; handled: number }> {
   const purged = await purgeExpired(services.orm, services.hooks);
   let handled = 0;
-  for (const task of services.hooks.get(housekeepingTasks))
-    handled += await task(services.orm.em.fork() as EntityManager, services);
+  for (const task of services.hooks.get(housekeepingTasks)) handled += await task(services.orm.em.fork(), services);
   return { purged, handled };
 }

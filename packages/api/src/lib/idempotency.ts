@@ -18,6 +18,9 @@ export interface IdempotentCall {
 const sealContext = (scope: string, key: string) => `idempotency:${scope}:${key}`;
 
 type Stored = { data: unknown; meta: { timestamp: string; request_id: string } };
+/** The caller's context: a tenant's call has its application (its keys are scoped to it), the operator's none. */
+export type IdempotentContext = Context & { application?: { id: string } };
+
 type Claim = { scope: string; key: string; fingerprint: string };
 
 /** A value as JSON with every object's keys sorted: the same request, whatever order its fields came in. */
@@ -32,7 +35,7 @@ function canonicalJson(value: unknown): string {
 }
 
 /** The request's key and what identifies the request under it; undefined without an `Idempotency-Key` header. */
-function claimOf(ctx: Context, call: IdempotentCall): Claim | undefined {
+function claimOf(ctx: IdempotentContext, call: IdempotentCall): Claim | undefined {
   const header = ctx.headers['idempotency-key'];
   const key = Array.isArray(header) ? header[0] : header;
   if (key === undefined) return undefined;
@@ -51,11 +54,12 @@ async function replay(ctx: Context, em: EntityManager, claim: Claim): Promise<{ 
     'select fingerprint, response from idempotency_keys where scope = ? and key = ? and response is not null',
     [claim.scope, claim.key],
   );
-  if (!first) return undefined;
+  // The statement reads only answered keys: `response` is there.
+  if (!first || first.response === null) return undefined;
   if (first.fingerprint !== claim.fingerprint) {
     throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with another request');
   }
-  const stored = JSON.parse(ctx.services.secretBox.decrypt(first.response!, sealContext(claim.scope, claim.key))) as Stored;
+  const stored = JSON.parse(ctx.services.secretBox.decrypt(first.response, sealContext(claim.scope, claim.key))) as Stored;
   ctx.response.headers['idempotent-replayed'] = 'true';
   ctx.response.meta = stored.meta;
   return { data: stored.data };
@@ -113,7 +117,7 @@ const ownWrites = new WeakMap<EntityManager, Claim>();
  * replayed first answer.
  */
 export async function idempotent<T>(
-  ctx: Context,
+  ctx: IdempotentContext,
   call: IdempotentCall,
   mode: true | 'own-write',
   run: (em: EntityManager | undefined) => Promise<T>,

@@ -22,10 +22,10 @@ describe('SecretBox (AES-256-GCM with the master key)', () => {
     const sealed = box.encrypt('totp-seed', 'user:1');
     expect(() => box.decrypt(sealed, 'user:2')).toThrow();
     expect(() => new SecretBox(randomBytes(32)).decrypt(sealed, 'user:1')).toThrow();
-    const parts = sealed.split('.');
-    const data = Buffer.from(parts[3]!, 'base64url');
-    data[0]! ^= 1;
-    expect(() => box.decrypt([...parts.slice(0, 3), data.toString('base64url')].join('.'), 'user:1')).toThrow();
+    const [version, iv, tag, ciphertext] = sealed.split('.');
+    const data = Buffer.from(ciphertext ?? '', 'base64url');
+    data.writeUInt8(data.readUInt8(0) ^ 1, 0);
+    expect(() => box.decrypt([version, iv, tag, data.toString('base64url')].join('.'), 'user:1')).toThrow();
     expect(() => box.decrypt('v2.x.y.z', 'user:1')).toThrow();
   });
 
@@ -74,7 +74,9 @@ describe('PollingWorker', () => {
     });
     const nextRun = async (count: number) => {
       while (runs.length < count) await new Promise<void>((resolve) => (waiting = resolve));
-      return runs[count - 1]!;
+      const run = runs[count - 1];
+      if (!run) throw new Error(`no run ${count}`);
+      return run;
     };
     return { worker, runs, errors, nextRun };
   };

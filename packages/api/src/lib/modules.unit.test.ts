@@ -44,7 +44,7 @@ describe('composeModules', () => {
   });
 
   it('composes the events every module declares, and refuses a kind declared twice', () => {
-    const Created = z.object({ id: z.string() });
+    const Created = z.object({ id: z.uuid() });
     const a = defineModule({ name: 'a', events: { 'thing.created': Created } });
     const b = defineModule({ name: 'b', events: { 'thing.deleted': Created } });
     expect(Object.keys(composeModules([a, b]).events)).toEqual(['thing.created', 'thing.deleted']);

@@ -14,7 +14,9 @@ export interface Limit {
 }
 
 /** A counter after an attempt was added: its points in the window and when the window ends. */
+/** A limit and its counter after the attempt. */
 interface Count {
+  limit: Limit;
   points: number;
   msBeforeNext: number;
 }
@@ -24,6 +26,7 @@ export type RateLimitStore = { kind: 'postgres'; url: string } | { kind: 'redis'
 
 /** Adds `delta` to every limit's counter and answers the counts, in the order of `limits`. */
 interface Counters {
+  /** Counts `delta` against every limit; answers each limit's count, in the order of `limits`. */
   add(limits: Limit[], delta: 1 | -1): Promise<Count[]>;
   close(): Promise<void>;
 }
@@ -51,7 +54,9 @@ class PostgresCounters implements Counters {
     const keys = limits.map(storageKey);
     // Rows are locked in key order by both statements (the insert's input sorted, the refund's locking subquery
     // ordered): a consume and a refund of the same keys can never deadlock.
-    const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+    const ordered = limits
+      .map((limit) => ({ key: storageKey(limit), windowMs: limit.windowS * 1000 }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const { rows } = await this.#pool.query<{ key: string; points: number; expire: string }>(
       delta === 1
         ? {
@@ -62,7 +67,7 @@ class PostgresCounters implements Counters {
                      points = case when rate_limits.expire <= $3 then 1 else rate_limits.points + 1 end,
                      expire = case when rate_limits.expire <= $3 then excluded.expire else rate_limits.expire end
                    returning key, points, expire`,
-            values: [order.map((i) => keys[i]), order.map((i) => limits[i]!.windowS * 1000), now],
+            values: [ordered.map((l) => l.key), ordered.map((l) => l.windowMs), now],
           }
         : {
             name: 'rate_limit_refund',
@@ -74,9 +79,9 @@ class PostgresCounters implements Counters {
           },
     );
     const byKey = new Map(rows.map((row) => [row.key, row]));
-    return keys.map((key) => {
-      const row = byKey.get(key);
-      return { points: row?.points ?? 0, msBeforeNext: row ? Math.max(0, Number(row.expire) - now) : 0 };
+    return limits.map((limit) => {
+      const row = byKey.get(storageKey(limit));
+      return { limit, points: row?.points ?? 0, msBeforeNext: row ? Math.max(0, Number(row.expire) - now) : 0 };
     });
   }
 
@@ -117,7 +122,7 @@ class LibraryCounters implements Counters {
       limits.map(async (limit) => {
         const limiter = this.#limiter(limit);
         const res: RateLimiterRes = delta === 1 ? await limiter.consume(limit.key) : await limiter.reward(limit.key);
-        return { points: res.consumedPoints, msBeforeNext: res.msBeforeNext };
+        return { limit, points: res.consumedPoints, msBeforeNext: res.msBeforeNext };
       }),
     );
   }
@@ -128,7 +133,8 @@ class LibraryCounters implements Counters {
 }
 
 /** Writes the RateLimit-* headers of the tightest limit (IETF draft: limit, remaining, reset in seconds). */
-function report(headers: Record<string, string>, limit: Limit, count: Count, refused: boolean): number {
+function report(headers: Record<string, string>, count: Count, refused: boolean): number {
+  const limit = count.limit;
   const remaining = refused ? 0 : Math.max(0, limit.points - count.points);
   const reset = Math.max(1, Math.ceil(count.msBeforeNext / 1000));
   const current = headers['ratelimit-remaining'];
@@ -166,15 +172,15 @@ export class RateLimits {
     } catch {
       throw new AppError('service_unavailable', 'Rate limiting is unavailable; try again later');
     }
-    const over = limits.findIndex((limit, i) => counts[i]!.points > limit.points);
-    if (over === -1) {
-      if (headers) for (const [i, limit] of limits.entries()) report(headers, limit, counts[i]!, false);
+    const over = counts.find((count) => count.points > count.limit.points);
+    if (!over) {
+      if (headers) for (const count of counts) report(headers, count, false);
       return;
     }
     await this.refund(limits);
-    this.#metrics.rateLimited.inc({ limit: limits[over]!.name });
+    this.#metrics.rateLimited.inc({ limit: over.limit.name });
     const refused: Record<string, string> = {};
-    const reset = report(refused, limits[over]!, counts[over]!, true);
+    const reset = report(refused, over, true);
     throw new AppError('rate_limited', 'Too many requests; try again later', undefined, {
       ...refused,
       'retry-after': String(reset),

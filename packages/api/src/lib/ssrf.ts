@@ -10,9 +10,9 @@ import { AppError } from '../errors.ts';
  * SECURITY.md rule 8:
  *
  * - `checkOutboundUrl(url, policy)` — the static check at create/update: `https` only, no userinfo, no IP literal
- *   outside public unicast space (private, loopback, link-local/metadata, CGNAT, unique-local, IPv4-mapped IPv6, …),
- *   no non-canonical IPv4 spelling (decimal, octal, hex, short forms), no local-only names (`localhost`, `.local`,
- *   `.internal`, single labels). Throws 422 `invalid_url`.
+ *   outside public unicast space (private, loopback, link-local/metadata, CGNAT, unique-local, IPv4-mapped and
+ *   IPv4-compatible IPv6, …), no non-canonical IPv4 spelling (decimal, octal, hex, short forms), no local-only names
+ *   (`localhost`, `.local`, `.internal`, single labels). Throws 422 `invalid_url`.
  * - `guardedRequest(url, options)` — the request itself: checks the URL again, resolves the name (node:dns; the
  *   resolvers of the policy's `dnsServers` when set), refuses when any resolved address is not allowed or when the lookup
  *   fails (fail closed), and connects to the address it checked (a custom `lookup` pins it: no DNS rebinding between
@@ -50,13 +50,22 @@ export class OutboundBlockedError extends Error {
 const MAX_URL_LENGTH = 2048;
 const LOCAL_SUFFIXES = ['.localhost', '.local', '.internal', '.localdomain', '.home.arpa', '.arpa', '.lan', '.intranet', '.corp'];
 
-/** True when `address` (a canonical IPv4 or IPv6 string) may be connected to under `policy`. */
+/**
+ * IPv6 addresses that carry an IPv4 address in their last 32 bits: IPv4-mapped (`::ffff:0:0/96`, `::ffff:7f00:1`) and
+ * the deprecated IPv4-compatible (`::/96`, RFC 4291 §2.5.5.1: `[::127.0.0.1]` is `::7f00:1`, which ipaddr.js calls
+ * unicast). What they reach depends on the stack, so both are refused outright (`::1` stays loopback).
+ */
+const IPV4_IN_IPV6 = [ipaddr.parseCIDR('::ffff:0:0/96'), ipaddr.parseCIDR('::/96')];
+
+/**
+ * True when `address` (a canonical IPv4 or IPv6 string) may be connected to under `policy`: the one address rule of
+ * every outbound request (webhooks, SAML metadata and sign-in URLs, OIDC discovery).
+ */
 export function isAllowedAddress(address: string, policy: OutboundPolicy = {}): boolean {
   if (!ipaddr.isValid(address)) return false;
   const parsed = ipaddr.parse(address);
-  // IPv4-mapped IPv6 (::ffff:a.b.c.d, ::ffff:7f00:1) is refused outright: its meaning depends on the stack.
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) return false;
   const range = parsed.range();
+  if (parsed.kind() === 'ipv6' && range !== 'loopback' && IPV4_IN_IPV6.some((cidr) => parsed.match(cidr))) return false;
   if (range === 'unicast') return true;
   return Boolean(policy.allowInsecure) && range === 'loopback';
 }
@@ -203,7 +212,9 @@ export async function resolveChecked(url: URL, policy: OutboundPolicy = {}): Pro
     const refused = addressRefusal(address, policy, 'the host name resolves to ');
     if (refused) throw new OutboundBlockedError('blocked_address', refused);
   }
-  return addresses[0]!;
+  const [first] = addresses;
+  if (!first) throw new OutboundBlockedError('dns_failed', 'The host name could not be resolved');
+  return first;
 }
 
 /** A `lookup` that answers only the address already checked (both the single and the `all` callback forms). */

@@ -1,18 +1,17 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 
 export const EFFECTS = ['allow', 'deny'] as const;
 export const SUBJECT_KINDS = ['user', 'organization'] as const;
 export const TARGET_KINDS = ['host', 'host_group'] as const;
 
-const NameSchema = z.string().trim().min(1).max(200);
+const NameSchema = text().trim().min(1).max(200);
 
-export const HostGroupSchema = z
-  .object({ id: z.uuid(), name: z.string(), created_at: z.iso.datetime() })
-  .meta({ id: 'HostGroup' });
+export const HostGroupSchema = z.object({ id: z.uuid(), name: text(), created_at: z.iso.datetime() }).meta({ id: 'HostGroup' });
 export type HostGroupRecord = z.infer<typeof HostGroupSchema>;
 
 export const HostSchema = z
-  .object({ id: z.uuid(), name: z.string(), host_group_id: z.uuid().nullable(), created_at: z.iso.datetime() })
+  .object({ id: z.uuid(), name: text(), host_group_id: z.uuid().nullable(), created_at: z.iso.datetime() })
   .meta({ id: 'Host' });
 export type HostRecord = z.infer<typeof HostSchema>;
 

@@ -1,8 +1,8 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { OrganizationEntity } from '../organizations/organization.entity.ts';
 import type { SignInCheck } from '../sign-in/sign-in.service.ts';
 import { UserEntity } from '../users/user.entity.ts';
@@ -52,20 +52,20 @@ async function findHost(em: EntityManager, applicationId: string, id: string) {
   return host;
 }
 
-export async function createHostGroup(ctx: Context, input: { name: string }) {
+export async function createHostGroup(ctx: TenantContext, input: { name: string }) {
   const em = ctx.em.fork({ keepTransactionContext: true });
-  const group = em.create(HostGroupEntity, { id: newId(), application: ctx.application!.id, name: input.name });
+  const group = em.create(HostGroupEntity, { id: newId(), application: ctx.application.id, name: input.name });
   await flushUnique(em, 'host group');
   return toHostGroupRecord(group);
 }
 
-export async function listHostGroups(ctx: Context) {
-  return (await ctx.em.find(HostGroupEntity, { application: ctx.application!.id }, newestFirst)).map(toHostGroupRecord);
+export async function listHostGroups(ctx: TenantContext) {
+  return (await ctx.em.find(HostGroupEntity, { application: ctx.application.id }, newestFirst)).map(toHostGroupRecord);
 }
 
 /** The group goes with the rules that target it; its hosts stay, in no group. */
-export async function deleteHostGroup(ctx: Context, id: string) {
-  const group = await findGroup(ctx.em, ctx.application!.id, id);
+export async function deleteHostGroup(ctx: TenantContext, id: string) {
+  const group = await findGroup(ctx.em, ctx.application.id, id);
   await ctx.em.transactional(async (em) => {
     await em.nativeDelete(AccessRuleEntity, { application: group.application, targetKind: 'host_group', targetId: group.id });
     await em.nativeDelete(HostGroupEntity, { id: group.id });
@@ -73,8 +73,8 @@ export async function deleteHostGroup(ctx: Context, id: string) {
   return { id, deleted: true as const };
 }
 
-export async function createHost(ctx: Context, input: { name: string; host_group_id?: string }) {
-  const applicationId = ctx.application!.id;
+export async function createHost(ctx: TenantContext, input: { name: string; host_group_id?: string }) {
+  const applicationId = ctx.application.id;
   if (input.host_group_id) await findGroup(ctx.em, applicationId, input.host_group_id);
   const em = ctx.em.fork({ keepTransactionContext: true });
   const host = em.create(HostEntity, {
@@ -87,13 +87,13 @@ export async function createHost(ctx: Context, input: { name: string; host_group
   return toHostRecord(host);
 }
 
-export async function listHosts(ctx: Context) {
-  return (await ctx.em.find(HostEntity, { application: ctx.application!.id }, newestFirst)).map(toHostRecord);
+export async function listHosts(ctx: TenantContext) {
+  return (await ctx.em.find(HostEntity, { application: ctx.application.id }, newestFirst)).map(toHostRecord);
 }
 
 /** The host goes with the rules that target it. */
-export async function deleteHost(ctx: Context, id: string) {
-  const host = await findHost(ctx.em, ctx.application!.id, id);
+export async function deleteHost(ctx: TenantContext, id: string) {
+  const host = await findHost(ctx.em, ctx.application.id, id);
   await ctx.em.transactional(async (em) => {
     await em.nativeDelete(AccessRuleEntity, { application: host.application, targetKind: 'host', targetId: host.id });
     await em.nativeDelete(HostEntity, { id: host.id });
@@ -103,7 +103,7 @@ export async function deleteHost(ctx: Context, id: string) {
 
 /** Subjects and targets must exist in this application (another application's ids are 404, like unknown ones). */
 export async function createAccessRule(
-  ctx: Context,
+  ctx: TenantContext,
   input: {
     effect: 'allow' | 'deny';
     subject_kind: 'user' | 'organization';
@@ -112,7 +112,7 @@ export async function createAccessRule(
     target_id: string;
   },
 ) {
-  const applicationId = ctx.application!.id;
+  const applicationId = ctx.application.id;
   const subject =
     input.subject_kind === 'user'
       ? await ctx.em.findOne(UserEntity, { id: input.subject_id, application: applicationId })
@@ -135,12 +135,12 @@ export async function createAccessRule(
 }
 
 /** S19: newest first. */
-export async function listAccessRules(ctx: Context) {
-  return (await ctx.em.find(AccessRuleEntity, { application: ctx.application!.id }, newestFirst)).map(toRuleRecord);
+export async function listAccessRules(ctx: TenantContext) {
+  return (await ctx.em.find(AccessRuleEntity, { application: ctx.application.id }, newestFirst)).map(toRuleRecord);
 }
 
-export async function deleteAccessRule(ctx: Context, id: string) {
-  const deleted = await ctx.em.nativeDelete(AccessRuleEntity, { id, application: ctx.application!.id });
+export async function deleteAccessRule(ctx: TenantContext, id: string) {
+  const deleted = await ctx.em.nativeDelete(AccessRuleEntity, { id, application: ctx.application.id });
   if (!deleted) throw notFound('Access rule');
   return { id, deleted: true as const };
 }
@@ -171,8 +171,8 @@ async function decide(em: EntityManager, applicationId: string, userId: string, 
   return { allowed: row.effect === 'allow', rule_id: row.effect ? row.rule_id : null } satisfies AccessCheckRecord;
 }
 
-export async function checkAccess(ctx: Context, input: { user_id: string; host_id: string }): Promise<AccessCheckRecord> {
-  const applicationId = ctx.application!.id;
+export async function checkAccess(ctx: TenantContext, input: { user_id: string; host_id: string }): Promise<AccessCheckRecord> {
+  const applicationId = ctx.application.id;
   if (!(await ctx.em.count(UserEntity, { id: input.user_id, application: applicationId }))) throw notFound('User');
   const decision = await decide(ctx.em, applicationId, input.user_id, input.host_id);
   if (!decision) throw notFound('Host');
@@ -186,7 +186,8 @@ export async function checkAccess(ctx: Context, input: { user_id: string; host_i
 export const hostAccessCheck: SignInCheck = {
   appliesTo: ({ hostId }) => hostId !== null,
   async check(em, application, user, { hostId }) {
-    const decision = await decide(em, application.id, user.id, hostId!);
+    if (hostId === null) return null;
+    const decision = await decide(em, application.id, user.id, hostId);
     if (!decision) return { reason: 'unknown_host', rule_id: null };
     return decision.allowed ? null : { reason: decision.rule_id ? 'denied_by_rule' : 'no_allow_rule', rule_id: decision.rule_id };
   },

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { router, secretKeyProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
 import { ApiKeySchema, ApiKeyWithSecretSchema, CreateApiKeyInputSchema } from './api-keys.schema.ts';
-import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.service.ts';
+import { createApiKey, listApiKeys, revokeApiKey, secretKeyProcedure } from './api-keys.service.ts';
 
 const tags = ['API keys'];
 

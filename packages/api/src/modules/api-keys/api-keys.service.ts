@@ -1,27 +1,22 @@
 import { type Context, header } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { constantTimeEqual, randomSecret, sha256 } from '../../lib/crypto.ts';
+import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import { SCOPES, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
-import { registerAuthenticator } from '../../trpc.ts';
+import { authenticatedProcedure, DeferredCredential } from '../../trpc.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { applicationById, applicationFromRow } from '../applications/applications.service.ts';
-import { allowOrigin, originCondition } from '../applications/cors.ts';
+import { applicationFromRow } from '../applications/applications.service.ts';
+import { applicationNotResolved, bearer, resolveApplication } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type ApiKey, ApiKeyEntity } from './api-key.entity.ts';
 import type { ApiKeyRecord } from './api-keys.schema.ts';
 
-declare module '../../context.ts' {
-  interface Context {
-    /** Secret-key routes: the key that authenticated the call. */
-    apiKey?: ApiKey;
-    /** A procedure with meta `credentialInStatement`: the key it checks inside its own statement. */
-    keyInStatement?: KeyInStatement;
-    /** An end-user procedure with meta `credentialInStatement`: the application it reads inside its own statement. */
-    applicationInStatement?: ApplicationInStatement;
-  }
+/** A call with a secret key: its application (the tenant) and the key, which held the procedure's scope. */
+export interface SecretKeyContext extends TenantContext {
+  apiKey: ApiKey;
 }
 
 /** `last_used_at` is written at most this often per key, so reads do not turn into writes. */
@@ -36,28 +31,6 @@ export function grants(held: readonly string[], needed: string): boolean {
   const granting = scopesGranting(needed);
   return held.some((scope) => granting.includes(scope));
 }
-
-function bearer(value: string | undefined): string | undefined {
-  if (!value) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
-  return match?.[1] ?? '';
-}
-
-export function authenticateOperator(operatorTokenHash: string, authorization: string | undefined): void {
-  const token = bearer(authorization);
-  if (token === undefined) throw new AppError('missing_credentials', 'An operator token is required');
-  if (!constantTimeEqual(sha256(token), operatorTokenHash)) throw new AppError('invalid_credentials', 'Invalid operator token');
-}
-
-/** Resolves the application of `x-application-id` (401 `application_not_resolved`); public routes use it too. */
-export async function resolveApplication(ctx: Context): Promise<Application> {
-  const id = header(ctx, 'x-application-id');
-  const application = id ? await applicationById(ctx.em, id) : undefined;
-  if (!application) throw applicationNotResolved();
-  return application;
-}
-
-const applicationNotResolved = () => new AppError('application_not_resolved', 'Unknown or missing x-application-id');
 
 const KEY_COLUMNS = ['id', 'name', 'scopes', 'prefix', 'secret_hash', 'created_at', 'last_used_at', 'revoked_at'];
 
@@ -97,7 +70,7 @@ async function acceptSecretKey(
   row: Record<string, unknown> | undefined,
   scope: Scope,
 ): Promise<ApiKey> {
-  if (!row) throw new AppError('application_not_resolved', 'Unknown or missing x-application-id');
+  if (!row) throw applicationNotResolved();
   // Unknown, revoked, malformed and other-application keys are one answer: nothing tells them apart.
   if (!row.key_id || row.key_revoked_at || !presented.secret.startsWith('sk_')) {
     throw new AppError('invalid_api_key', 'Invalid API key');
@@ -133,12 +106,13 @@ export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise
     secretKeyRowSql('?', '?', 'a.*'),
     [sha256(presented.secret), presented.applicationId],
   );
+  if (!row) throw applicationNotResolved();
   const apiKey = await acceptSecretKey(ctx, presented, row, scope);
-  return { application: applicationFromRow(row!), apiKey };
+  return { application: applicationFromRow(row), apiKey };
 }
 
 /**
- * The parts of a statement that checks the presented secret key itself (meta `credentialInStatement`), its
+ * The parts of a statement that checks the presented secret key itself (`secretKeyInStatementProcedure`), its
  * parameters named by the caller: `cte` the key's row as the CTE `presented_key` (the application's id and the key's
  * columns, as `secretKeyRowSql`), and `valid` a condition true only for a live key of that application holding one of
  * `scopes` (comma-separated): the statement gates all its work on it, so a caller without a valid key learns nothing
@@ -151,7 +125,7 @@ export const secretKeyInStatement = (app: string, hash: string, scopes: string) 
             and jsonb_exists_any(key_scopes, string_to_array(${scopes}, ',')))`,
 });
 
-/** The secret key of a `credentialInStatement` procedure, for its statement (`secretKeyInStatement`). */
+/** The secret key of a procedure that checks it inside its own statement (`secretKeyInStatement`). */
 export interface KeyInStatement {
   /** The presented application id: the statement's tenant, trusted only once `accept` has passed. */
   applicationId: string;
@@ -160,36 +134,50 @@ export interface KeyInStatement {
   scopes: string;
   /**
    * Judges the `presented_key` row the statement returned (undefined: no such application), as `authenticate` would,
-   * and sets `ctx.apiKey`; `ctx.application` stays unset (the statement's tenant is `applicationId`).
+   * and answers the key (the statement's tenant is `applicationId`).
    */
-  accept(ctx: Context, row: Record<string, unknown> | undefined): Promise<void>;
+  accept(row: Record<string, unknown> | undefined): Promise<ApiKey>;
   /** The ordinary check (its own query), for a call that needs the key settled before its statement. */
-  authenticate(ctx: Context): Promise<void>;
+  authenticate(): Promise<{ application: Application; apiKey: ApiKey }>;
 }
 
-async function deferSecretKey(ctx: Context, scope: Scope) {
+/** A call with a secret key that its procedure checks inside its own statement (`keyInStatement`). */
+export interface SecretKeyInStatementContext extends Context {
+  keyInStatement: KeyInStatement;
+  deferredCredential: DeferredCredential;
+}
+
+async function deferSecretKey(ctx: Context, scope: Scope): Promise<Omit<SecretKeyInStatementContext, keyof Context>> {
   const presented = await presentedKey(ctx);
-  const deferredCredential = {
-    settled: false,
-    async settle() {
-      await authenticateSecretKey(ctx, scope);
-    },
-  };
+  const deferredCredential = new DeferredCredential(async () => {
+    await authenticateSecretKey(ctx, scope);
+  });
   const keyInStatement: KeyInStatement = {
     applicationId: presented.applicationId,
     hash: sha256(presented.secret),
     scopes: scopesGranting(scope).join(','),
-    async accept(procedureCtx, row) {
+    accept(row) {
       deferredCredential.settled = true;
-      procedureCtx.apiKey = await acceptSecretKey(procedureCtx, presented, row, scope);
+      return acceptSecretKey(ctx, presented, row, scope);
     },
-    async authenticate(procedureCtx) {
+    authenticate() {
       deferredCredential.settled = true;
-      Object.assign(procedureCtx, await authenticateSecretKey(procedureCtx, scope));
+      return authenticateSecretKey(ctx, scope);
     },
   };
   return { keyInStatement, deferredCredential };
 }
+
+/** Secret-key procedures: the application from `x-application-id` first, then the key, then the scope. */
+export const secretKeyProcedure = (scope: Scope) =>
+  authenticatedProcedure('secret_key', (ctx) => authenticateSecretKey(ctx, scope)).meta({ scope });
+
+/**
+ * A secret-key procedure on a hot path whose statement checks the key itself (`keyInStatement`), which saves the
+ * round trip; its answers and their order are those of `secretKeyProcedure`.
+ */
+export const secretKeyInStatementProcedure = (scope: Scope) =>
+  authenticatedProcedure('secret_key', (ctx) => deferSecretKey(ctx, scope)).meta({ scope });
 
 export const toApiKeyRecord = (key: ApiKey): ApiKeyRecord => ({
   id: key.id,
@@ -218,7 +206,7 @@ export function issueApiKey(em: EntityManager, application: Application, name: s
   return { key, secret };
 }
 
-export async function createApiKey(ctx: Context, input: { name: string; scopes: string[] }) {
+export async function createApiKey(ctx: SecretKeyContext, input: { name: string; scopes: string[] }) {
   const unknown = input.scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (unknown.length) {
     throw new AppError(
@@ -227,27 +215,27 @@ export async function createApiKey(ctx: Context, input: { name: string; scopes: 
       unknown.map((s) => ({ path: 'scopes', message: `unknown scope ${s}` })),
     );
   }
-  const held = ctx.apiKey!.scopes;
+  const held = ctx.apiKey.scopes;
   // A key can only hand out what it holds: no escalation through key creation.
   const beyond = input.scopes.filter((s) => (s === '*' ? !held.includes('*') : !grants(held, s)));
   if (beyond.length) throw new AppError('insufficient_scope', `This key cannot grant: ${beyond.join(', ')}`);
   const scopes = [...new Set(input.scopes)];
-  const { key, secret } = issueApiKey(ctx.em, ctx.application!, input.name, scopes);
+  const { key, secret } = issueApiKey(ctx.em, ctx.application, input.name, scopes);
   await ctx.em.flush();
   return { ...toApiKeyRecord(key), secret };
 }
 
-export async function listApiKeys(ctx: Context) {
+export async function listApiKeys(ctx: TenantContext) {
   const keys = await ctx.em.find(
     ApiKeyEntity,
-    { application: ctx.application!.id },
+    { application: ctx.application.id },
     { orderBy: { createdAt: 'desc', id: 'desc' } },
   );
   return keys.map(toApiKeyRecord);
 }
 
-export async function revokeApiKey(ctx: Context, id: string) {
-  const key = await ctx.em.findOne(ApiKeyEntity, { id, application: ctx.application!.id });
+export async function revokeApiKey(ctx: TenantContext, id: string) {
+  const key = await ctx.em.findOne(ApiKeyEntity, { id, application: ctx.application.id });
   if (!key) throw notFound('API key');
   if (!key.revokedAt) {
     key.revokedAt = new Date();
@@ -256,61 +244,3 @@ export async function revokeApiKey(ctx: Context, id: string) {
   }
   return { id, deleted: true as const };
 }
-
-registerAuthenticator('operator', async (ctx) => {
-  authenticateOperator(ctx.services.operatorTokenHash, header(ctx, 'authorization'));
-  return {};
-});
-registerAuthenticator('secret_key', (ctx, meta) =>
-  meta?.credentialInStatement ? deferSecretKey(ctx, meta.scope!) : authenticateSecretKey(ctx, meta!.scope!),
-);
-async function authenticateEndUser(ctx: Context) {
-  const application = await resolveApplication(ctx);
-  allowOrigin(ctx, application);
-  return { application };
-}
-
-/** The application of an end-user procedure with meta `credentialInStatement`, for its statement. */
-export interface ApplicationInStatement {
-  /** The presented `x-application-id` (a UUID): the statement's tenant, trusted only once `accept` has passed. */
-  id: string;
-  /**
-   * `allowOrigin`'s verdict as a condition on the statement's application row (`originCondition`): the statement
-   * gates its writes on it, so a call from an origin the application does not allow changes nothing.
-   */
-  origin: { sql: (alias: string) => string; params: unknown[] };
-  /**
-   * Judges the application row the statement read (undefined: no such application) as the authenticator would (the
-   * application, then the origin), sets `ctx.application` and the CORS headers, and answers the application.
-   */
-  accept(ctx: Context, row: Record<string, unknown> | undefined): Application;
-}
-
-/** Defers an end user's application to the procedure's statement; a header that cannot name one is answered at once. */
-async function deferApplication(ctx: Context) {
-  const id = header(ctx, 'x-application-id');
-  if (!id || !isUuid(id)) return authenticateEndUser(ctx);
-  const deferredCredential = {
-    settled: false,
-    async settle() {
-      await authenticateEndUser(ctx);
-    },
-  };
-  const applicationInStatement: ApplicationInStatement = {
-    id,
-    origin: originCondition(ctx),
-    accept(procedureCtx, row) {
-      deferredCredential.settled = true;
-      if (!row) throw applicationNotResolved();
-      const application = applicationFromRow(row);
-      allowOrigin(procedureCtx, application);
-      procedureCtx.application = application;
-      return application;
-    },
-  };
-  return { applicationInStatement, deferredCredential };
-}
-
-registerAuthenticator('end_user', (ctx, meta) =>
-  meta?.credentialInStatement ? deferApplication(ctx) : authenticateEndUser(ctx),
-);

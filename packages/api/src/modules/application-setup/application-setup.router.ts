@@ -1,7 +1,22 @@
-import { operatorProcedure } from '../../trpc.ts';
-import { CreateApplicationInputSchema } from '../applications/applications.schema.ts';
+import { IdParamSchema } from '../../lib/schemas.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import {
+  ApplicationSchema,
+  CreateApplicationInputSchema,
+  UpdateApplicationInputSchema,
+} from '../applications/applications.schema.ts';
+import { getApplication, updateApplication } from '../applications/applications.service.ts';
+import { operatorProcedure } from '../applications/callers.ts';
+import { EventPageSchema, ListEventsInputSchema } from '../events/events.schema.ts';
+import { listEvents } from '../events/events.service.ts';
 import { CreatedApplicationSchema } from './application-setup.schema.ts';
 import { createApplication } from './application-setup.service.ts';
+
+/*
+ * The procedures of applications and events that a secret key calls live here, above api-keys (the secret key's
+ * module), which records its own events and so sits above both; the root router mounts them in their namespaces.
+ */
 
 const tags = ['Applications'];
 
@@ -21,3 +36,28 @@ export const createApplicationProcedure = operatorProcedure
   .input(CreateApplicationInputSchema)
   .output(CreatedApplicationSchema)
   .mutation(({ ctx, input }) => createApplication(ctx, input));
+
+/** `applications.get` and `applications.update`: the application of the secret key. */
+export const keyApplicationProcedures = {
+  get: secretKeyProcedure('settings:read')
+    .meta({ openapi: { method: 'GET', path: '/v1/applications/{id}', tags, summary: 'Get the application' } })
+    .input(IdParamSchema)
+    .output(ApplicationSchema)
+    .query(({ ctx, input }) => getApplication(ctx, input.id)),
+  update: secretKeyProcedure('settings:write')
+    .meta({
+      openapi: { method: 'PATCH', path: '/v1/applications/{id}', tags, summary: 'Update name, allowed origins or settings' },
+    })
+    .input(UpdateApplicationInputSchema)
+    .output(ApplicationSchema)
+    .mutation(({ ctx, input }) => updateApplication(ctx, input)),
+};
+
+/** The event log (`events`). */
+export const eventsRouter = router({
+  list: secretKeyProcedure('webhooks:read')
+    .meta({ openapi: { method: 'GET', path: '/v1/events', tags: ['Events'], summary: 'List events, newest first' } })
+    .input(ListEventsInputSchema)
+    .output(EventPageSchema)
+    .query(({ ctx, input }) => listEvents(ctx, input)),
+});

@@ -1,7 +1,7 @@
-import type { Context } from '../../context.ts';
 import { issueApiKey, toApiKeyRecord } from '../api-keys/api-keys.service.ts';
 import type { ApplicationSettingsPatch } from '../applications/applications.schema.ts';
 import { newApplication, toApplicationRecord } from '../applications/applications.service.ts';
+import type { OperatorContext } from '../applications/contexts.ts';
 import { createFirstSigningKey } from '../signing-keys/signing-keys.service.ts';
 
 /**
@@ -9,7 +9,7 @@ import { createFirstSigningKey } from '../signing-keys/signing-keys.service.ts';
  * sits above applications, api-keys and signing-keys, so none of them imports another to bootstrap.
  */
 export async function createApplication(
-  ctx: Context,
+  ctx: OperatorContext,
   input: {
     name: string;
     environment: 'development' | 'production';

@@ -19,10 +19,3 @@ export const ApplicationEntity = defineEntity({
   indexes: [{ properties: ['createdAt', 'id'] }],
 });
 export type Application = InferEntity<typeof ApplicationEntity>;
-
-declare module '../../context.ts' {
-  interface Context {
-    /** The application every authenticated call resolves first (`x-application-id`, or the token's). */
-    application?: Application;
-  }
-}

@@ -1,16 +1,14 @@
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { operatorProcedure, secretKeyProcedure } from '../../trpc.ts';
-import {
-  ApplicationPageSchema,
-  ApplicationSchema,
-  ListApplicationsInputSchema,
-  UpdateApplicationInputSchema,
-} from './applications.schema.ts';
-import { deleteApplication, getApplication, listApplications, updateApplication } from './applications.service.ts';
+import { ApplicationPageSchema, ListApplicationsInputSchema } from './applications.schema.ts';
+import { deleteApplication, listApplications } from './applications.service.ts';
+import { operatorProcedure } from './callers.ts';
 
 const tags = ['Applications'];
 
-/** The applications namespace; the root router adds `create` from application-setup (it mints the first key). */
+/**
+ * The operator's part of the applications namespace. The root router adds `create` (it mints the first key), `get` and
+ * `update` (a secret key's) from application-setup, which sits above api-keys.
+ */
 export const applicationProcedures = {
   list: operatorProcedure
     .meta({ openapi: { method: 'GET', path: '/v1/applications', tags, summary: 'List applications (operator token)' } })
@@ -29,16 +27,4 @@ export const applicationProcedures = {
     .input(IdParamSchema)
     .output(DeletedSchema)
     .mutation(({ ctx, input }) => deleteApplication(ctx, input.id)),
-  get: secretKeyProcedure('settings:read')
-    .meta({ openapi: { method: 'GET', path: '/v1/applications/{id}', tags, summary: 'Get the application' } })
-    .input(IdParamSchema)
-    .output(ApplicationSchema)
-    .query(({ ctx, input }) => getApplication(ctx, input.id)),
-  update: secretKeyProcedure('settings:write')
-    .meta({
-      openapi: { method: 'PATCH', path: '/v1/applications/{id}', tags, summary: 'Update name, allowed origins or settings' },
-    })
-    .input(UpdateApplicationInputSchema)
-    .output(ApplicationSchema)
-    .mutation(({ ctx, input }) => updateApplication(ctx, input)),
 };

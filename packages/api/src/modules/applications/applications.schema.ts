@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
-import { RedirectUrlSchema } from '../../lib/schemas.ts';
+import { RedirectUrlSchema, storableText, text } from '../../lib/schemas.ts';
 
 /** An origin exactly as a browser sends it: scheme, host and optional port, nothing else. */
-export const OriginSchema = z
-  .string()
+export const OriginSchema = text()
   .max(255)
   .refine((value) => {
     try {
@@ -18,18 +17,20 @@ export const OriginSchema = z
 const DAY = 86_400;
 
 const ConsentDocumentSchema = z.strictObject({
-  doc_type: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'a snake_case document type'),
-  url: z.url({ protocol: /^https?$/ }).max(2048),
-  version: z.string().min(1).max(64),
+  doc_type: text().regex(/^[a-z][a-z0-9_]{0,63}$/, 'a snake_case document type'),
+  url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .check(storableText),
+  version: text().min(1).max(64),
 });
 
 /** An application-defined OAuth scope (`settings.oauth2.scopes`), offered to third-party apps beside the OpenID ones. */
 const OAuth2ScopeSchema = z.strictObject({
-  name: z
-    .string()
+  name: text()
     .regex(/^[a-z][a-z0-9_.:-]{0,63}$/, 'a scope name such as read:documents')
     .refine((name) => !['openid', 'profile', 'email', 'offline_access'].includes(name), 'is a built-in scope'),
-  description: z.string().max(300).default(''),
+  description: text().max(300).default(''),
 });
 
 /** Each top-level key of the settings, with its default. PATCH replaces the keys it names and keeps the others. */
@@ -69,8 +70,8 @@ const settingsShape = {
     .default({ ttl_s: 600, redirect_url: null }),
   passkeys: z
     .strictObject({
-      rp_id: z.string().max(253).nullable().default(null),
-      rp_name: z.string().max(200).nullable().default(null),
+      rp_id: text().max(253).nullable().default(null),
+      rp_name: text().max(200).nullable().default(null),
     })
     .default({ rp_id: null, rp_name: null }),
   rate_limits: z
@@ -134,9 +135,9 @@ export const ENVIRONMENTS = ['development', 'production'] as const;
 export const ApplicationSchema = z
   .object({
     id: z.uuid().meta({ description: 'The publishable application id (x-application-id)' }),
-    name: z.string(),
+    name: text(),
     environment: z.enum(ENVIRONMENTS),
-    allowed_origins: z.array(z.string()),
+    allowed_origins: z.array(text()),
     settings: ApplicationSettingsSchema,
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
@@ -145,7 +146,7 @@ export const ApplicationSchema = z
 export type ApplicationRecord = z.infer<typeof ApplicationSchema>;
 
 export const CreateApplicationInputSchema = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: text().trim().min(1).max(200),
   environment: z.enum(ENVIRONMENTS).default('development'),
   allowed_origins: z.array(OriginSchema).max(50).default([]),
   settings: ApplicationSettingsPatchSchema.default({}),
@@ -153,7 +154,7 @@ export const CreateApplicationInputSchema = z.strictObject({
 
 export const UpdateApplicationInputSchema = z.strictObject({
   id: z.uuid(),
-  name: z.string().trim().min(1).max(200).optional(),
+  name: text().trim().min(1).max(200).optional(),
   allowed_origins: z.array(OriginSchema).max(50).optional(),
   settings: ApplicationSettingsPatchSchema.optional(),
 });

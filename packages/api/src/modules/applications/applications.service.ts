@@ -1,5 +1,4 @@
-import type { Context } from '../../context.ts';
-import { type EntityManager, preparedQuery } from '../../db/orm.ts';
+import { type EntityManager, type Orm, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
@@ -10,6 +9,7 @@ import {
   type ApplicationSettingsPatch,
   ApplicationSettingsSchema,
 } from './applications.schema.ts';
+import type { OperatorContext, TenantContext } from './contexts.ts';
 
 export const toApplicationRecord = (app: Application): ApplicationRecord => ({
   id: app.id,
@@ -130,7 +130,12 @@ export function newApplication(
   });
 }
 
-export async function listApplications(ctx: Context, input: PageQuery) {
+/** Whether the database holds a production application (a start-up check of development-only settings). */
+export async function hasProductionApplications(orm: Orm): Promise<boolean> {
+  return (await orm.em.fork().count(ApplicationEntity, { environment: 'production' })) > 0;
+}
+
+export async function listApplications(ctx: OperatorContext, input: PageQuery) {
   const [rows, total] = await ctx.em.findAndCount(
     ApplicationEntity,
     {},
@@ -139,7 +144,7 @@ export async function listApplications(ctx: Context, input: PageQuery) {
   return { applications: rows.map(toApplicationRecord), total, limit: input.limit, offset: input.offset };
 }
 
-export async function deleteApplication(ctx: Context, id: string) {
+export async function deleteApplication(ctx: OperatorContext, id: string) {
   // Every tenant-owned row references the application with ON DELETE CASCADE.
   const deleted = await ctx.em.nativeDelete(ApplicationEntity, { id });
   if (!deleted) throw notFound('Application');
@@ -147,17 +152,17 @@ export async function deleteApplication(ctx: Context, id: string) {
 }
 
 /** `/v1/applications/{id}/…` answers only for the application of `x-application-id`; any other id is 404. */
-export function ownApplication(ctx: Context, id: string): Application {
-  if (ctx.application!.id !== id) throw notFound('Application');
-  return ctx.application!;
+export function ownApplication(ctx: TenantContext, id: string): Application {
+  if (ctx.application.id !== id) throw notFound('Application');
+  return ctx.application;
 }
 
-export async function getApplication(ctx: Context, id: string) {
+export async function getApplication(ctx: TenantContext, id: string) {
   return toApplicationRecord(ownApplication(ctx, id));
 }
 
 export async function updateApplication(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; name?: string; allowed_origins?: string[]; settings?: ApplicationSettingsPatch },
 ) {
   const app = ownApplication(ctx, input.id);

@@ -1,4 +1,6 @@
-import { router, secretKeyProcedure, signedInProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyInStatementProcedure, secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import {
   CheckInputSchema,
   CheckResultSchema,
@@ -40,9 +42,8 @@ export const authzRouter = router({
       .output(TuplePageSchema)
       .query(({ ctx, input }) => listTuples(ctx, input)),
   }),
-  check: secretKeyProcedure('authz:read')
+  check: secretKeyInStatementProcedure('authz:read')
     .meta({
-      credentialInStatement: true,
       openapi: {
         method: 'POST',
         path: '/v1/authz/check',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listQuerySchema, PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { text } from '../../lib/schemas.ts';
 
 /** How many subject-set hops a check, expand or lookup follows before it answers 422 `depth_limit_exceeded`. */
 export const MAX_DEPTH = 25;
@@ -12,11 +13,10 @@ const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 /** `user:` names a Gatehouse user (a lower-case UUID), so that merge and deletion can find its tuples. */
 const USER_OBJECT = new RegExp(`^user:(?!${UUID}(?:#|$))`);
 
-export const NamespaceSchema = z.string().regex(new RegExp(`^${NAME}$`), 'a namespace: [a-z][a-z0-9_]{0,63}');
-export const RelationSchema = z.string().regex(new RegExp(`^${NAME}$`), 'a relation: [a-z][a-z0-9_]{0,63}');
+export const NamespaceSchema = text().regex(new RegExp(`^${NAME}$`), 'a namespace: [a-z][a-z0-9_]{0,63}');
+export const RelationSchema = text().regex(new RegExp(`^${NAME}$`), 'a relation: [a-z][a-z0-9_]{0,63}');
 
-export const ObjectSchema = z
-  .string()
+export const ObjectSchema = text()
   .regex(new RegExp(`^${NAME}:${ID}$`), {
     error: 'an object: namespace:id (id of [A-Za-z0-9_.|/=+-], up to 256)',
     abort: true,
@@ -24,8 +24,7 @@ export const ObjectSchema = z
   .refine((s) => !USER_OBJECT.test(s), 'a user object is user:<user id>')
   .meta({ description: 'namespace:id', example: 'doc:readme' });
 
-export const SubjectSchema = z
-  .string()
+export const SubjectSchema = text()
   .regex(new RegExp(`^(?:user:${UUID}|${NAME}:${ID}#${NAME})$`), {
     error: 'a subject: user:<user id> or namespace:id#relation',
     abort: true,
@@ -34,8 +33,7 @@ export const SubjectSchema = z
   .meta({ description: 'user:<user id>, or a subject set namespace:id#relation', example: 'group:eng#member' });
 
 /** A consistency token (the revision of a tuple batch, like a ZedToken): opaque digits. */
-export const ConsistencyTokenSchema = z
-  .string()
+export const ConsistencyTokenSchema = text()
   .regex(/^[1-9][0-9]{0,18}$/, 'a consistency token')
   .meta({ example: '1042' });
 
@@ -62,7 +60,7 @@ export const TupleInputSchema = z.strictObject({ object: ObjectSchema, relation:
 export type TupleInput = z.infer<typeof TupleInputSchema>;
 
 export const RelationshipTupleSchema = z
-  .object({ object: z.string(), relation: z.string(), subject: z.string(), created_at: z.iso.datetime() })
+  .object({ object: text(), relation: text(), subject: text(), created_at: z.iso.datetime() })
   .meta({ id: 'RelationshipTuple' });
 export type RelationshipTuple = z.infer<typeof RelationshipTupleSchema>;
 
@@ -84,7 +82,7 @@ export const WriteTuplesInputSchema = z
 
 export const WriteTuplesResultSchema = z
   .object({
-    consistency_token: z.string().meta({ description: 'Pass to check as consistency.at_least_as_fresh' }),
+    consistency_token: text().meta({ description: 'Pass to check as consistency.at_least_as_fresh' }),
     written: z.number().int().meta({ description: 'Tuples that did not exist before' }),
     deleted: z.number().int().meta({ description: 'Tuples that existed and were removed' }),
   })
@@ -113,14 +111,14 @@ export const ExpandInputSchema = z.strictObject({
 });
 export const ExpandResultSchema = z
   .object({
-    object: z.string(),
-    relation: z.string(),
+    object: text(),
+    relation: text(),
     usersets: z
       .array(
         z.object({
-          userset: z.string().meta({ description: 'namespace:id#relation' }),
+          userset: text().meta({ description: 'namespace:id#relation' }),
           depth: z.number().int().meta({ description: 'Subject-set hops from the expanded object#relation' }),
-          subjects: z.array(z.string()).meta({
+          subjects: z.array(text()).meta({
             description: 'Its direct subjects: users, and subject sets (each listed as a userset of its own)',
           }),
         }),
@@ -135,7 +133,7 @@ export const LookupInputSchema = PageQuerySchema.extend({
   namespace: NamespaceSchema,
   consistency: ConsistencySchema.optional(),
 }).strict();
-export const LookupPageSchema = pageOf('objects', z.string().meta({ description: 'namespace:id' })).meta({
+export const LookupPageSchema = pageOf('objects', text().meta({ description: 'namespace:id' })).meta({
   id: 'AuthzLookupPage',
 });
 

@@ -1,9 +1,11 @@
 import type { Context } from '../../context.ts';
-import { type EntityManager, preparedQuery } from '../../db/orm.ts';
+import { type EntityManager, onlyRow, preparedQuery } from '../../db/orm.ts';
 import { AppError, type ErrorDetail } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
-import { secretKeyInStatement } from '../api-keys/api-keys.service.ts';
+import { type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
 import type { DeleteStep } from '../users/users.hooks.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { MAX_DEPTH, type RelationshipTuple, type TupleInput } from './authz.schema.ts';
@@ -148,21 +150,22 @@ const INSERT_TUPLES = positional(
 );
 
 /** `POST /v1/authz/tuples`: deletes and writes in one transaction; the batch's revision is its consistency token. */
-export async function writeTuples(ctx: Context, input: { writes: TupleInput[]; deletes: TupleInput[] }) {
-  const applicationId = ctx.application!.id;
+export async function writeTuples(ctx: TenantContext, input: { writes: TupleInput[]; deletes: TupleInput[] }) {
+  const applicationId = ctx.application.id;
   return ctx.em.transactional(async (em) => {
     await lockUsers(em, applicationId, input.writes);
-    const [row] = await em.execute<Array<{ revision: string }>>(`select nextval('authz_revisions')::text as revision`);
-    const revision = row!.revision;
+    const { revision } = onlyRow(
+      await em.execute<Array<{ revision: string }>>(`select nextval('authz_revisions')::text as revision`),
+    );
     let deleted = 0;
     if (input.deletes.length) {
       const params = DELETE_TUPLES.params([applicationId, JSON.stringify(input.deletes.map(record))]);
-      deleted = (await em.execute<Array<{ n: number }>>(DELETE_TUPLES.sql, params))[0]!.n;
+      deleted = onlyRow(await em.execute<Array<{ n: number }>>(DELETE_TUPLES.sql, params)).n;
     }
     let written = 0;
     if (input.writes.length) {
       const params = INSERT_TUPLES.params([applicationId, JSON.stringify(input.writes.map(record)), revision]);
-      written = (await em.execute<Array<{ n: number }>>(INSERT_TUPLES.sql, params))[0]!.n;
+      written = onlyRow(await em.execute<Array<{ n: number }>>(INSERT_TUPLES.sql, params)).n;
     }
     return { consistency_token: revision, written, deleted };
   });
@@ -239,14 +242,14 @@ const KEYED_CHECK = positional(
 );
 
 export async function check(
-  ctx: Context,
+  ctx: SecretKeyInStatementContext,
   input: { object: string; relation: string; subject: string; consistency?: { mode: string; token?: string } },
 ) {
-  const key = ctx.keyInStatement!;
+  const key = ctx.keyInStatement;
   // A consistency token is judged after the key, which then needs its own query first (not the hot path).
   const keyFirst = input.consistency?.mode === 'at_least_as_fresh';
   if (keyFirst) {
-    await key.authenticate(ctx);
+    await key.authenticate();
     await honourConsistency(ctx, input.consistency);
   }
   const object = parseObject(input.object);
@@ -261,15 +264,17 @@ export async function check(
     subject.relation,
     directUser(subject),
   ];
-  const [row] = await preparedQuery<{ id: string | null; allowed: boolean; exceeded: boolean }>(
-    ctx.em,
-    keyFirst ? 'authz_check' : 'authz_keyed_check',
-    keyFirst ? CHECK.sql : KEYED_CHECK.sql,
-    keyFirst ? CHECK.params(values) : KEYED_CHECK.params([...values, key.hash, key.scopes]),
+  const row = onlyRow(
+    await preparedQuery<{ id: string | null; allowed: boolean; exceeded: boolean }>(
+      ctx.em,
+      keyFirst ? 'authz_check' : 'authz_keyed_check',
+      keyFirst ? CHECK.sql : KEYED_CHECK.sql,
+      keyFirst ? CHECK.params(values) : KEYED_CHECK.params([...values, key.hash, key.scopes]),
+    ),
   );
-  if (!keyFirst) await key.accept(ctx, row!.id === null ? undefined : row);
-  if (!row!.allowed && row!.exceeded) throw depthExceeded();
-  return { allowed: row!.allowed };
+  if (!keyFirst) await key.accept(row.id === null ? undefined : row);
+  if (!row.allowed && row.exceeded) throw depthExceeded();
+  return { allowed: row.allowed };
 }
 
 const UUID_TEXT = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`;
@@ -292,14 +297,14 @@ const EXPAND = positional(
 );
 
 export async function expand(
-  ctx: Context,
+  ctx: TenantContext,
   input: { object: string; relation: string; consistency?: { mode: string; token?: string } },
 ) {
   await honourConsistency(ctx, input.consistency);
   const object = parseObject(input.object);
   const rows = await ctx.em.execute<Array<{ t: string; i: string; r: string; d: number; subjects: string[]; exceeded: boolean }>>(
     EXPAND.sql,
-    EXPAND.params([ctx.application!.id, object.type, object.id, input.relation]),
+    EXPAND.params([ctx.application.id, object.type, object.id, input.relation]),
   );
   if (rows.some((row) => row.exceeded)) throw depthExceeded();
   return {
@@ -333,13 +338,13 @@ const LOOKUP = positional(
 );
 
 export async function lookup(
-  ctx: Context,
+  ctx: TenantContext,
   input: PageQuery & { subject: string; relation: string; namespace: string; consistency?: { mode: string; token?: string } },
 ) {
   await honourConsistency(ctx, input.consistency);
   const subject = parseSubject(input.subject);
   const params = LOOKUP.params([
-    ctx.application!.id,
+    ctx.application.id,
     subject.type,
     subject.id,
     subject.relation,
@@ -349,11 +354,11 @@ export async function lookup(
     input.limit,
     input.offset,
   ]);
-  const [row] = await ctx.em.execute<Array<{ total: number; page: string[]; exceeded: boolean }>>(LOOKUP.sql, params);
-  if (row!.exceeded) throw depthExceeded();
+  const row = onlyRow(await ctx.em.execute<Array<{ total: number; page: string[]; exceeded: boolean }>>(LOOKUP.sql, params));
+  if (row.exceeded) throw depthExceeded();
   return {
-    objects: row!.page.map((id) => `${input.namespace}:${id}`),
-    total: row!.total,
+    objects: row.page.map((id) => `${input.namespace}:${id}`),
+    total: row.total,
     limit: input.limit,
     offset: input.offset,
   };
@@ -369,18 +374,20 @@ async function tuplePage(em: EntityManager, name: string, where: string, values:
                select x.id, ${TUPLE_COLUMNS} from authz_tuples x where ${where}
                 order by x.created_at desc, x.id desc limit $${values.length + 1} offset $${values.length + 2}) p) as page`,
   );
-  const [row] = await preparedQuery<{ total: number; page: TupleRow[] }>(
-    em,
-    name,
-    statement.sql,
-    statement.params([...values, page.limit, page.offset]),
+  const row = onlyRow(
+    await preparedQuery<{ total: number; page: TupleRow[] }>(
+      em,
+      name,
+      statement.sql,
+      statement.params([...values, page.limit, page.offset]),
+    ),
   );
-  return { rows: row!.page.map(toRelationshipTuple), total: row!.total };
+  return { rows: row.page.map(toRelationshipTuple), total: row.total };
 }
 
 /** `GET /v1/authz/tuples`: every filter is optional; newest first. */
 export async function listTuples(
-  ctx: Context,
+  ctx: TenantContext,
   input: PageQuery & { object?: string; namespace?: string; relation?: string; subject?: string },
 ) {
   const object = input.object ? parseObject(input.object) : null;
@@ -397,7 +404,7 @@ export async function listTuples(
     'authz_tuples_page',
     where,
     [
-      ctx.application!.id,
+      ctx.application.id,
       object?.type ?? input.namespace ?? null,
       object?.id ?? null,
       input.relation ?? null,
@@ -411,14 +418,14 @@ export async function listTuples(
 }
 
 /** S11: the tuples whose subject is the signed-in user, newest first, optionally of one object namespace. */
-export async function listRelations(ctx: Context, input: PageQuery & { namespace?: string }) {
+export async function listRelations(ctx: SignedInContext, input: PageQuery & { namespace?: string }) {
   const where = `x.application_id = $1 and x.subject_type = 'user' and x.subject_id = $2::text and x.subject_relation = ''
     and ($3::text is null or x.object_type = $3::text)`;
   const { rows, total } = await tuplePage(
     ctx.em,
     'authz_relations_page',
     where,
-    [ctx.application!.id, ctx.user!.id, input.namespace ?? null],
+    [ctx.application.id, ctx.user.id, input.namespace ?? null],
     input,
   );
   return { relations: rows, total, limit: input.limit, offset: input.offset };
@@ -429,7 +436,7 @@ export async function listRelations(ctx: Context, input: PageQuery & { namespace
  * already has is dropped instead of duplicated.
  */
 export const mergeAuthzTuples: MergeStep = async (em, { applicationId, sourceUserId, targetUserId }) => {
-  const rewrite = (column: 'subject' | 'object', same: string) => [
+  const rewrite = (column: 'subject' | 'object', same: string): [drop: string, update: string] => [
     `delete from authz_tuples s where s.application_id = ? and s.${column}_type = 'user' and s.${column}_id = ?
         and exists (select 1 from authz_tuples t where t.application_id = s.application_id and ${same}
                       and t.${column}_type = 'user' and t.${column}_id = ?)`,
@@ -444,8 +451,8 @@ export const mergeAuthzTuples: MergeStep = async (em, { applicationId, sourceUse
     ['object', sameObject],
   ] as const) {
     const [drop, update] = rewrite(column, same);
-    await em.execute(drop!, [applicationId, sourceUserId, targetUserId]);
-    await em.execute(update!, [targetUserId, applicationId, sourceUserId]);
+    await em.execute(drop, [applicationId, sourceUserId, targetUserId]);
+    await em.execute(update, [targetUserId, applicationId, sourceUserId]);
   }
 };
 

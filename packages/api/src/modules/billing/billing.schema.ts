@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 
 export const INTERVALS = ['month', 'year'] as const;
 export const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'canceled'] as const;
@@ -8,10 +9,10 @@ const Cents = z.number().int().min(0).max(2_000_000_000);
 export const PlanSchema = z
   .object({
     id: z.uuid(),
-    key: z.string(),
-    name: z.string(),
+    key: text(),
+    name: text(),
     interval: z.enum(INTERVALS),
-    currency: z.string(),
+    currency: text(),
     price_cents: z.number().int(),
     per_seat_cents: z.number().int(),
     trial_days: z.number().int(),
@@ -23,15 +24,13 @@ export const PlanSchema = z
 export type PlanRecord = z.infer<typeof PlanSchema>;
 
 export const CreatePlanInputSchema = z.strictObject({
-  key: z
-    .string()
+  key: text()
     .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'a plan key: [a-z0-9][a-z0-9_-]{0,63}')
     .meta({ description: 'Unique within the application', example: 'team' }),
-  name: z.string().trim().min(1).max(200),
+  name: text().trim().min(1).max(200),
   interval: z.enum(INTERVALS),
   // Stripe and most code written against it send lower case: any case is taken, the ISO 4217 form is stored.
-  currency: z
-    .string()
+  currency: text()
     .regex(/^[A-Za-z]{3}$/, 'an ISO 4217 code of three letters, e.g. USD')
     .toUpperCase()
     .meta({ description: 'ISO 4217, any case (answered in upper case), e.g. USD', example: 'USD' }),
@@ -42,7 +41,7 @@ export const CreatePlanInputSchema = z.strictObject({
 
 export const UpdatePlanInputSchema = z.strictObject({
   id: z.uuid(),
-  name: z.string().trim().min(1).max(200).optional(),
+  name: text().trim().min(1).max(200).optional(),
   price_cents: Cents.optional(),
   per_seat_cents: Cents.optional(),
   trial_days: z.number().int().min(0).max(365).optional(),
@@ -54,13 +53,13 @@ export const SubscriptionSchema = z
   .object({
     id: z.uuid(),
     organization_id: z.uuid(),
-    organization_name: z.string(),
+    organization_name: text(),
     plan_id: z.uuid(),
-    plan_key: z.string(),
-    plan_name: z.string(),
+    plan_key: text(),
+    plan_name: text(),
     status: z.enum(SUBSCRIPTION_STATUSES),
     interval: z.enum(INTERVALS),
-    currency: z.string(),
+    currency: text(),
     price_cents: z.number().int(),
     per_seat_cents: z.number().int(),
     seats: z.number().int(),

@@ -1,9 +1,9 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
 import type { MemberAddCheck, SubscriptionSummarySource } from '../organizations/organizations.hooks.ts';
@@ -36,7 +36,7 @@ async function findPlan(em: EntityManager, applicationId: string, id: string): P
 const keyTaken = () => new AppError('conflict', 'A plan with this key already exists');
 
 export async function createPlan(
-  ctx: Context,
+  ctx: TenantContext,
   input: {
     key: string;
     name: string;
@@ -50,7 +50,7 @@ export async function createPlan(
   const em = ctx.em.fork({ keepTransactionContext: true });
   const plan = em.create(PlanEntity, {
     id: newId(),
-    application: ctx.application!.id,
+    application: ctx.application.id,
     key: input.key,
     name: input.name,
     interval: input.interval,
@@ -69,26 +69,26 @@ export async function createPlan(
   return toPlanRecord(plan);
 }
 
-export async function listPlans(ctx: Context) {
+export async function listPlans(ctx: TenantContext) {
   const plans = await ctx.em.find(
     PlanEntity,
-    { application: ctx.application!.id },
+    { application: ctx.application.id },
     { orderBy: { createdAt: 'desc', id: 'desc' } },
   );
   return plans.map(toPlanRecord);
 }
 
-export const getPlan = async (ctx: Context, id: string) => toPlanRecord(await findPlan(ctx.em, ctx.application!.id, id));
+export const getPlan = async (ctx: TenantContext, id: string) => toPlanRecord(await findPlan(ctx.em, ctx.application.id, id));
 
 /**
  * Prices and the trial apply to what happens next (new subscriptions, renewals); `archived` retires a plan without
  * touching its subscriptions.
  */
 export async function updatePlan(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; name?: string; price_cents?: number; per_seat_cents?: number; trial_days?: number; archived?: boolean },
 ) {
-  const plan = await findPlan(ctx.em, ctx.application!.id, input.id);
+  const plan = await findPlan(ctx.em, ctx.application.id, input.id);
   if (input.name !== undefined) plan.name = input.name;
   if (input.price_cents !== undefined) plan.priceCents = input.price_cents;
   if (input.per_seat_cents !== undefined) plan.perSeatCents = input.per_seat_cents;
@@ -99,8 +99,8 @@ export async function updatePlan(
 }
 
 /** A plan nobody ever subscribed to goes; one with subscriptions (their history included) is archived instead: 409. */
-export async function deletePlan(ctx: Context, id: string) {
-  const plan = await findPlan(ctx.em, ctx.application!.id, id);
+export async function deletePlan(ctx: TenantContext, id: string) {
+  const plan = await findPlan(ctx.em, ctx.application.id, id);
   if (await ctx.em.count(SubscriptionEntity, { plan: plan.id })) {
     throw new AppError('conflict', 'The plan has subscriptions: archive it instead (PATCH archived: true)');
   }
@@ -165,9 +165,9 @@ async function subscriptionRecord(em: EntityManager, applicationId: string, id: 
 }
 
 /** S13: every organization subscription of the application, canceled ones included. */
-export const listSubscriptions = (ctx: Context) => subscriptions(ctx.em, 's.application_id = ?', [ctx.application!.id]);
+export const listSubscriptions = (ctx: TenantContext) => subscriptions(ctx.em, 's.application_id = ?', [ctx.application.id]);
 
-export const getSubscription = (ctx: Context, id: string) => subscriptionRecord(ctx.em, ctx.application!.id, id);
+export const getSubscription = (ctx: TenantContext, id: string) => subscriptionRecord(ctx.em, ctx.application.id, id);
 
 /**
  * Locks the organization row: a member insert holds a key-share lock on it (its foreign key) until it commits, so
@@ -194,8 +194,8 @@ function usablePlan(plan: Plan): Plan {
 const oneLiveSubscription = () => new AppError('conflict', 'The organization already has a live subscription');
 
 /** A new subscription: `trialing` until the end of the plan's trial, else `active` for one interval. */
-export async function createSubscription(ctx: Context, input: { organization_id: string; plan_id: string; seats: number }) {
-  const applicationId = ctx.application!.id;
+export async function createSubscription(ctx: TenantContext, input: { organization_id: string; plan_id: string; seats: number }) {
+  const applicationId = ctx.application.id;
   try {
     return await ctx.em.transactional(async (em) => {
       const members = await lockOrganizationMembers(em, applicationId, input.organization_id);
@@ -238,10 +238,10 @@ async function lockLiveSubscription(em: EntityManager, applicationId: string, id
  * paid period). Fewer seats than members is 409 `seat_limit_reached`.
  */
 export async function updateSubscription(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; seats?: number; plan_id?: string; status?: 'active' | 'past_due' },
 ) {
-  const applicationId = ctx.application!.id;
+  const applicationId = ctx.application.id;
   return ctx.em.transactional(async (em) => {
     const current = await lockLiveSubscription(em, applicationId, input.id);
     const sets: string[] = ['updated_at = now()'];
@@ -274,8 +274,8 @@ export async function updateSubscription(
 }
 
 /** Ends it now (`canceled`), or with `at_period_end` at `current_period_end` (housekeeping ends it then). */
-export async function cancelSubscription(ctx: Context, input: { id: string; at_period_end: boolean }) {
-  const applicationId = ctx.application!.id;
+export async function cancelSubscription(ctx: TenantContext, input: { id: string; at_period_end: boolean }) {
+  const applicationId = ctx.application.id;
   return ctx.em.transactional(async (em) => {
     await lockLiveSubscription(em, applicationId, input.id);
     await em.execute(
@@ -328,7 +328,8 @@ export async function advanceSubscriptionPeriods(em: EntityManager): Promise<num
       const applicationOf = new Map(rows.map((r) => [r.id, r.application_id]));
       for (const record of records) {
         const type = record.status === 'canceled' ? 'subscription.canceled' : 'subscription.updated';
-        recordEvent(tx, applicationOf.get(record.id)!, type, record);
+        const applicationId = applicationOf.get(record.id);
+        if (applicationId) recordEvent(tx, applicationId, type, record);
       }
       await tx.flush();
       return rows.length;

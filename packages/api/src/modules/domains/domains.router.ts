@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { publicProcedure, router, secretKeyProcedure } from '../../trpc.ts';
+import { publicProcedure, router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
   AddDomainInputSchema,
   AllowedDomainInputSchema,

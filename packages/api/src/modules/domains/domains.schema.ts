@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 
 const DOMAIN_STATUSES = ['pending_verification', 'verified', 'failed'] as const;
 const TLS_STATUSES = ['pending', 'active', 'failed'] as const;
@@ -8,14 +9,14 @@ export type VerificationError = (typeof VERIFICATION_ERRORS)[number];
 
 const DnsRecordSchema = z.object({
   type: z.enum(['TXT', 'CNAME']),
-  name: z.string().meta({ description: 'The record name, fully qualified' }),
-  value: z.string(),
+  name: text().meta({ description: 'The record name, fully qualified' }),
+  value: text(),
 });
 
 export const CustomDomainSchema = z
   .object({
     id: z.uuid(),
-    domain: z.string().meta({ description: 'Canonical: lower-case, IDN as punycode, no trailing dot' }),
+    domain: text().meta({ description: 'Canonical: lower-case, IDN as punycode, no trailing dot' }),
     status: z.enum(DOMAIN_STATUSES),
     tls_status: z.enum(TLS_STATUSES).meta({ description: 'Follows `status`: `active` once verified' }),
     dns_records: z
@@ -38,16 +39,16 @@ export type CustomDomainRecord = z.infer<typeof CustomDomainSchema>;
 /** The name is judged by the service (422 `invalid_domain`); only a missing or non-string one is `validation_failed`. */
 export const AddDomainInputSchema = z.strictObject({
   id: z.uuid(),
-  domain: z.string().meta({ description: 'A public host name, e.g. `auth.example.com`', example: 'auth.example.com' }),
+  domain: text().meta({ description: 'A public host name, e.g. `auth.example.com`', example: 'auth.example.com' }),
 });
 export const DomainParamsSchema = z.strictObject({ id: z.uuid(), domain_id: z.uuid() });
 
 export const AllowedDomainInputSchema = z.strictObject({
-  domain: z.string().max(1024).meta({ description: 'The host name a TLS certificate is asked for' }),
+  domain: text().max(1024).meta({ description: 'The host name a TLS certificate is asked for' }),
 });
-export const AllowedDomainSchema = z.object({ domain: z.string(), allowed: z.literal(true) }).meta({ id: 'AllowedDomain' });
+export const AllowedDomainSchema = z.object({ domain: text(), allowed: z.literal(true) }).meta({ id: 'AllowedDomain' });
 
 /** The `data` of `custom_domain.added`. */
-export const DomainAddedEventSchema = z.object({ id: z.uuid(), domain: z.string(), status: z.enum(DOMAIN_STATUSES) });
+export const DomainAddedEventSchema = z.object({ id: z.uuid(), domain: text(), status: z.enum(DOMAIN_STATUSES) });
 /** The `data` of `custom_domain.verified`. */
-export const DomainVerifiedEventSchema = z.object({ id: z.uuid(), domain: z.string(), verified_at: z.iso.datetime() });
+export const DomainVerifiedEventSchema = z.object({ id: z.uuid(), domain: text(), verified_at: z.iso.datetime() });

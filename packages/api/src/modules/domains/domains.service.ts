@@ -8,13 +8,15 @@ import { newId } from '../../lib/ids.ts';
 import { dnsResolver } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import { ownApplication } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type CustomDomain, CustomDomainEntity } from './custom-domain.entity.ts';
 import { CHALLENGE_PREFIX, canonicalDomain } from './domain-name.ts';
 import type { CustomDomainRecord, VerificationError } from './domains.schema.ts';
 
 /** Seconds before each background re-check of a pending domain (the last one repeats). */
-const RECHECK_BACKOFF_S = [60, 300, 900, 1800, 3600, 7200, 14_400, 21_600];
+const LAST_BACKOFF_S = 21_600;
+const RECHECK_BACKOFF_S = [60, 300, 900, 1800, 3600, 7200, 14_400, LAST_BACKOFF_S];
 /** A domain still pending this long after it was added is `failed` (its TLS too). */
 const FAIL_AFTER = "interval '7 days'";
 /** How long a process's claim of a domain lasts while it looks the record up (another takes over after a crash). */
@@ -23,7 +25,7 @@ const BATCH = 50;
 
 const challengeName = (domain: string) => `${CHALLENGE_PREFIX}.${domain}`;
 const challengeValue = (token: string) => `gatehouse-domain-verification=${token}`;
-const backoffS = (checks: number) => RECHECK_BACKOFF_S[Math.min(checks, RECHECK_BACKOFF_S.length - 1)]!;
+const backoffS = (checks: number) => RECHECK_BACKOFF_S[checks] ?? LAST_BACKOFF_S;
 
 const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecord => ({
   id: d.id,
@@ -40,7 +42,7 @@ const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecor
   verified_at: iso(d.verifiedAt),
 });
 
-async function findDomain(ctx: Context, applicationId: string, domainId: string): Promise<CustomDomain> {
+async function findDomain(ctx: TenantContext, applicationId: string, domainId: string): Promise<CustomDomain> {
   ownApplication(ctx, applicationId);
   const domain = await ctx.em.findOne(CustomDomainEntity, { id: domainId, application: applicationId });
   if (!domain) throw notFound('Custom domain');
@@ -52,7 +54,7 @@ async function findDomain(ctx: Context, applicationId: string, domainId: string)
  * index on `domain` decides between concurrent adds of one name, in this application or another; the 409 never says
  * which application holds it.
  */
-export async function addDomain(ctx: Context, input: { id: string; domain: string }) {
+export async function addDomain(ctx: TenantContext, input: { id: string; domain: string }) {
   const application = ownApplication(ctx, input.id);
   const name = canonicalDomain(input.domain);
   const domain = ctx.em.create(CustomDomainEntity, {
@@ -84,7 +86,7 @@ export async function addDomain(ctx: Context, input: { id: string; domain: strin
   return toDomainRecord(domain, ctx.services.cnameTarget);
 }
 
-export async function listDomains(ctx: Context, applicationId: string) {
+export async function listDomains(ctx: TenantContext, applicationId: string) {
   ownApplication(ctx, applicationId);
   const domains = await ctx.em.find(
     CustomDomainEntity,
@@ -99,7 +101,7 @@ export async function listDomains(ctx: Context, applicationId: string) {
  * `verified` and `custom_domain.verified`; otherwise the status stays and `verification_error` says why. A verified
  * domain is answered as it is (no lookup, no second event).
  */
-export async function verifyDomain(ctx: Context, input: { id: string; domain_id: string }) {
+export async function verifyDomain(ctx: TenantContext, input: { id: string; domain_id: string }) {
   const domain = await findDomain(ctx, input.id, input.domain_id);
   // Each verify makes the service query DNS: bounded per application.
   await ctx.services.rateLimits.consume(
@@ -114,7 +116,7 @@ export async function verifyDomain(ctx: Context, input: { id: string; domain_id:
   return toDomainRecord(domain, ctx.services.cnameTarget);
 }
 
-export async function deleteDomain(ctx: Context, input: { id: string; domain_id: string }) {
+export async function deleteDomain(ctx: TenantContext, input: { id: string; domain_id: string }) {
   const domain = await findDomain(ctx, input.id, input.domain_id);
   await ctx.em.nativeDelete(CustomDomainEntity, { id: domain.id });
   return { id: domain.id, deleted: true as const };
@@ -215,12 +217,15 @@ export async function recheckPendingDomains(em: EntityManager, services: Houseke
        returning id, application_id, domain, verification_token, check_count`,
     );
     // The lookups run side by side; the writes one after another (PGlite is one connection).
-    const errors = await Promise.all(
-      claimed.map((row) => lookUpChallenge(row.domain, row.verification_token, services.dnsServers)),
+    const checks = await Promise.all(
+      claimed.map(async (row) => ({
+        row,
+        error: await lookUpChallenge(row.domain, row.verification_token, services.dnsServers),
+      })),
     );
-    for (const [i, row] of claimed.entries()) {
+    for (const { row, error } of checks) {
       const domain = { id: row.id, application: row.application_id, domain: row.domain, checkCount: Number(row.check_count) };
-      await recordCheck(em, domain, errors[i]!);
+      await recordCheck(em, domain, error);
     }
     checked += claimed.length;
     if (claimed.length < BATCH) return checked;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { text } from '../../lib/schemas.ts';
 
 /** Event kinds of CONTRACT §6 that this build emits; later capabilities add theirs. */
 export const EVENT_TYPES = [
@@ -54,7 +55,7 @@ export interface EventPayloads {}
  * through `recordEvent` or `eventRow`, which take only that (the router's type, so the SDK's, says so).
  */
 export const EventSchema = z
-  .object({ id: z.uuid(), type: z.string(), data: z.record(z.string(), z.unknown()), created_at: z.iso.datetime() })
+  .object({ id: z.uuid(), type: text(), data: z.record(text(), z.unknown()), created_at: z.iso.datetime() })
   // Spelled out here, not named: the SDK's published types inline the router's, which then carry no server type.
   .meta({ id: 'Event' }) as unknown as z.ZodType<
   { [K in EventType]: { id: string; type: K; data: EventPayloads[K]; created_at: string } }[EventType]

@@ -1,8 +1,8 @@
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { EventEntity } from './event.entity.ts';
 import type { EventPayloads, EventRecord, EventType } from './events.schema.ts';
 
@@ -26,8 +26,8 @@ export function recordEvent<T extends EventType>(
   em.create(EventEntity, { id: newId(), application: applicationId, type, data });
 }
 
-export async function listEvents(ctx: Context, input: PageQuery & { type?: EventType }) {
-  const where = { application: ctx.application!.id, ...(input.type ? { type: input.type } : {}) };
+export async function listEvents(ctx: TenantContext, input: PageQuery & { type?: EventType }) {
+  const where = { application: ctx.application.id, ...(input.type ? { type: input.type } : {}) };
   const [rows, total] = await ctx.em.findAndCount(EventEntity, where, {
     orderBy: { createdAt: 'desc', id: 'desc' },
     limit: input.limit,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { IdParamSchema } from '../../lib/schemas.ts';
-import { router, secretKeyProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import { RemovedFactorSchema, UserFactorParamsSchema, UserFactorSchema } from './factors.schema.ts';
 import { listUserFactors, removeUserFactor } from './factors.service.ts';
 

@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 
 /** A sign-in factor as support sees it: a passkey, an authenticator app or a set of backup codes. */
 export const UserFactorSchema = z
   .object({
     id: z.uuid(),
     kind: z.enum(['passkey', 'totp', 'backup_code']),
-    name: z.string(),
+    name: text(),
     created_at: z.iso.datetime(),
     last_used_at: z.iso.datetime().nullable(),
   })

@@ -110,7 +110,7 @@ export class MailWorker {
   }
 
   #claim(): Promise<ClaimedRow[]> {
-    const em = this.services.orm.em.fork() as EntityManager;
+    const em = this.services.orm.em.fork();
     return em.execute<ClaimedRow[]>(
       `update messages set locked_until = now() + interval '${LEASE_S} seconds', attempts = attempts + 1
         where id in (select id from messages
@@ -121,7 +121,7 @@ export class MailWorker {
   }
 
   async #send(row: ClaimedRow) {
-    const em = this.services.orm.em.fork() as EntityManager;
+    const em = this.services.orm.em.fork();
     const mail = JSON.parse(this.services.secretBox.decrypt(row.payload_sealed, sealContext(row.id))) as QueuedMail['mail'];
     try {
       await this.services.mailer.send(mail, { consoleText: mail.consoleText });

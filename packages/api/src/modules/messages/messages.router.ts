@@ -1,17 +1,19 @@
 import { z } from 'zod';
-import type { Context } from '../../context.ts';
 import { listQuerySchema, type PageQuery, pageOf } from '../../lib/pagination.ts';
-import { router, secretKeyProcedure } from '../../trpc.ts';
+import { text } from '../../lib/schemas.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { MessageEntity } from './message.entity.ts';
 
 export const MessageSchema = z
   .object({
     id: z.uuid(),
-    template_key: z.string(),
+    template_key: text(),
     channel: z.enum(['email', 'sms']),
-    to: z.string(),
-    subject: z.string().nullable(),
-    body: z.string().meta({ description: 'Text body; links only for development applications' }),
+    to: text(),
+    subject: text().nullable(),
+    body: text().meta({ description: 'Text body; links only for development applications' }),
     status: z.enum(['queued', 'sent', 'failed', 'not_delivered']).meta({
       description:
         'queued: waiting to be sent (or retried); sent; failed: every attempt failed; not_delivered: handed to you as message.created',
@@ -20,11 +22,11 @@ export const MessageSchema = z
   })
   .meta({ id: 'Message' });
 
-async function listMessages(ctx: Context, input: PageQuery) {
+async function listMessages(ctx: TenantContext, input: PageQuery) {
   const [rows, total] = await ctx.em.findAndCount(
     MessageEntity,
     // Suppressed rows (a magic link to an address that cannot sign in) only keep timings equal: never listed.
-    { application: ctx.application!.id, status: { $ne: 'suppressed' } },
+    { application: ctx.application.id, status: { $ne: 'suppressed' } },
     { orderBy: { createdAt: 'desc', id: 'desc' }, limit: input.limit, offset: input.offset },
   );
   return {

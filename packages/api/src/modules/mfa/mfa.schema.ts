@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 import { PendingTokenInputSchema } from '../sign-in/sign-in.schema.ts';
 
 export const MFA_FACTOR_KINDS = ['totp', 'backup_code'] as const;
@@ -9,7 +10,7 @@ export const MfaFactorSchema = z
   .object({
     id: z.uuid(),
     kind: z.enum(MFA_FACTOR_KINDS),
-    name: z.string(),
+    name: text(),
     created_at: z.iso.datetime(),
     last_used_at: z.iso.datetime().nullable(),
   })
@@ -18,20 +19,20 @@ export type MfaFactorRecord = z.infer<typeof MfaFactorSchema>;
 
 export const EnrollTotpInputSchema = z
   .strictObject({
-    name: z.string().trim().min(1).max(200).optional().meta({ description: 'A label for the authenticator app' }),
+    name: text().trim().min(1).max(200).optional().meta({ description: 'A label for the authenticator app' }),
   })
   .optional();
 
 export const TotpEnrollmentSchema = z
   .object({
     factor_id: z.uuid(),
-    secret: z.string().meta({ description: 'The base32 seed, shown once: enter it in an authenticator app' }),
-    otpauth_uri: z.string().meta({ description: 'otpauth://totp/… for a QR code' }),
+    secret: text().meta({ description: 'The base32 seed, shown once: enter it in an authenticator app' }),
+    otpauth_uri: text().meta({ description: 'otpauth://totp/… for a QR code' }),
   })
   .meta({ id: 'TotpEnrollment' });
 
 /** A TOTP code: six digits. */
-const TotpCodeSchema = z.string().regex(/^\d{6}$/, 'six digits');
+const TotpCodeSchema = text().regex(/^\d{6}$/, 'six digits');
 
 export const ConfirmTotpInputSchema = z.strictObject({ factor_id: z.uuid(), code: TotpCodeSchema });
 
@@ -39,11 +40,11 @@ export const VerifyTotpInputSchema = z.strictObject({ pending_token: PendingToke
 
 export const VerifyBackupCodeInputSchema = z.strictObject({
   pending_token: PendingTokenInputSchema,
-  code: z.string().min(1).max(64),
+  code: text().min(1).max(64),
 });
 
 export const BackupCodesSchema = z
   .object({
-    codes: z.array(z.string()).length(10).meta({ description: 'Shown once; each works once. A new set voids this one.' }),
+    codes: z.array(text()).length(10).meta({ description: 'Shown once; each works once. A new set voids this one.' }),
   })
   .meta({ id: 'BackupCodes' });

@@ -1,12 +1,14 @@
 import { randomInt } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import type { Context, Services } from '../../context.ts';
+import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken, notFound, stepUpRequired } from '../../errors.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Limit } from '../../lib/rate-limit.ts';
 import { iso } from '../../lib/time.ts';
+import type { TenantContext } from '../applications/contexts.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
 import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
 import type { SignInResult } from '../sign-in/sign-in.schema.ts';
 import {
@@ -54,8 +56,8 @@ export const toFactorRecord = (factor: MfaFactor): MfaFactorRecord => ({
   last_used_at: iso(factor.lastUsedAt),
 });
 
-function signedIn(ctx: Context) {
-  return { application: ctx.application!, session: ctx.session!, user: ctx.user! };
+function signedIn(ctx: SignedInContext) {
+  return { application: ctx.application, session: ctx.session, user: ctx.user };
 }
 
 const confirmedFactors = (em: EntityManager, userId: string) =>
@@ -67,7 +69,7 @@ const confirmedFactors = (em: EntityManager, userId: string) =>
  * second-factor check. Every registered source counts (passkeys too), and so does any confirmed factor of ours,
  * even a set of backup codes that is used up.
  */
-export async function requireStepUpWhenEnrolled(ctx: Context) {
+export async function requireStepUpWhenEnrolled(ctx: SignedInContext) {
   const { session, user } = signedIn(ctx);
   if (session.aal >= 2) return;
   if ((await secondFactorMethods(ctx.services.hooks, ctx.em, user)).length || (await confirmedFactors(ctx.em, user.id)).length) {
@@ -108,7 +110,7 @@ async function acceptStep(em: EntityManager, factorId: string, step: number, use
 // ---------------------------------------------------------------------------------------------------------------
 // Enrollment and management (signed in)
 
-export async function enrollTotp(ctx: Context, input: { name?: string } | undefined) {
+export async function enrollTotp(ctx: SignedInContext, input: { name?: string } | undefined) {
   const { application, user } = signedIn(ctx);
   await requireStepUpWhenEnrolled(ctx);
   const id = newId();
@@ -138,7 +140,7 @@ export async function enrollTotp(ctx: Context, input: { name?: string } | undefi
  * cannot sign in afterwards. Confirming replaces an authenticator the user already had (a new phone): that needs
  * aal 2 like any addition when a factor exists.
  */
-export async function confirmTotp(ctx: Context, input: { factor_id: string; code: string }) {
+export async function confirmTotp(ctx: SignedInContext, input: { factor_id: string; code: string }) {
   const { application, user } = signedIn(ctx);
   const factor = await ctx.em.findOne(MfaFactorEntity, {
     id: input.factor_id,
@@ -171,13 +173,17 @@ const randomBackupCode = () => {
   return `${code.slice(0, 5)}-${code.slice(5)}`;
 };
 
-/** The canonical form of a typed code: case, spaces and hyphens ignored; o, i and l read as 0, 1 and 1. */
-function normalizeBackupCode(code: string): string | null {
-  const canonical = code
+/** The canonical form of a code: case, spaces and hyphens ignored; o, i and l read as 0, 1 and 1. */
+const canonicalBackupCode = (code: string) =>
+  code
     .toLowerCase()
     .replace(/[\s-]+/g, '')
     .replace(/o/g, '0')
     .replace(/[il]/g, '1');
+
+/** The canonical form of a typed code, or null when it cannot be one. */
+function normalizeBackupCode(code: string): string | null {
+  const canonical = canonicalBackupCode(code);
   return canonical.length === BACKUP_CODE_LENGTH && [...canonical].every((c) => BACKUP_CODE_ALPHABET.includes(c))
     ? canonical
     : null;
@@ -187,7 +193,7 @@ function normalizeBackupCode(code: string): string | null {
 const backupCodeHash = (factorId: string, canonical: string) => sha256(`${factorId}:${canonical}`);
 
 /** 201: ten new codes, shown this once. The previous set (used or not) is void from the same commit on. */
-export async function createBackupCodes(ctx: Context) {
+export async function createBackupCodes(ctx: SignedInContext) {
   const { application, user } = signedIn(ctx);
   await requireStepUpWhenEnrolled(ctx);
   const codes = new Set<string>();
@@ -214,7 +220,7 @@ export async function createBackupCodes(ctx: Context) {
         application: application.id,
         user: user.id,
         factor: id,
-        codeHash: backupCodeHash(id, normalizeBackupCode(code)!),
+        codeHash: backupCodeHash(id, canonicalBackupCode(code)),
         usedAt: null,
       });
     }
@@ -225,13 +231,13 @@ export async function createBackupCodes(ctx: Context) {
   return { codes: [...codes] };
 }
 
-export async function listFactors(ctx: Context) {
+export async function listFactors(ctx: SignedInContext) {
   const { user } = signedIn(ctx);
   return (await confirmedFactors(ctx.em, user.id)).map(toFactorRecord);
 }
 
 /** Removal always needs aal 2: an aal 1 session must not be able to strip the factor that protects the account. */
-export async function deleteFactor(ctx: Context, id: string) {
+export async function deleteFactor(ctx: SignedInContext, id: string) {
   const { application, session, user } = signedIn(ctx);
   const factor = await ctx.em.findOne(MfaFactorEntity, {
     id,
@@ -274,8 +280,8 @@ export interface SecondFactor {
  * but the failure stays counted, and the fifth one kills the token. The path is 8 PostgreSQL round trips: application,
  * reservation, limits, the sign-in transaction (begin, gates and token, session, commit), refund.
  */
-export async function secondFactorAttempt(ctx: Context, ref: PendingRef, factor: SecondFactor): Promise<SignInResult> {
-  const application = ctx.application!;
+export async function secondFactorAttempt(ctx: TenantContext, ref: PendingRef, factor: SecondFactor): Promise<SignInResult> {
+  const application = ctx.application;
   const reserved = await reserveSecondFactorAttempt(ctx.em, application, ref, MAX_FAILED_ATTEMPTS, factor.lookup);
   if (!reserved) throw invalidPendingToken();
   const limits = failureLimits(application.id, reserved.userId, ctx.ip);
@@ -317,12 +323,12 @@ const confirmedFactorLookup = (applicationId: string, kind: MfaFactorKind): Stat
   params: [applicationId, kind],
 });
 
-export function verifyTotp(ctx: Context, input: { pending_token: string; code: string }) {
+export function verifyTotp(ctx: TenantContext, input: { pending_token: string; code: string }) {
   return secondFactorAttempt(
     ctx,
     { token: input.pending_token },
     {
-      lookup: confirmedFactorLookup(ctx.application!.id, 'totp'),
+      lookup: confirmedFactorLookup(ctx.application.id, 'totp'),
       check: async (factor) => {
         const step = factor
           ? matchingStep(ctx.services, { id: factor.id, secretSealed: factor.secret_sealed }, input.code)
@@ -333,13 +339,13 @@ export function verifyTotp(ctx: Context, input: { pending_token: string; code: s
   );
 }
 
-export function verifyBackupCode(ctx: Context, input: { pending_token: string; code: string }) {
+export function verifyBackupCode(ctx: TenantContext, input: { pending_token: string; code: string }) {
   const canonical = normalizeBackupCode(input.code);
   return secondFactorAttempt(
     ctx,
     { token: input.pending_token },
     {
-      lookup: confirmedFactorLookup(ctx.application!.id, 'backup_code'),
+      lookup: confirmedFactorLookup(ctx.application.id, 'backup_code'),
       check: async (set) => {
         if (!set || !canonical) return null;
         return {

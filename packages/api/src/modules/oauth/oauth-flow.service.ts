@@ -9,7 +9,10 @@ import { newId } from '../../lib/ids.ts';
 import type { Hooks } from '../../lib/modules.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { EndUserInStatementContext } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
 import {
   completeReturningSignIn,
   completeSignIn,
@@ -64,12 +67,12 @@ export function toIdentityRecord(identity: Identity): IdentityRecord {
  * database (any process can finish) bound to the application, provider, purpose and, for linking, the user.
  */
 async function start(
-  ctx: Context,
+  ctx: TenantContext,
   input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string },
   purpose: Purpose,
   user: User | null,
 ): Promise<{ authorization_url: string }> {
-  const application = ctx.application!;
+  const application = ctx.application;
   await ctx.services.rateLimits.consume(
     [{ name: 'oauth_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
     ctx.response.headers,
@@ -148,13 +151,13 @@ const PROVIDER_ERRORS: Record<string, string> = {
  * redeems the code outside any transaction.
  */
 async function finish(
-  ctx: Context,
+  ctx: TenantContext | EndUserInStatementContext,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
   purpose: Purpose,
   user: User | null,
 ): Promise<{ application: Application; client: ProviderClient; result: ExchangeResult; hostId: string | null }> {
-  const deferred = ctx.applicationInStatement;
-  const applicationId = deferred?.id ?? ctx.application!.id;
+  const deferred = 'applicationInStatement' in ctx ? ctx.applicationInStatement : undefined;
+  const applicationId = 'applicationInStatement' in ctx ? ctx.applicationInStatement.id : ctx.application.id;
   const origin = deferred?.origin ?? { sql: () => 'true', params: [] };
   const stateHash = sha256(input.state);
   const [row] = await preparedQuery<{
@@ -177,17 +180,19 @@ async function finish(
        from a left join spent on true`,
     [applicationId, stateHash, input.provider, purpose, user?.id ?? null, ...origin.params, applicationId, input.provider],
   );
-  const application = deferred ? deferred.accept(ctx, row?.application) : ctx.application!;
+  const application = 'applicationInStatement' in ctx ? ctx.applicationInStatement.accept(row?.application) : ctx.application;
   if (!row?.secrets_sealed) {
     throw new AppError(
       'invalid_verification',
       'This sign-in attempt is unknown, expired (10 minutes) or already finished. Start again from the sign-in button.',
     );
   }
-  if (input.error !== undefined) {
+  // The input schema lets exactly one of `code` and `error` through.
+  const { code } = input;
+  if (input.error !== undefined || code === undefined) {
     throw new AppError(
       'invalid_verification',
-      `${PROVIDER_ERRORS[input.error] ?? 'The provider did not sign the person in.'} Start again to retry.`,
+      `${PROVIDER_ERRORS[input.error ?? ''] ?? 'The provider did not sign the person in.'} Start again to retry.`,
     );
   }
   const { verifier, nonce } = JSON.parse(
@@ -198,7 +203,7 @@ async function finish(
     return {
       application,
       client,
-      result: await exchangeCode(ctx.services.oauth, client, { code: input.code!, state: input.state, verifier, nonce }),
+      result: await exchangeCode(ctx.services.oauth, client, { code, state: input.state, verifier, nonce }),
       hostId: row.host_id,
     };
   } catch (error) {
@@ -358,11 +363,11 @@ async function firstSignIn(
 // ---------------------------------------------------------------------------------------------------------------
 // Sign-in (ES)
 
-export const startOAuth = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string }) =>
+export const startOAuth = (ctx: TenantContext, input: { provider: OAuthProviderName; redirect_uri: string; host_id?: string }) =>
   start(ctx, input, 'sign_in', null);
 
 export async function oauthCallback(
-  ctx: Context,
+  ctx: EndUserInStatementContext,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
 ) {
   const { application, client, result, hostId } = await finish(ctx, input, 'sign_in', null);
@@ -447,16 +452,16 @@ export async function relayRedirect(ctx: Context, params: Record<string, unknown
 // ---------------------------------------------------------------------------------------------------------------
 // Linking (ES★)
 
-function signedIn(ctx: Context) {
-  return { application: ctx.application!, session: ctx.session!, user: ctx.user! };
+function signedIn(ctx: SignedInContext) {
+  return { application: ctx.application, session: ctx.session, user: ctx.user };
 }
 
-export const startLink = (ctx: Context, input: { provider: OAuthProviderName; redirect_uri: string }) =>
+export const startLink = (ctx: SignedInContext, input: { provider: OAuthProviderName; redirect_uri: string }) =>
   start(ctx, input, 'link', signedIn(ctx).user);
 
 /** Adds the provider account to the signed-in user; one already linked to someone else is 409. */
 export async function linkCallback(
-  ctx: Context,
+  ctx: SignedInContext,
   input: { provider: OAuthProviderName; code?: string; state: string; error?: string },
 ): Promise<IdentityRecord> {
   const { application, user } = signedIn(ctx);
@@ -473,7 +478,7 @@ export async function linkCallback(
   });
 }
 
-export async function listIdentities(ctx: Context): Promise<IdentityRecord[]> {
+export async function listIdentities(ctx: SignedInContext): Promise<IdentityRecord[]> {
   const { application, user } = signedIn(ctx);
   const rows = await ctx.em.find(
     IdentityEntity,
@@ -488,7 +493,7 @@ export async function listIdentities(ctx: Context): Promise<IdentityRecord[]> {
  * the last way left to sign in (no email, no passkey, no other link). The user row is locked so two concurrent
  * unlinks cannot both pass that check.
  */
-export async function unlinkIdentity(ctx: Context, id: string) {
+export async function unlinkIdentity(ctx: SignedInContext, id: string) {
   const { application, session, user } = signedIn(ctx);
   const record = await ctx.em.transactional(async (em) => {
     await em.execute('select id from users where id = ? for update', [user.id]);

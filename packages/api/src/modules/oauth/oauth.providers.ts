@@ -285,10 +285,13 @@ export async function issuerProblem(config: OAuthConfig, issuer: string): Promis
 }
 
 function discover(config: OAuthConfig, client: ProviderClient): Promise<Discovered> {
+  // A generic OIDC client always names its issuer (the setting requires it).
+  if (!client.issuer) return Promise.reject(unreachable('discovery: no issuer'));
+  const issuer = client.issuer;
   const key = JSON.stringify([client.issuer, client.clientId, client.clientSecret]);
   const cached = discovered.get(key);
   if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
-  const pending = loadIssuer(config, client.issuer!, client.clientId, client.clientSecret)
+  const pending = loadIssuer(config, issuer, client.clientId, client.clientSecret)
     .catch((error: unknown) => {
       throw unreachable(`discovery: ${discoveryFailure(error)}`);
     })
@@ -323,7 +326,7 @@ export async function authorizationUrl(config: OAuthConfig, client: ProviderClie
       redirect_uri: client.redirectUri,
       scope: client.scopes.join(' '),
       state: secrets.state,
-      nonce: secrets.nonce!,
+      ...(secrets.nonce ? { nonce: secrets.nonce } : {}),
       code_challenge: await oidc.calculatePKCECodeChallenge(secrets.verifier),
       code_challenge_method: 'S256',
     });
@@ -417,6 +420,13 @@ const remoteKeys = (url: string) => {
   return keys;
 };
 
+/** An endpoint that the provider's kind has in its catalog entry (an OIDC provider's key set and issuer, a plain one's API). */
+function endpoint(endpoints: Endpoints, name: 'jwks' | 'issuer' | 'api'): string {
+  const url = endpoints[name];
+  if (!url) throw new ProviderFailure(`no ${name} endpoint`, TOKEN_REFUSED);
+  return url;
+}
+
 /** RFC 8725: the key only from the provider's JWKS, an allowlist of asymmetric algorithms (`none` never), every claim. */
 async function verifyIdToken(
   endpoints: Endpoints,
@@ -426,15 +436,16 @@ async function verifyIdToken(
 ): Promise<JWTPayload> {
   const header = decodeProtectedHeader(idToken);
   if (!header.alg || !ALGORITHMS.includes(header.alg)) throw new ProviderFailure(`id token alg ${header.alg}`, TOKEN_REFUSED);
-  const { payload } = await jwtVerify(idToken, remoteKeys(endpoints.jwks!), {
+  const { payload } = await jwtVerify(idToken, remoteKeys(endpoint(endpoints, 'jwks')), {
     algorithms: ALGORITHMS,
     audience: client.clientId,
     requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat'],
     clockTolerance: 60,
   });
-  const issuer = endpoints.issuer!.includes('{tid}')
-    ? endpoints.issuer!.replace('{tid}', typeof payload.tid === 'string' ? payload.tid : '\u0000')
-    : endpoints.issuer!;
+  const expected = endpoint(endpoints, 'issuer');
+  const issuer = expected.includes('{tid}')
+    ? expected.replace('{tid}', typeof payload.tid === 'string' ? payload.tid : '\u0000')
+    : expected;
   // Google documents both spellings of its issuer.
   const issuers = client.provider === 'google' ? [issuer, issuer.replace(/^https:\/\//, '')] : [issuer];
   if (!issuers.includes(String(payload.iss))) throw new ProviderFailure('id token iss', TOKEN_REFUSED);
@@ -565,9 +576,9 @@ export async function exchangeCode(
       if (!stored.id_token) throw new ProviderFailure('no id token', TOKEN_REFUSED);
       profile = profileFromClaims(client.provider, await verifyIdToken(endpoints, client, stored.id_token, input.nonce));
     } else if (client.provider === 'github') {
-      profile = await githubProfile(endpoints.api!, stored.access_token);
+      profile = await githubProfile(endpoint(endpoints, 'api'), stored.access_token);
     } else {
-      profile = await discordProfile(endpoints.api!, stored.access_token);
+      profile = await discordProfile(endpoint(endpoints, 'api'), stored.access_token);
     }
     return { profile, tokens: stored };
   } catch (error) {

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { endUserProcedure, router, secretKeyProcedure, signedInProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import { endUserInStatementProcedure, endUserProcedure } from '../applications/callers.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import { SignInResultSchema } from '../sign-in/sign-in.schema.ts';
 import {
   IdentitySchema,
@@ -72,9 +75,8 @@ export const oauthRouter = router({
     .input(StartOAuthSignInInputSchema)
     .output(StartOAuthOutputSchema)
     .mutation(({ ctx, input }) => startOAuth(ctx, input)),
-  callback: endUserProcedure
+  callback: endUserInStatementProcedure
     .meta({
-      credentialInStatement: true,
       openapi: {
         method: 'POST',
         path: '/v1/auth/oauth/{provider}/callback',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RedirectUrlSchema } from '../../lib/schemas.ts';
+import { RedirectUrlSchema, text } from '../../lib/schemas.ts';
 import { HostIdSchema } from '../sign-in/sign-in.schema.ts';
 import { OAUTH_PROVIDERS } from './oauth.providers.ts';
 
@@ -12,12 +12,12 @@ export const OAuthProviderNameSchema = z.enum(OAUTH_PROVIDERS).meta({
 export const OAuthProviderSettingSchema = z
   .object({
     provider: OAuthProviderNameSchema,
-    client_id: z.string().nullable(),
+    client_id: text().nullable(),
     enabled: z.boolean(),
     has_secret: z.boolean().meta({ description: 'Whether a client secret is stored; the secret itself is never returned' }),
-    scopes: z.array(z.string()),
+    scopes: z.array(text()),
     use_shared_dev_credentials: z.boolean(),
-    issuer: z.string().nullable().meta({ description: 'The `oidc` provider: the issuer it discovers; null otherwise' }),
+    issuer: text().nullable().meta({ description: 'The `oidc` provider: the issuer it discovers; null otherwise' }),
     updated_at: z.iso.datetime().nullable().meta({ description: 'Null while the provider was never configured' }),
   })
   .meta({ id: 'OAuthProviderSetting' });
@@ -25,12 +25,12 @@ export type OAuthProviderSetting = z.infer<typeof OAuthProviderSettingSchema>;
 
 export const ProviderParamsSchema = z.strictObject({ id: z.uuid(), provider: OAuthProviderNameSchema });
 
-const ScopeSchema = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/, 'an OAuth scope token (RFC 6749 §3.3)');
+const ScopeSchema = text().regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/, 'an OAuth scope token (RFC 6749 §3.3)');
 
 /** PUT: `enabled` is required; every other field omitted keeps its stored value (the secret is never sent back). */
 export const PutOAuthProviderInputSchema = ProviderParamsSchema.extend({
-  client_id: z.string().trim().min(1).max(512).optional(),
-  client_secret: z.string().min(1).max(8192).optional().meta({
+  client_id: text().trim().min(1).max(512).optional(),
+  client_secret: text().min(1).max(8192).optional().meta({
     description: 'Stored encrypted, never returned. Apple: `TEAM_ID:KEY_ID:` followed by the .p8 private key (PEM).',
   }),
   enabled: z.boolean(),
@@ -39,7 +39,7 @@ export const PutOAuthProviderInputSchema = ProviderParamsSchema.extend({
     .boolean()
     .optional()
     .meta({ description: "Sign in with the operator's shared client (development applications only)" }),
-  issuer: z.string().max(2048).optional().meta({ format: 'uri', description: '`oidc` only: the issuer URL (https)' }),
+  issuer: text().max(2048).optional().meta({ format: 'uri', description: '`oidc` only: the issuer URL (https)' }),
 });
 
 export const StartOAuthInputSchema = z.strictObject({
@@ -51,16 +51,15 @@ export const StartOAuthInputSchema = z.strictObject({
 });
 export const StartOAuthSignInInputSchema = StartOAuthInputSchema.extend({ host_id: HostIdSchema.optional() });
 export const StartOAuthOutputSchema = z
-  .object({ authorization_url: z.string().meta({ description: "The provider's consent page: send the browser there" }) })
+  .object({ authorization_url: text().meta({ description: "The provider's consent page: send the browser there" }) })
   .meta({ id: 'OAuthStarted' });
 
 export const OAuthCallbackInputSchema = z
   .strictObject({
     provider: OAuthProviderNameSchema,
-    code: z.string().min(1).max(2048).optional(),
-    state: z.string().min(1).max(200),
-    error: z
-      .string()
+    code: text().min(1).max(2048).optional(),
+    state: text().min(1).max(200),
+    error: text()
       .max(200)
       .optional()
       .meta({ description: 'The `error` the provider put on the redirect instead of a code (e.g. `access_denied`)' }),
@@ -75,8 +74,8 @@ export const IdentitySchema = z
   .object({
     id: z.uuid(),
     kind: z.enum(['oauth', 'saml', 'passkey']),
-    provider: z.string().nullable().meta({ description: 'The OAuth provider (kind `oauth`); null otherwise' }),
-    name: z.string(),
+    provider: text().nullable().meta({ description: 'The OAuth provider (kind `oauth`); null otherwise' }),
+    name: text(),
     created_at: z.iso.datetime(),
     last_used_at: z.iso.datetime().nullable(),
   })

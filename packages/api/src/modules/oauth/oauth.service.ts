@@ -5,6 +5,7 @@ import { newId } from '../../lib/ids.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import {
   defaultScopes,
   INSECURE_OIDC_SETTING,
@@ -40,7 +41,7 @@ function toRecord(provider: OAuthProviderName, row: OAuthProvider | undefined): 
 }
 
 /** S3: every provider, configured or not (unconfigured ones are disabled, without a secret). */
-export async function listOAuthProviders(ctx: Context, id: string): Promise<OAuthProviderSetting[]> {
+export async function listOAuthProviders(ctx: TenantContext, id: string): Promise<OAuthProviderSetting[]> {
   const application = ownApplication(ctx, id);
   const rows = await ctx.em.find(OAuthProviderEntity, { application: application.id });
   const byName = new Map(rows.map((row) => [row.provider, row]));
@@ -50,7 +51,7 @@ export async function listOAuthProviders(ctx: Context, id: string): Promise<OAut
 const invalid = (path: string, message: string) => new AppError('validation_failed', message, [{ path, message }]);
 
 export async function putOAuthProvider(
-  ctx: Context,
+  ctx: TenantContext,
   input: {
     id: string;
     provider: OAuthProviderName;
@@ -135,7 +136,7 @@ export async function putOAuthProvider(
 }
 
 /** DELETE: back to unconfigured (the secret is gone; linked identities stay and sign in again once re-enabled). */
-export async function resetOAuthProvider(ctx: Context, input: { id: string; provider: OAuthProviderName }) {
+export async function resetOAuthProvider(ctx: TenantContext, input: { id: string; provider: OAuthProviderName }) {
   const application = ownApplication(ctx, input.id);
   await ctx.em.nativeDelete(OAuthProviderEntity, { application: application.id, provider: input.provider });
   return { id: input.provider, deleted: true as const };

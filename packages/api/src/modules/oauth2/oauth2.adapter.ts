@@ -133,7 +133,7 @@ export function findAccountRow(services: Services, applicationId: string, id: st
   if (!isUuid(id)) return Promise.resolve(undefined);
   return remembered(`account:${id}`, async () => {
     const [row] = await preparedQuery<AccountRow>(
-      services.orm.em as EntityManager,
+      services.orm.em,
       'oauth2_account',
       `select id, primary_email, email_verified, profile, updated_at from users
           where id = ? and application_id = ? and status = 'active'`,
@@ -274,8 +274,8 @@ function grantScopes(payload: Payload): string[] {
  */
 export function adapterFor(services: Services, applicationId: string) {
   // Plain statements need no identity map: the root manager's connection, no fork per statement.
-  const em = services.orm.em as EntityManager;
-  const fork = (): EntityManager => services.orm.em.fork() as EntityManager;
+  const em = services.orm.em;
+  const fork = (): EntityManager => services.orm.em.fork();
 
   return class MikroOrmAdapter {
     readonly name: string;
@@ -423,22 +423,21 @@ async function upsertGrant(em: EntityManager, applicationId: string, id: string,
   if (!isUuid(payload.accountId ?? '') || !isUuid(payload.clientId ?? '')) throw new Error('grant without user or client');
   const scopes = JSON.stringify(grantScopes(payload));
   await em.transactional(async (tx) => {
-    const inserted = await tx.execute<Array<{ inserted: boolean }>>(
+    const [row] = await tx.execute<Array<{ inserted: boolean; user_id: string; client_id: string }>>(
       `insert into oauth2_grants (id, application_id, user_id, client_id, scopes, payload, expires_at, created_at, updated_at)
         values (?, ?, ?, ?, ?, ?, ?, now(), now())
         on conflict (id) do update set scopes = excluded.scopes, payload = excluded.payload, expires_at = excluded.expires_at,
           updated_at = now()
         where oauth2_grants.application_id = excluded.application_id
-        returning (xmax = 0) as inserted`,
+        returning (xmax = 0) as inserted, user_id, client_id`,
       [id, applicationId, payload.accountId, payload.clientId, scopes, JSON.stringify(payload), expiresAt],
     );
-    if (inserted[0]?.inserted) {
+    if (row?.inserted) {
       await tx.execute(`insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`, [
         ...eventRow(applicationId, 'oauth2_grant.created', {
           id,
-          // A grant always has both (they are its row's user_id and client_id).
-          user_id: payload.accountId!,
-          client_id: payload.clientId!,
+          user_id: row.user_id,
+          client_id: row.client_id,
           scopes: JSON.parse(scopes),
         }),
       ]);

@@ -2,7 +2,6 @@ import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Provider, { type Configuration, errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -40,7 +39,7 @@ export async function providerFor(
   authorization?: string,
   presented?: string,
 ): Promise<Built | undefined> {
-  const em = services.orm.em.fork() as EntityManager;
+  const em = services.orm.em.fork();
   const application = await applicationWithReads(em, applicationId, authorization, presented);
   if (!application) return undefined;
   const signing = await activeSigningKey(em, services, applicationId);
@@ -56,7 +55,8 @@ export async function providerFor(
   const provider = buildProvider(services, application, signing);
   const built = { provider, handle: provider.callback(), version };
   cache.delete(applicationId);
-  if (cache.size >= MAX_PROVIDERS) cache.delete(cache.keys().next().value!);
+  const oldest = cache.keys().next();
+  if (cache.size >= MAX_PROVIDERS && !oldest.done) cache.delete(oldest.value);
   cache.set(applicationId, built);
   return built;
 }
@@ -114,11 +114,14 @@ function buildProvider(
           : `${issuer}/interaction/${interaction.uid}`,
     },
     async loadExistingGrant(ctx) {
+      // The provider asks only while authorizing a client.
+      const clientId = ctx.oidc.client?.clientId;
+      if (!clientId) return undefined;
       const grantId =
         ctx.oidc.result?.consent?.grantId ||
-        ctx.oidc.session?.grantIdFor(ctx.oidc.client!.clientId) ||
+        ctx.oidc.session?.grantIdFor(clientId) ||
         (ctx.oidc.session?.accountId
-          ? await latestGrantId(services, applicationId, ctx.oidc.session.accountId, ctx.oidc.client!.clientId)
+          ? await latestGrantId(services, applicationId, ctx.oidc.session.accountId, clientId)
           : undefined);
       return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
     },
@@ -240,7 +243,7 @@ function buildProvider(
 
 async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {
   if (!isUuid(userId) || !isUuid(clientId)) return undefined;
-  const [row] = await (services.orm.em.fork() as EntityManager).execute<Array<{ id: string }>>(
+  const [row] = await services.orm.em.fork().execute<Array<{ id: string }>>(
     `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
         order by updated_at desc limit 1`,
     [applicationId, userId, clientId],
@@ -254,8 +257,8 @@ function withQuery(base: string, key: string, value: string): string {
   return url.toString();
 }
 
-const escapeHtml = (value: string) =>
-  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
 
 const errorPage = (error: string, description?: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -306,7 +309,7 @@ export async function handleProviderRequest(
     if (path === '/jwks' && req.method === 'GET') {
       // One key set per application: the provider publishes the service's document (active and still-valid retired keys).
       res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'public, max-age=300' });
-      res.end(JSON.stringify(await jwks(services.orm.em.fork() as EntityManager, applicationId)));
+      res.end(JSON.stringify(await jwks(services.orm.em.fork(), applicationId)));
       return true;
     }
     const base = new URL(services.baseUrl);

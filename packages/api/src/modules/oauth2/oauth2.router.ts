@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { endUserProcedure, router, secretKeyProcedure, signedInProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import { endUserProcedure } from '../applications/callers.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import {
   CompleteInteractionInputSchema,
   CreateOAuth2ClientInputSchema,

@@ -1,10 +1,11 @@
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, type PurgeStep } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
 import type { BanStep } from '../users/users.hooks.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { findUser } from '../users/users.service.ts';
@@ -14,7 +15,7 @@ import type { GrantRecord, OAuth2ClientRecord } from './oauth2.schema.ts';
 import { type OAuth2Client, OAuth2ClientEntity } from './oauth2-client.entity.ts';
 import { OAuth2GrantEntity } from './oauth2-grant.entity.ts';
 
-const STANDARD_DESCRIPTIONS: Record<string, string> = {
+const STANDARD_DESCRIPTIONS: Record<(typeof STANDARD_SCOPES)[number], string> = {
   openid: 'Sign you in with your account',
   profile: 'Read your name and picture',
   email: 'Read your email address',
@@ -34,13 +35,13 @@ const toClientRecord = (client: OAuth2Client): OAuth2ClientRecord => ({
 });
 
 /** The scopes an application offers: the OpenID ones and its own (`settings.oauth2.scopes`). */
-function offeredScopes(ctx: Context): Map<string, string> {
-  const offered = new Map(STANDARD_SCOPES.map((s) => [s as string, STANDARD_DESCRIPTIONS[s]!]));
-  for (const scope of settingsOf(ctx.application!).oauth2.scopes) offered.set(scope.name, scope.description);
+function offeredScopes(ctx: TenantContext): Map<string, string> {
+  const offered = new Map<string, string>(STANDARD_SCOPES.map((s) => [s, STANDARD_DESCRIPTIONS[s]]));
+  for (const scope of settingsOf(ctx.application).oauth2.scopes) offered.set(scope.name, scope.description);
   return offered;
 }
 
-function checkScopes(ctx: Context, scopes: string[]): string[] {
+function checkScopes(ctx: TenantContext, scopes: string[]): string[] {
   const offered = offeredScopes(ctx);
   const unknown = scopes.filter((s) => !offered.has(s));
   if (unknown.length) {
@@ -53,8 +54,8 @@ function checkScopes(ctx: Context, scopes: string[]): string[] {
   return [...new Set(scopes)];
 }
 
-async function findClient(ctx: Context, id: string): Promise<OAuth2Client> {
-  const client = await ctx.em.findOne(OAuth2ClientEntity, { id, application: ctx.application!.id });
+async function findClient(ctx: TenantContext, id: string): Promise<OAuth2Client> {
+  const client = await ctx.em.findOne(OAuth2ClientEntity, { id, application: ctx.application.id });
   if (!client) throw notFound('OAuth client');
   return client;
 }
@@ -62,14 +63,14 @@ async function findClient(ctx: Context, id: string): Promise<OAuth2Client> {
 const newClientSecret = () => randomSecret('gcs_');
 
 export async function createClient(
-  ctx: Context,
+  ctx: TenantContext,
   input: { name: string; redirect_uris: string[]; type: 'public' | 'confidential'; scopes: string[]; logo_url?: string | null },
 ) {
   const scopes = checkScopes(ctx, input.scopes);
   const secret = input.type === 'confidential' ? newClientSecret() : null;
   const client = ctx.em.create(OAuth2ClientEntity, {
     id: newId(),
-    application: ctx.application!.id,
+    application: ctx.application.id,
     name: input.name,
     type: input.type,
     redirectUris: [...new Set(input.redirect_uris)],
@@ -82,19 +83,19 @@ export async function createClient(
   return { ...toClientRecord(client), client_secret: secret };
 }
 
-export async function listClients(ctx: Context) {
+export async function listClients(ctx: TenantContext) {
   const clients = await ctx.em.find(
     OAuth2ClientEntity,
-    { application: ctx.application!.id },
+    { application: ctx.application.id },
     { orderBy: { createdAt: 'desc', id: 'desc' }, limit: 1000 },
   );
   return clients.map(toClientRecord);
 }
 
-export const getClient = async (ctx: Context, id: string) => toClientRecord(await findClient(ctx, id));
+export const getClient = async (ctx: TenantContext, id: string) => toClientRecord(await findClient(ctx, id));
 
 export async function updateClient(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; name?: string; redirect_uris?: string[]; scopes?: string[]; logo_url?: string | null },
 ) {
   const client = await findClient(ctx, input.id);
@@ -108,7 +109,7 @@ export async function updateClient(
 }
 
 /** Deleting a client deletes its grants and, with them, every code and token issued to it. */
-export async function deleteClient(ctx: Context, id: string) {
+export async function deleteClient(ctx: TenantContext, id: string) {
   const client = await findClient(ctx, id);
   await ctx.em.transactional(async (em) => {
     const grants = await em.execute<Array<{ id: string }>>('select id from oauth2_grants where client_id = ?', [client.id]);
@@ -120,7 +121,7 @@ export async function deleteClient(ctx: Context, id: string) {
 }
 
 /** A new secret for a confidential client, shown once; the old one stops working at once. */
-export async function rotateClientSecret(ctx: Context, id: string) {
+export async function rotateClientSecret(ctx: TenantContext, id: string) {
   const client = await findClient(ctx, id);
   if (client.type !== 'confidential')
     throw new AppError('validation_failed', 'A public client has no secret', [{ path: 'id', message: 'is a public client' }]);
@@ -162,24 +163,24 @@ async function revokeUsersGrant(em: EntityManager, applicationId: string, userId
   return { id: grantId, deleted: true as const };
 }
 
-export const listMyGrants = (ctx: Context) => grantsOf(ctx.em, ctx.application!.id, ctx.user!.id);
+export const listMyGrants = (ctx: SignedInContext) => grantsOf(ctx.em, ctx.application.id, ctx.user.id);
 
-export const revokeMyGrant = (ctx: Context, id: string) => revokeUsersGrant(ctx.em, ctx.application!.id, ctx.user!.id, id);
+export const revokeMyGrant = (ctx: SignedInContext, id: string) => revokeUsersGrant(ctx.em, ctx.application.id, ctx.user.id, id);
 
-export async function listUserGrants(ctx: Context, userId: string) {
+export async function listUserGrants(ctx: TenantContext, userId: string) {
   const user = await findUser(ctx, userId);
-  return grantsOf(ctx.em, ctx.application!.id, user.id);
+  return grantsOf(ctx.em, ctx.application.id, user.id);
 }
 
-export async function revokeUserGrant(ctx: Context, input: { id: string; grant_id: string }) {
+export async function revokeUserGrant(ctx: TenantContext, input: { id: string; grant_id: string }) {
   const user = await findUser(ctx, input.id);
-  return revokeUsersGrant(ctx.em, ctx.application!.id, user.id, input.grant_id);
+  return revokeUsersGrant(ctx.em, ctx.application.id, user.id, input.grant_id);
 }
 
 // ——— Login and consent interaction ———
 
-async function interactionOf(ctx: Context, uid: string) {
-  const built = await providerFor(ctx.services, ctx.application!.id);
+async function interactionOf(ctx: TenantContext, uid: string) {
+  const built = await providerFor(ctx.services, ctx.application.id);
   const interaction = built ? await built.provider.Interaction.find(uid) : undefined;
   if (!built || !interaction) throw notFound('Interaction');
   const clientId = String(interaction.params.client_id ?? '');
@@ -196,7 +197,7 @@ async function interactionOf(ctx: Context, uid: string) {
 }
 
 async function existingGrant(
-  ctx: Context,
+  ctx: TenantContext,
   provider: Awaited<ReturnType<typeof interactionOf>>['provider'],
   userId: string,
   clientId: string,
@@ -204,13 +205,13 @@ async function existingGrant(
   const [row] = await ctx.em.execute<Array<{ id: string }>>(
     `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
       order by updated_at desc limit 1`,
-    [ctx.application!.id, userId, clientId],
+    [ctx.application.id, userId, clientId],
   );
   return row ? provider.Grant.find(row.id) : undefined;
 }
 
 /** What the application's sign-in page shows: the client and the scopes it asks for. */
-export async function getInteraction(ctx: Context, uid: string) {
+export async function getInteraction(ctx: TenantContext, uid: string) {
   const { interaction, client, requested } = await interactionOf(ctx, uid);
   const offered = offeredScopes(ctx);
   return {
@@ -226,7 +227,7 @@ export async function getInteraction(ctx: Context, uid: string) {
  * existing grant of theirs for this client is extended, so the same scopes later need no consent), and the browser
  * goes back to the provider to receive its code.
  */
-export async function completeInteraction(ctx: Context, input: { uid: string; approved_scopes: string[] }) {
+export async function completeInteraction(ctx: SignedInContext, input: { uid: string; approved_scopes: string[] }) {
   const { provider, interaction, client, requested } = await interactionOf(ctx, input.uid);
   const approved = [...new Set(input.approved_scopes)];
   const extra = approved.filter((s) => !requested.includes(s));
@@ -237,10 +238,10 @@ export async function completeInteraction(ctx: Context, input: { uid: string; ap
       extra.map((s) => ({ path: 'approved_scopes', message: `${s} was not requested` })),
     );
   }
-  const user = ctx.user!;
+  const user = ctx.user;
   let grant = await existingGrant(ctx, provider, user.id, client.id);
   grant ??= new provider.Grant({ accountId: user.id, clientId: client.id });
-  const custom = new Set(settingsOf(ctx.application!).oauth2.scopes.map((s) => s.name));
+  const custom = new Set(settingsOf(ctx.application).oauth2.scopes.map((s) => s.name));
   // What the user left unticked is recorded as rejected, so the provider does not ask again for it.
   const rejected = requested.filter((s) => !approved.includes(s));
   if (approved.length) grant.addOIDCScope(approved.join(' '));
@@ -258,7 +259,7 @@ export async function completeInteraction(ctx: Context, input: { uid: string; ap
   return { redirect_to: interaction.returnTo };
 }
 
-export async function denyInteraction(ctx: Context, uid: string) {
+export async function denyInteraction(ctx: TenantContext, uid: string) {
   const { interaction } = await interactionOf(ctx, uid);
   interaction.result = { error: 'access_denied', error_description: 'The user denied the request' };
   await interaction.save(Math.max((interaction.exp ?? 0) - Math.floor(Date.now() / 1000), 1));

@@ -1,5 +1,6 @@
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { router, secretKeyProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
   AddMemberInputSchema,
   CreateOrganizationInputSchema,

@@ -1,22 +1,22 @@
 import { z } from 'zod';
 import { listQuerySchema, PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { text } from '../../lib/schemas.ts';
 import { USER_STATUSES } from '../users/users.schema.ts';
 
-export const SlugSchema = z
-  .string()
+export const SlugSchema = text()
   .min(1)
   .max(100)
   .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'lower-case letters, digits and single hyphens');
 
 /** `owner`, `admin`, `member`, or an application-defined role key. */
-export const RoleSchema = z.string().regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'a role key: [a-z][a-z0-9_:-]{0,63}');
+export const RoleSchema = text().regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'a role key: [a-z][a-z0-9_:-]{0,63}');
 
 /** The organization's live subscription (filled by billing; null without one). */
 export const SubscriptionSummarySchema = z
   .object({
     id: z.uuid(),
     plan_id: z.uuid(),
-    plan_key: z.string(),
+    plan_key: text(),
     status: z.enum(['trialing', 'active', 'past_due', 'canceled']),
     seats: z.number().int(),
     current_period_end: z.iso.datetime(),
@@ -29,8 +29,8 @@ export type SubscriptionSummary = z.infer<typeof SubscriptionSummarySchema>;
 export const OrganizationSchema = z
   .object({
     id: z.uuid(),
-    name: z.string(),
-    slug: z.string(),
+    name: text(),
+    slug: text(),
     member_count: z.number().int(),
     subscription: SubscriptionSummarySchema.nullable(),
     created_at: z.iso.datetime(),
@@ -40,18 +40,18 @@ export const OrganizationSchema = z
 export type OrganizationRecord = z.infer<typeof OrganizationSchema>;
 
 export const CreateOrganizationInputSchema = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: text().trim().min(1).max(200),
   slug: SlugSchema.optional().meta({ description: 'Generated from the name when absent' }),
 });
 
 export const UpdateOrganizationInputSchema = z.strictObject({
   id: z.uuid(),
-  name: z.string().trim().min(1).max(200).optional(),
+  name: text().trim().min(1).max(200).optional(),
   slug: SlugSchema.optional(),
 });
 
 export const ListOrganizationsInputSchema = listQuerySchema({
-  search: z.string().max(200).optional().meta({ description: 'Case-insensitive literal match on name or slug' }),
+  search: text().max(200).optional().meta({ description: 'Case-insensitive literal match on name or slug' }),
 });
 
 export const OrganizationPageSchema = pageOf('organizations', OrganizationSchema).meta({ id: 'OrganizationPage' });
@@ -59,8 +59,8 @@ export const OrganizationPageSchema = pageOf('organizations', OrganizationSchema
 export const MemberSchema = z
   .object({
     user_id: z.uuid(),
-    email: z.string().nullable(),
-    role: z.string(),
+    email: text().nullable(),
+    role: text(),
     user_status: z.enum(USER_STATUSES),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),

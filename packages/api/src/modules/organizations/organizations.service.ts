@@ -5,6 +5,7 @@ import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import type { MergeStep } from '../users/users.merge.ts';
@@ -53,8 +54,8 @@ const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
   updated_at: m.updatedAt.toISOString(),
 });
 
-async function findOrganization(ctx: Context, id: string): Promise<Organization> {
-  const org = await ctx.em.findOne(OrganizationEntity, { id, application: ctx.application!.id });
+async function findOrganization(ctx: TenantContext, id: string): Promise<Organization> {
+  const org = await ctx.em.findOne(OrganizationEntity, { id, application: ctx.application.id });
   if (!org) throw notFound('Organization');
   return org;
 }
@@ -64,8 +65,8 @@ const countMembers = (em: EntityManager, organizationId: string) => em.count(Mem
 const isSlugViolation = (error: unknown) =>
   error instanceof UniqueConstraintViolationException && error.message.includes('organizations_application_slug_unique');
 
-export async function createOrganization(ctx: Context, input: { name: string; slug?: string }) {
-  const applicationId = ctx.application!.id;
+export async function createOrganization(ctx: TenantContext, input: { name: string; slug?: string }) {
+  const applicationId = ctx.application.id;
   // A generated slug that is taken gets a short random suffix; an explicit one is the caller's choice: 409.
   for (let attempt = 0; ; attempt++) {
     const base = input.slug ?? slugify(input.name);
@@ -94,11 +95,11 @@ export async function createOrganization(ctx: Context, input: { name: string; sl
  * of name and slug. Only the plain page is a prepared statement: a generic plan cannot see a search's pattern, and the
  * pattern decides between the indexes.
  */
-export async function listOrganizations(ctx: Context, input: PageQuery & { search?: string }) {
+export async function listOrganizations(ctx: TenantContext, input: PageQuery & { search?: string }) {
   const search = input.search?.trim();
   const pattern = search ? `%${escapeLike(search)}%` : null;
   const filter = pattern ? ' and (o.name ilike ? or o.slug ilike ?)' : '';
-  const params = pattern ? [ctx.application!.id, pattern, pattern] : [ctx.application!.id];
+  const params = pattern ? [ctx.application.id, pattern, pattern] : [ctx.application.id];
   type Row = { total: string | number; page: OrganizationRow[] | null };
   const sql = `select (select count(*) from organizations o where o.application_id = ?${filter}) as total,
             (select json_agg(p order by p.created_at desc, p.id desc) from (
@@ -142,12 +143,12 @@ interface OrganizationRow {
   member_count: number;
 }
 
-export async function getOrganization(ctx: Context, id: string) {
+export async function getOrganization(ctx: TenantContext, id: string) {
   const org = await findOrganization(ctx, id);
   return toOrganizationRecord(org, await countMembers(ctx.em, org.id), await subscriptionOf(ctx, org.id));
 }
 
-export async function updateOrganization(ctx: Context, input: { id: string; name?: string; slug?: string }) {
+export async function updateOrganization(ctx: TenantContext, input: { id: string; name?: string; slug?: string }) {
   const org = await findOrganization(ctx, input.id);
   if (input.name !== undefined) org.name = input.name;
   if (input.slug !== undefined) org.slug = input.slug;
@@ -163,7 +164,7 @@ export async function updateOrganization(ctx: Context, input: { id: string; name
   return record;
 }
 
-export async function deleteOrganization(ctx: Context, id: string) {
+export async function deleteOrganization(ctx: TenantContext, id: string) {
   const org = await findOrganization(ctx, id);
   recordEvent(ctx.em, org.application, 'organization.deleted', { id });
   ctx.em.remove(org);
@@ -171,7 +172,7 @@ export async function deleteOrganization(ctx: Context, id: string) {
   return { id, deleted: true as const };
 }
 
-export async function addMember(ctx: Context, input: { id: string; user_id: string; role: string }) {
+export async function addMember(ctx: TenantContext, input: { id: string; user_id: string; role: string }) {
   const org = await findOrganization(ctx, input.id);
   const user = await ctx.em.findOne(UserEntity, { id: input.user_id, application: org.application });
   if (!user) throw new AppError('user_not_found', 'No such user in this application');
@@ -202,7 +203,7 @@ export async function addMember(ctx: Context, input: { id: string; user_id: stri
   }
 }
 
-export async function listMembers(ctx: Context, input: PageQuery & { id: string }) {
+export async function listMembers(ctx: TenantContext, input: PageQuery & { id: string }) {
   const org = await findOrganization(ctx, input.id);
   const [rows, total] = await ctx.em.findAndCount(
     MembershipEntity,
@@ -212,14 +213,18 @@ export async function listMembers(ctx: Context, input: PageQuery & { id: string 
   const users = await ctx.em.find(UserEntity, { id: { $in: rows.map((m) => m.user) } });
   const byId = new Map(users.map((u) => [u.id, u]));
   return {
-    members: rows.map((m) => toMemberRecord(m, byId.get(m.user)!)),
+    // A user deleted between the two reads (their memberships go with them) is left out.
+    members: rows.flatMap((m) => {
+      const user = byId.get(m.user);
+      return user ? [toMemberRecord(m, user)] : [];
+    }),
     total,
     limit: input.limit,
     offset: input.offset,
   };
 }
 
-async function findMembership(ctx: Context, organizationId: string, userId: string) {
+async function findMembership(ctx: TenantContext, organizationId: string, userId: string) {
   const org = await findOrganization(ctx, organizationId);
   const membership = await ctx.em.findOne(MembershipEntity, { organization: org.id, user: userId });
   if (!membership) throw notFound('Membership');
@@ -227,7 +232,7 @@ async function findMembership(ctx: Context, organizationId: string, userId: stri
   return { org, membership, user };
 }
 
-export async function updateMember(ctx: Context, input: { id: string; user_id: string; role: string }) {
+export async function updateMember(ctx: TenantContext, input: { id: string; user_id: string; role: string }) {
   const { org, membership, user } = await findMembership(ctx, input.id, input.user_id);
   membership.role = input.role;
   membership.updatedAt = new Date();
@@ -237,7 +242,7 @@ export async function updateMember(ctx: Context, input: { id: string; user_id: s
   return record;
 }
 
-export async function removeMember(ctx: Context, input: { id: string; user_id: string }) {
+export async function removeMember(ctx: TenantContext, input: { id: string; user_id: string }) {
   const { org, membership } = await findMembership(ctx, input.id, input.user_id);
   recordEvent(ctx.em, org.application, 'organization_membership.deleted', { organization_id: org.id, user_id: input.user_id });
   ctx.em.remove(membership);

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { endUserProcedure, router, signedInProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { endUserProcedure } from '../applications/callers.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import { SignInResultSchema } from '../sign-in/sign-in.schema.ts';
 import {
   AuthenticationCeremonySchema,

@@ -16,8 +16,10 @@ import { newId } from '../../lib/ids.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { requireStepUpWhenEnrolled, secondFactorAttempt } from '../mfa/mfa.service.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
 import { clearMfaEnrollmentRequired } from '../sessions/sessions.service.ts';
 import type { SignInResult } from '../sign-in/sign-in.schema.ts';
 import { completeSignIn, peekPendingToken, type SecondFactorSource, type Statement } from '../sign-in/sign-in.service.ts';
@@ -48,13 +50,14 @@ interface RelyingParty {
  */
 function relyingParty(application: Application): RelyingParty {
   const origins = application.allowedOrigins;
-  if (!origins.length) {
+  const [first] = origins;
+  if (!first) {
     throw new AppError('validation_failed', 'Passkeys need the web origin of the application in its allowed_origins', [
       { path: 'allowed_origins', message: 'empty' },
     ]);
   }
   const settings = settingsOf(application).passkeys;
-  return { id: settings.rp_id ?? new URL(origins[0]!).hostname, name: settings.rp_name ?? application.name, origins };
+  return { id: settings.rp_id ?? new URL(first).hostname, name: settings.rp_name ?? application.name, origins };
 }
 
 /** The WebAuthn user handle: the user id's 16 bytes (no personal data, stable for the user). */
@@ -73,8 +76,8 @@ const toPasskeyRecord = (passkey: Identity): PasskeyRecord => ({
 const passkeysOf = (em: EntityManager, userId: string) =>
   em.find(IdentityEntity, { user: userId, kind: 'passkey' }, { orderBy: { createdAt: 'desc', id: 'desc' } });
 
-function signedIn(ctx: Context) {
-  return { application: ctx.application!, session: ctx.session!, user: ctx.user! };
+function signedIn(ctx: SignedInContext) {
+  return { application: ctx.application, session: ctx.session, user: ctx.user };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ async function consumeCeremony(ctx: Context, application: Application, state: st
 // ---------------------------------------------------------------------------------------------------------------
 // Registration (signed in)
 
-export async function startRegistration(ctx: Context) {
+export async function startRegistration(ctx: SignedInContext) {
   const { application, session, user } = signedIn(ctx);
   const rp = relyingParty(application);
   await requireStepUpWhenEnrolled(ctx);
@@ -166,7 +169,7 @@ export async function startRegistration(ctx: Context) {
 }
 
 export async function finishRegistration(
-  ctx: Context,
+  ctx: SignedInContext,
   input: { credential: RegistrationCredential; state: string; name?: string },
 ) {
   const { application, session, user } = signedIn(ctx);
@@ -224,10 +227,10 @@ interface StoredPasskey {
   id: string;
   user: string;
   subject: string;
-  publicKey: string | null;
-  userHandle: string | null;
-  transports: string[] | null;
-  signCount: number;
+  publicKey?: string | null;
+  userHandle?: string | null;
+  transports?: string[] | null;
+  signCount?: number | null;
 }
 
 const storedPasskeyFromRow = (row: Record<string, any>): StoredPasskey => ({
@@ -290,7 +293,7 @@ async function checkAssertion(
       recordEvent(em, application.id, 'passkey.counter_regression', {
         passkey_id: passkey.id,
         user_id: passkey.user,
-        stored_counter: passkey.signCount,
+        stored_counter: passkey.signCount ?? null,
         reported_counter: reported,
       });
       await em.flush();
@@ -304,8 +307,8 @@ async function limitStarts(ctx: Context, application: Application) {
 }
 
 /** First factor: any discoverable passkey of this relying party; the browser lets the person choose. */
-export async function startSignIn(ctx: Context, input: { host_id?: string } = {}) {
-  const application = ctx.application!;
+export async function startSignIn(ctx: TenantContext, input: { host_id?: string } = {}) {
+  const application = ctx.application;
   const rp = relyingParty(application);
   await limitStarts(ctx, application);
   const options = await generateAuthenticationOptions({
@@ -318,27 +321,22 @@ export async function startSignIn(ctx: Context, input: { host_id?: string } = {}
 }
 
 /** A verified passkey with user verification is two factors in one: the sign-in continues at aal 2. */
-export async function finishSignIn(ctx: Context, input: { credential: AssertionCredential; state: string }) {
-  const application = ctx.application!;
+export async function finishSignIn(ctx: TenantContext, input: { credential: AssertionCredential; state: string }) {
+  const application = ctx.application;
   const ceremony = await consumeCeremony(ctx, application, input.state, 'sign_in');
   const passkey = await ctx.em.findOne(IdentityEntity, {
     application: application.id,
     kind: 'passkey',
     subject: input.credential.id,
   });
-  const { gate, refused } = await checkAssertion(
-    ctx,
-    application,
-    ceremony.challenge,
-    input.credential,
-    passkey as StoredPasskey,
-  );
+  if (!passkey) throw assertionFailed();
+  const { gate, refused } = await checkAssertion(ctx, application, ceremony.challenge, input.credential, passkey);
   if (!(await ctx.em.execute(gate.sql, gate.params)).length) {
     await refused();
     throw assertionFailed();
   }
   return completeSignIn(ctx, application, async (em) => ({
-    user: await em.findOneOrFail(UserEntity, { id: passkey!.user }),
+    user: await em.findOneOrFail(UserEntity, { id: passkey.user }),
     aal: 2,
     firstFactor: 'passkey',
     hostId: ceremony.host_id,
@@ -346,8 +344,8 @@ export async function finishSignIn(ctx: Context, input: { credential: AssertionC
 }
 
 /** Second factor: only this user's passkeys are allowed; the state is bound to the pending sign-in. */
-export async function startMfa(ctx: Context, input: { pending_token: string }) {
-  const application = ctx.application!;
+export async function startMfa(ctx: TenantContext, input: { pending_token: string }) {
+  const application = ctx.application;
   const rp = relyingParty(application);
   await limitStarts(ctx, application);
   const pending = await peekPendingToken(ctx.em, application, { token: input.pending_token }, 'mfa');
@@ -370,8 +368,11 @@ export async function startMfa(ctx: Context, input: { pending_token: string }) {
  * S5. The state is spent first; the attempt then counts like a wrong code (five kill the pending token) unless the
  * assertion verifies for the pending user, which consumes the pending token and completes at aal 2.
  */
-export async function finishMfa(ctx: Context, input: { credential: AssertionCredential; state: string }): Promise<SignInResult> {
-  const application = ctx.application!;
+export async function finishMfa(
+  ctx: TenantContext,
+  input: { credential: AssertionCredential; state: string },
+): Promise<SignInResult> {
+  const application = ctx.application;
   // The state is spent in the statement that reserves the attempt: one round trip, whatever follows.
   const via: Statement = {
     sql: `update webauthn_challenges set consumed_at = now()
@@ -389,12 +390,14 @@ export async function finishMfa(ctx: Context, input: { credential: AssertionCred
         params: [application.id, input.credential.id],
       },
       check: async (row, ceremony) => {
+        // The ceremony's row is there: the attempt was reserved through it.
+        if (!ceremony) return null;
         try {
           const passkey = row ? storedPasskeyFromRow(row) : null;
           const { gate, refused } = await checkAssertion(
             ctx,
             application,
-            ceremony!.challenge,
+            ceremony.challenge,
             input.credential,
             passkey,
             passkey?.user,
@@ -412,12 +415,12 @@ export async function finishMfa(ctx: Context, input: { credential: AssertionCred
 // ---------------------------------------------------------------------------------------------------------------
 // Management
 
-export async function listPasskeys(ctx: Context) {
+export async function listPasskeys(ctx: SignedInContext) {
   return (await passkeysOf(ctx.em, signedIn(ctx).user.id)).map(toPasskeyRecord);
 }
 
 /** S16. Another user's (or application's) passkey is 404; removing one always needs aal 2. */
-export async function deletePasskey(ctx: Context, id: string) {
+export async function deletePasskey(ctx: SignedInContext, id: string) {
   const { application, session, user } = signedIn(ctx);
   const passkey = await ctx.em.findOne(IdentityEntity, { id, application: application.id, user: user.id, kind: 'passkey' });
   if (!passkey) throw notFound('Passkey');

@@ -66,7 +66,7 @@ export function parseCertificate(value: string): ParsedCertificate | string {
 }
 
 export const pemOf = (base64Der: string) =>
-  `-----BEGIN CERTIFICATE-----\n${base64Der.match(/.{1,64}/g)!.join('\n')}\n-----END CERTIFICATE-----\n`;
+  `-----BEGIN CERTIFICATE-----\n${(base64Der.match(/.{1,64}/g) ?? []).join('\n')}\n-----END CERTIFICATE-----\n`;
 
 /** DOCTYPE (and so entities: XXE, billion laughs) is refused before any parser sees the text. */
 export const hasDoctype = (xml: string) => /<!DOCTYPE|<!ENTITY/i.test(xml);
@@ -111,7 +111,8 @@ export function parseIdpMetadata(xml: string): IdpMetadata | string {
   } catch (error) {
     return hasDoctype(xml) ? 'DOCTYPE is not allowed in metadata' : `not well-formed XML (${(error as Error).message})`;
   }
-  const root = doc.documentElement!;
+  const root = doc.documentElement;
+  if (!root) return 'not well-formed XML (no root element)';
   const entity =
     root.localName === 'EntityDescriptor' && root.namespaceURI === MD ? root : children(root, MD, 'EntityDescriptor')[0];
   if (!entity) return 'no EntityDescriptor';
@@ -261,7 +262,8 @@ const textOf = (node: unknown): string | undefined => {
 export async function validateResponse(sp: SpConfig, response: ParsedResponse): Promise<AcceptedAssertion> {
   const { xml, doc } = response;
   if (!doc) throw new SamlRejection(`malformed XML: ${response.error}`);
-  const root = doc.documentElement!;
+  const root = doc.documentElement;
+  if (!root) throw new SamlRejection('malformed XML: no root element');
   if (root.localName !== 'Response' || root.namespaceURI !== 'urn:oasis:names:tc:SAML:2.0:protocol') {
     throw new SamlRejection('not a SAML Response');
   }
@@ -318,7 +320,7 @@ export async function validateResponse(sp: SpConfig, response: ParsedResponse): 
   const posted = root.getAttribute('InResponseTo') || null;
   if (posted !== inResponseTo) throw new SamlRejection('InResponseTo differs between Response and assertion');
 
-  const limits = [confirmation.data!.NotOnOrAfter as string, conditions.$?.NotOnOrAfter as string | undefined]
+  const limits = [confirmation.data?.NotOnOrAfter, conditions.$?.NotOnOrAfter]
     .filter((v): v is string => typeof v === 'string')
     .map((v) => Date.parse(v));
   const validUntil = new Date(Math.min(...limits) + SKEW_MS);

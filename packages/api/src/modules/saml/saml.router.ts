@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { endUserProcedure, router, secretKeyProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import { endUserProcedure } from '../applications/callers.ts';
 import { SignInResultSchema } from '../sign-in/sign-in.schema.ts';
 import {
   CompleteSsoInputSchema,

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import { RedirectUrlSchema } from '../../lib/schemas.ts';
+import { RedirectUrlSchema, text } from '../../lib/schemas.ts';
 import { HostIdSchema } from '../sign-in/sign-in.schema.ts';
 import { EmailSchema } from '../users/users.schema.ts';
 import { parseCertificate } from './saml.protocol.ts';
 
 /** base64 DER X.509 (CONTRACT §6: anything else is 422 `validation_failed`). */
-const IdpCertificateSchema = z
-  .string()
+const IdpCertificateSchema = text()
   .max(65_536)
   .superRefine((value, ctx) => {
     const parsed = parseCertificate(value);
@@ -15,8 +14,7 @@ const IdpCertificateSchema = z
   .meta({ description: 'The IdP signing certificate: base64 of its DER bytes (not PEM). Never returned.' });
 
 /** Where the browser is sent with the AuthnRequest: http(s) here; https is enforced by the service (insecure flag). */
-const SsoUrlSchema = z
-  .string()
+const SsoUrlSchema = text()
   .max(2048)
   .refine(
     (value) => {
@@ -35,11 +33,10 @@ const SsoUrlSchema = z
     example: 'https://idp.acme.com/saml/sso',
   });
 
-const EntityIdSchema = z.string().trim().min(1).max(1024).meta({ example: 'https://idp.acme.com/saml/metadata' });
-const NameSchema = z.string().trim().min(1).max(200);
-const AttributeSchema = z.string().trim().min(1).max(256);
-const EmailDomainSchema = z
-  .string()
+const EntityIdSchema = text().trim().min(1).max(1024).meta({ example: 'https://idp.acme.com/saml/metadata' });
+const NameSchema = text().trim().min(1).max(200);
+const AttributeSchema = text().trim().min(1).max(256);
+const EmailDomainSchema = text()
   .trim()
   .toLowerCase()
   .max(253)
@@ -52,16 +49,16 @@ const EmailDomainSchema = z
 export const SamlConnectionSchema = z
   .object({
     id: z.uuid(),
-    name: z.string(),
+    name: text(),
     enabled: z.boolean(),
-    idp_entity_id: z.string(),
-    idp_sso_url: z.string(),
-    email_attribute: z.string().nullable(),
-    email_domain: z.string().nullable(),
-    name_attribute: z.string().nullable(),
+    idp_entity_id: text(),
+    idp_sso_url: text(),
+    email_attribute: text().nullable(),
+    email_domain: text().nullable(),
+    name_attribute: text().nullable(),
     allow_idp_initiated: z.boolean(),
-    acs_url: z.string().meta({ description: 'Our Assertion Consumer Service for this connection (give it to the IdP)' }),
-    metadata_url: z.string().meta({ description: 'Our SP metadata for this connection; also our SP entity id' }),
+    acs_url: text().meta({ description: 'Our Assertion Consumer Service for this connection (give it to the IdP)' }),
+    metadata_url: text().meta({ description: 'Our SP metadata for this connection; also our SP entity id' }),
     certificate_expires_at: z.iso
       .datetime()
       .nullable()
@@ -100,13 +97,12 @@ export const UpdateSamlConnectionInputSchema = z.strictObject({
 
 export const CreateFromMetadataInputSchema = z
   .strictObject({
-    metadata_xml: z
-      .string()
+    metadata_xml: text()
       .min(1)
       .max(512 * 1024)
       .optional()
       .meta({ description: "The IdP's EntityDescriptor XML" }),
-    metadata_url: z.string().max(2048).optional().meta({ format: 'uri', description: 'Fetched once, https only' }),
+    metadata_url: text().max(2048).optional().meta({ format: 'uri', description: 'Fetched once, https only' }),
     name: NameSchema.optional().meta({ description: "Defaults to the IdP's entity id" }),
     email_attribute: AttributeSchema.optional(),
     email_domain: EmailDomainSchema.optional(),
@@ -137,6 +133,6 @@ export const StartSsoInputSchema = z
     }
   });
 export const StartSsoOutputSchema = z
-  .object({ redirect_url: z.string().meta({ description: "The IdP's sign-in page, carrying our AuthnRequest" }) })
+  .object({ redirect_url: text().meta({ description: "The IdP's sign-in page, carrying our AuthnRequest" }) })
   .meta({ id: 'SsoStarted' });
-export const CompleteSsoInputSchema = z.strictObject({ code: z.string().min(1).max(200) });
+export const CompleteSsoInputSchema = z.strictObject({ code: text().min(1).max(200) });

@@ -14,6 +14,7 @@ import {
 } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { parseCertificate, parseIdpMetadata, type SpConfig, spMetadataXml } from './saml.protocol.ts';
 import type { SamlConnectionRecord } from './saml.schema.ts';
@@ -100,9 +101,9 @@ interface ConnectionFields {
   allow_idp_initiated: boolean;
 }
 
-export async function createSamlConnection(ctx: Context, input: ConnectionFields) {
+export async function createSamlConnection(ctx: TenantContext, input: ConnectionFields) {
   checkSsoUrl(ctx, input.idp_sso_url);
-  const application = ctx.application!;
+  const application = ctx.application;
   const connection = ctx.em.create(SamlConnectionEntity, {
     id: newId(),
     application: application.id,
@@ -149,7 +150,7 @@ async function fetchMetadata(url: string, field: string, policy: OutboundPolicy)
 
 /** Reads an IdP's metadata (given, or fetched through the SSRF guard) and creates the connection from it. */
 export async function createSamlConnectionFromMetadata(
-  ctx: Context,
+  ctx: TenantContext,
   input: Omit<ConnectionFields, 'idp_entity_id' | 'idp_sso_url' | 'idp_certificate' | 'name'> & {
     name?: string;
     metadata_xml?: string;
@@ -157,12 +158,14 @@ export async function createSamlConnectionFromMetadata(
   },
 ) {
   const field = input.metadata_url !== undefined ? 'metadata_url' : 'metadata_xml';
+  // The input schema lets exactly one of metadata_xml and metadata_url through.
   const xml =
-    input.metadata_xml ??
-    (await fetchMetadata(input.metadata_url!, field, {
-      allowInsecure: ctx.services.allowInsecureSaml,
-      dnsServers: ctx.services.dnsServers,
-    }));
+    input.metadata_url === undefined
+      ? (input.metadata_xml ?? '')
+      : await fetchMetadata(input.metadata_url, field, {
+          allowInsecure: ctx.services.allowInsecureSaml,
+          dnsServers: ctx.services.dnsServers,
+        });
   const metadata = parseIdpMetadata(xml);
   if (typeof metadata === 'string') {
     throw new AppError('validation_failed', `The IdP metadata cannot be used: ${metadata}`, [{ path: field, message: metadata }]);
@@ -185,28 +188,28 @@ export async function createSamlConnectionFromMetadata(
   );
 }
 
-async function findConnection(ctx: Context, id: string): Promise<SamlConnection> {
-  const connection = await ctx.em.findOne(SamlConnectionEntity, { id, application: ctx.application!.id });
+async function findConnection(ctx: TenantContext, id: string): Promise<SamlConnection> {
+  const connection = await ctx.em.findOne(SamlConnectionEntity, { id, application: ctx.application.id });
   if (!connection) throw notFound('SAML connection');
   return connection;
 }
 
-export async function listSamlConnections(ctx: Context) {
+export async function listSamlConnections(ctx: TenantContext) {
   const rows = await ctx.em.find(
     SamlConnectionEntity,
-    { application: ctx.application!.id },
+    { application: ctx.application.id },
     { orderBy: { createdAt: 'desc', id: 'desc' } },
   );
   return rows.map((c) => toSamlConnectionRecord(ctx.services.baseUrl, c));
 }
 
-export async function getSamlConnection(ctx: Context, id: string) {
+export async function getSamlConnection(ctx: TenantContext, id: string) {
   return toSamlConnectionRecord(ctx.services.baseUrl, await findConnection(ctx, id));
 }
 
 /** S2: the seed's required fields replace the stored ones; an optional field absent stays, `null` clears it. */
 export async function updateSamlConnection(
-  ctx: Context,
+  ctx: TenantContext,
   input: {
     id: string;
     idp_certificate: string;
@@ -238,28 +241,28 @@ export async function updateSamlConnection(
 }
 
 /** Enable or disable without resending the certificate (the CLI's enable/disable; the record never carries it). */
-export async function setSamlConnectionEnabled(ctx: Context, id: string, enabled: boolean) {
+export async function setSamlConnectionEnabled(ctx: TenantContext, id: string, enabled: boolean) {
   const connection = await findConnection(ctx, id);
   connection.enabled = enabled;
   connection.updatedAt = new Date();
   return saved(ctx, connection);
 }
 
-async function saved(ctx: Context, connection: SamlConnection) {
+async function saved(ctx: TenantContext, connection: SamlConnection) {
   const record = toSamlConnectionRecord(ctx.services.baseUrl, connection);
-  recordEvent(ctx.em, ctx.application!.id, 'saml_connection.updated', record);
+  recordEvent(ctx.em, ctx.application.id, 'saml_connection.updated', record);
   await ctx.em.flush();
   return record;
 }
 
 /** Deletes the connection, its pending requests and codes, and the users' links to it (the users stay). */
-export async function deleteSamlConnection(ctx: Context, id: string) {
+export async function deleteSamlConnection(ctx: TenantContext, id: string) {
   const connection = await findConnection(ctx, id);
   const record = toSamlConnectionRecord(ctx.services.baseUrl, connection);
   await ctx.em.transactional(async (em) => {
-    await unlinkIdentities(em, ctx.application!, connection.id);
-    await em.execute('delete from saml_connections where id = ? and application_id = ?', [connection.id, ctx.application!.id]);
-    recordEvent(em, ctx.application!.id, 'saml_connection.deleted', record);
+    await unlinkIdentities(em, ctx.application, connection.id);
+    await em.execute('delete from saml_connections where id = ? and application_id = ?', [connection.id, ctx.application.id]);
+    recordEvent(em, ctx.application.id, 'saml_connection.deleted', record);
     await em.flush();
   });
   return { id, deleted: true as const };

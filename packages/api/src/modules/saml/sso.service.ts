@@ -4,9 +4,10 @@ import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
 import { IdentityEntity } from '../users/identity.entity.ts';
@@ -39,10 +40,10 @@ const usable = (c: SamlConnection | null): c is SamlConnection => !!c && c.enabl
  * AuthnRequest's ID with where to return, and answers the IdP URL carrying the request (HTTP-Redirect).
  */
 export async function startSso(
-  ctx: Context,
+  ctx: TenantContext,
   input: { email?: string; connection_id?: string; redirect_uri: string; host_id?: string },
 ) {
-  const application = ctx.application!;
+  const application = ctx.application;
   await ctx.services.rateLimits.consume(
     [{ name: 'sso_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
     ctx.response.headers,
@@ -54,11 +55,17 @@ export async function startSso(
   }
   const where = input.connection_id
     ? { id: input.connection_id, application: application.id }
-    : { emailDomain: normalizeEmail(input.email!).split('@').pop()!, application: application.id };
+    : {
+        emailDomain:
+          normalizeEmail(input.email ?? '')
+            .split('@')
+            .pop() ?? '',
+        application: application.id,
+      };
   const connection = await ctx.em.findOne(SamlConnectionEntity, where);
   // Disabled, certificate-less, unknown and other applications' connections are one answer.
-  if (!usable(connection)) throw notFound(input.connection_id ? 'SAML connection' : 'SAML connection for this email domain');
-  const sp = spConfigOf(ctx.services.baseUrl, connection)!;
+  const sp = usable(connection) ? spConfigOf(ctx.services.baseUrl, connection) : null;
+  if (!sp || !connection) throw notFound(input.connection_id ? 'SAML connection' : 'SAML connection for this email domain');
   const requestId = `_${randomBytes(20).toString('hex')}`;
   ctx.em.create(SamlRequestEntity, {
     id: requestId,
@@ -119,10 +126,11 @@ export async function acceptSamlResponse(
   connectionId: string,
   form: { SAMLResponse?: unknown; RelayState?: unknown },
 ): Promise<AcsOutcome> {
+  // The id is checked before it keys the limiter: any text of the path would otherwise reach the counter's write
+  // (PostgreSQL refuses U+0000, and the limiter fails closed: a 503 for everyone's form posts to that key).
+  if (!isUuid(connectionId)) throw notFound('SAML connection');
   await ctx.services.rateLimits.consume([{ name: 'saml_acs', key: `${connectionId}:${ctx.ip}`, points: 300, windowS: 300 }]);
-  const connection = /^[0-9a-f-]{36}$/i.test(connectionId)
-    ? await ctx.em.findOne(SamlConnectionEntity, { id: connectionId })
-    : null;
+  const connection = await ctx.em.findOne(SamlConnectionEntity, { id: connectionId });
   if (!connection) throw notFound('SAML connection');
   const application = await ctx.em.findOneOrFail(ApplicationEntity, { id: connection.application });
   const refused = () => new AppError('assertion_failed', 'The SAML response was refused');
@@ -237,8 +245,8 @@ interface CodeRow {
 }
 
 /** `sso/complete`: spends the ACS's code (once, within a minute, by the database clock) and signs the person in. */
-export async function completeSso(ctx: Context, input: { code: string }) {
-  const application = ctx.application!;
+export async function completeSso(ctx: TenantContext, input: { code: string }) {
+  const application = ctx.application;
   return completeSignIn(ctx, application, async (em) => {
     const rows = await em.execute<CodeRow[]>(
       `update saml_codes set consumed_at = now()

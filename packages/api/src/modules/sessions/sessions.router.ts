@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { endUserProcedure, router, secretKeyProcedure, signedInProcedure } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import { endUserProcedure } from '../applications/callers.ts';
 import { CurrentUserSchema, UpdateMeInputSchema } from '../users/users.schema.ts';
 import { getMe, updateMe } from './me.service.ts';
 import {
@@ -19,6 +21,7 @@ import {
   signOut,
   switchOrganization,
 } from './sessions.service.ts';
+import { signedInProcedure } from './signed-in.ts';
 
 /** `users.revokeSessions` (in the users namespace): sessions are above users. */
 export const revokeUserSessionsProcedure = secretKeyProcedure('users:write')
@@ -47,7 +50,7 @@ export const endUserSessionProcedures = {
       })
       .input(RefreshInputSchema)
       .output(TokensSchema)
-      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application!, input.refresh_token)),
+      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application, input.refresh_token)),
   }),
   signOut: signedInProcedure
     .meta({ openapi: { method: 'POST', path: '/v1/auth/sign-out', tags, summary: 'End the current session' } })

@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 
 export const TokensSchema = z
   .object({
-    access_token: z.string().meta({ description: 'EdDSA JWT; verify it against the JWKS' }),
-    refresh_token: z.string().meta({ description: 'Opaque, single use: every refresh answers a new one' }),
+    access_token: text().meta({ description: 'EdDSA JWT; verify it against the JWKS' }),
+    refresh_token: text().meta({ description: 'Opaque, single use: every refresh answers a new one' }),
     token_type: z.literal('Bearer'),
     expires_in: z.number().int().meta({ description: 'Seconds until the access token expires' }),
     aal: z.number().int(),
@@ -17,8 +18,8 @@ export const SessionSchema = z
     id: z.uuid(),
     aal: z.number().int(),
     organization_id: z.uuid().nullable(),
-    user_agent: z.string().nullable(),
-    ip: z.string().nullable(),
+    user_agent: text().nullable(),
+    ip: text().nullable(),
     created_at: z.iso.datetime(),
     last_active_at: z.iso.datetime(),
     expires_at: z.iso.datetime(),
@@ -31,7 +32,7 @@ export const SessionSchema = z
   .meta({ id: 'Session' });
 export type SessionRecord = z.infer<typeof SessionSchema>;
 
-export const RefreshInputSchema = z.strictObject({ refresh_token: z.string().min(1).max(200) });
+export const RefreshInputSchema = z.strictObject({ refresh_token: text().min(1).max(200) });
 export const SwitchOrganizationInputSchema = z.strictObject({
   organization_id: z.uuid().nullable().meta({ description: 'null leaves the active organization' }),
 });
@@ -40,4 +41,4 @@ export const RevokedSessionsSchema = z.object({ user_id: z.uuid(), revoked: z.nu
 /** The `data` of `session.created`. */
 export const SessionCreatedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), aal: z.number().int() });
 /** The `data` of `session.revoked`: why (`sign_out`, `ban`, `refresh_token_reuse`, …). */
-export const SessionRevokedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), reason: z.string() });
+export const SessionRevokedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), reason: text() });

@@ -4,10 +4,10 @@ import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
-import { registerAuthenticator } from '../../trpc.ts';
-import { resolveApplication } from '../api-keys/api-keys.service.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
+import { bearer, resolveApplication } from '../applications/callers.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { allowOrigin } from '../applications/cors.ts';
 import { EVENT_COLUMNS, recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
@@ -16,17 +16,10 @@ import type { User } from '../users/user.entity.ts';
 import type { BanStep } from '../users/users.hooks.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { findUser, userFromRow } from '../users/users.service.ts';
+import type { SignedInContext } from './contexts.ts';
 import { RefreshTokenEntity } from './refresh-token.entity.ts';
 import { type Session, SessionEntity } from './session.entity.ts';
 import type { SessionRecord, Tokens } from './sessions.schema.ts';
-
-declare module '../../context.ts' {
-  interface Context {
-    /** Signed-in routes (ES★): the verified session and its user. */
-    session?: Session;
-    user?: User;
-  }
-}
 
 const newRefreshToken = () => randomSecret('rt_');
 
@@ -250,31 +243,31 @@ async function revokeWhere(em: EntityManager, applicationId: string, where: { id
 export const revokeUserSessions = (em: EntityManager, applicationId: string, userId: string, reason: string) =>
   revokeWhere(em, applicationId, { user: userId }, reason);
 
-export async function revokeSessionsOfUser(ctx: Context, id: string) {
+export async function revokeSessionsOfUser(ctx: TenantContext, id: string) {
   const user = await findUser(ctx, id);
   return { user_id: user.id, revoked: await revokeUserSessions(ctx.em, user.application, user.id, 'revoked_by_admin') };
 }
 
-export async function signOut(ctx: Context) {
-  await revokeWhere(ctx.em, ctx.application!.id, { id: ctx.session!.id }, 'sign_out');
-  return { id: ctx.session!.id, deleted: true as const };
+export async function signOut(ctx: SignedInContext) {
+  await revokeWhere(ctx.em, ctx.application.id, { id: ctx.session.id }, 'sign_out');
+  return { id: ctx.session.id, deleted: true as const };
 }
 
 /**
  * The user's sessions that can still be used: not revoked, not past their absolute lifetime, and still refreshable
  * within the idle timeout — or the caller's own, which its access token proves alive.
  */
-export async function listSessions(ctx: Context) {
-  const { idle_timeout_s } = settingsOf(ctx.application!).session;
+export async function listSessions(ctx: SignedInContext) {
+  const { idle_timeout_s } = settingsOf(ctx.application).session;
   const idleSince = Date.now() - idle_timeout_s * 1000;
   const rows = await ctx.em.find(
     SessionEntity,
-    { application: ctx.application!.id, user: ctx.session!.user, revokedAt: null, expiresAt: { $gt: new Date() } },
+    { application: ctx.application.id, user: ctx.session.user, revokedAt: null, expiresAt: { $gt: new Date() } },
     { orderBy: { createdAt: 'desc', id: 'desc' } },
   );
   return rows
-    .filter((s) => s.id === ctx.session!.id || s.lastActiveAt.getTime() > idleSince)
-    .map((s) => toSessionRecord(s, ctx.session!.id));
+    .filter((s) => s.id === ctx.session.id || s.lastActiveAt.getTime() > idleSince)
+    .map((s) => toSessionRecord(s, ctx.session.id));
 }
 
 const toSessionRecord = (s: Session, currentId: string): SessionRecord => ({
@@ -291,7 +284,7 @@ const toSessionRecord = (s: Session, currentId: string): SessionRecord => ({
 });
 
 /** The caller's own session (verified with its access token): where `mfa_enrollment_required` is read. */
-export const getCurrentSession = (ctx: Context): SessionRecord => toSessionRecord(ctx.session!, ctx.session!.id);
+export const getCurrentSession = (ctx: SignedInContext): SessionRecord => toSessionRecord(ctx.session, ctx.session.id);
 
 /** The user now has a second factor: none of their sessions still has to ask them to enroll one. */
 export async function clearMfaEnrollmentRequired(em: EntityManager, applicationId: string, userId: string) {
@@ -303,10 +296,10 @@ export async function clearMfaEnrollmentRequired(em: EntityManager, applicationI
 }
 
 /** A signed-in user revokes one of their own sessions; anyone else's id is 404. */
-export async function revokeOwnSession(ctx: Context, id: string) {
-  const own = await ctx.em.findOne(SessionEntity, { id, application: ctx.application!.id, user: ctx.session!.user });
+export async function revokeOwnSession(ctx: SignedInContext, id: string) {
+  const own = await ctx.em.findOne(SessionEntity, { id, application: ctx.application.id, user: ctx.session.user });
   if (!own) throw notFound('Session');
-  await revokeWhere(ctx.em, ctx.application!.id, { id }, 'revoked_by_user');
+  await revokeWhere(ctx.em, ctx.application.id, { id }, 'revoked_by_user');
   return { id, deleted: true as const };
 }
 
@@ -314,13 +307,13 @@ export async function revokeOwnSession(ctx: Context, id: string) {
  * Makes an organization the session's active one (or none) and answers fresh tokens carrying `org`/`org_role`.
  * Only an organization the user belongs to can be chosen; any other id is 404.
  */
-export async function switchOrganization(ctx: Context, organizationId: string | null) {
-  const session = ctx.session!;
+export async function switchOrganization(ctx: SignedInContext, organizationId: string | null) {
+  const session = ctx.session;
   if (organizationId) {
     const membership = await ctx.em.findOne(MembershipEntity, {
       organization: organizationId,
       user: session.user,
-      application: ctx.application!.id,
+      application: ctx.application.id,
     });
     if (!membership) throw notFound('Organization');
   }
@@ -333,7 +326,7 @@ export async function switchOrganization(ctx: Context, organizationId: string | 
     );
     em.create(RefreshTokenEntity, { tokenHash: sha256(next), session: session.id });
   });
-  return issueTokens(ctx.em, ctx.services, ctx.application!, { ...session, organization: organizationId }, next);
+  return issueTokens(ctx.em, ctx.services, ctx.application, { ...session, organization: organizationId }, next);
 }
 
 /**
@@ -351,11 +344,11 @@ export async function authenticateSignedIn(ctx: Context): Promise<{ application:
   };
   if (!isUuid(applicationId)) return refuse(new AppError('application_not_resolved', 'Unknown or missing x-application-id'));
   if (!authorization) return refuse(new AppError('missing_credentials', 'An access token is required'));
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!match) return refuse(new AppError('invalid_token', 'The access token is invalid or expired'));
+  const token = bearer(authorization);
+  if (!token) return refuse(new AppError('invalid_token', 'The access token is invalid or expired'));
   let claims: AccessTokenClaims;
   try {
-    claims = await verifyAccessToken(ctx, applicationId, match[1]!);
+    claims = await verifyAccessToken(ctx, applicationId, token);
   } catch (error) {
     return refuse(error instanceof AppError ? error : new AppError('invalid_token', 'The access token is invalid or expired'));
   }
@@ -401,8 +394,6 @@ const sessionFromRow = (s: JsonRow): Session => ({
 export const mergeSessions: MergeStep = async (em, { applicationId, sourceUserId }) => {
   await revokeUserSessions(em, applicationId, sourceUserId, 'user_merged');
 };
-
-registerAuthenticator('signed_in', authenticateSignedIn);
 
 /** A ban signs the user out everywhere, in the ban's transaction: never banned-but-still-signed-in. */
 export const revokeSessionsOnBan: BanStep = async (em, user) => {

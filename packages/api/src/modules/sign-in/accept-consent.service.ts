@@ -1,6 +1,6 @@
-import type { Context } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { missingConsents, recordConsents } from '../consent/consent.service.ts';
 import { completeSignIn, consumePendingToken, peekPendingToken } from './sign-in.service.ts';
 
@@ -8,8 +8,8 @@ import { completeSignIn, consumePendingToken, peekPendingToken } from './sign-in
  * S4: records the acceptances and resumes the sign-in. `doc_types` must cover every document still missing (else
  * 422 `consent_incomplete`, and the pending token stays valid); the pending token is consumed only on success.
  */
-export async function acceptConsent(ctx: Context, input: { pending_token: string; doc_types?: string[] }) {
-  const application = ctx.application!;
+export async function acceptConsent(ctx: TenantContext, input: { pending_token: string; doc_types?: string[] }) {
+  const application = ctx.application;
   const peeked = await peekPendingToken(ctx.em, application, { token: input.pending_token }, 'consent');
   const missing = await missingConsents(ctx.em, application, peeked.user);
   const given = new Set(input.doc_types ?? []);

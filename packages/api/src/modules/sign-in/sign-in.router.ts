@@ -1,4 +1,5 @@
-import { endUserProcedure, router } from '../../trpc.ts';
+import { router } from '../../trpc.ts';
+import { endUserProcedure } from '../applications/callers.ts';
 import { acceptConsent } from './accept-consent.service.ts';
 import {
   ConfirmMagicLinkOutputSchema,

@@ -1,13 +1,12 @@
 import { z } from 'zod';
+import { text } from '../../lib/schemas.ts';
 import { TokensSchema } from '../sessions/sessions.schema.ts';
 import { UserSchema } from '../users/users.schema.ts';
 
 export const MFA_METHODS = ['passkey', 'totp', 'backup_code'] as const;
 export type MfaMethod = (typeof MFA_METHODS)[number];
 
-export const ConsentDocumentSchema = z
-  .object({ doc_type: z.string(), url: z.string(), version: z.string() })
-  .meta({ id: 'ConsentDocument' });
+export const ConsentDocumentSchema = z.object({ doc_type: text(), url: text(), version: text() }).meta({ id: 'ConsentDocument' });
 
 /** The host a first-factor start names: host access rules decide at the end of the sign-in, and the token carries it. */
 export const HostIdSchema = z.uuid().meta({
@@ -19,13 +18,13 @@ export const SignInResultSchema = z
   .discriminatedUnion('status', [
     z.strictObject({
       status: z.literal('consent_required'),
-      pending_token: z.string(),
+      pending_token: text(),
       consent_documents: z.array(ConsentDocumentSchema),
     }),
     z.strictObject({
       status: z.literal('mfa_required'),
-      pending_token: z.string(),
-      mfa: z.object({ methods: z.array(z.enum(MFA_METHODS)), pending_token: z.string() }).meta({ id: 'MfaChallenge' }),
+      pending_token: text(),
+      mfa: z.object({ methods: z.array(z.enum(MFA_METHODS)), pending_token: text() }).meta({ id: 'MfaChallenge' }),
     }),
     z.strictObject({ status: z.literal('complete'), tokens: TokensSchema, user: UserSchema }),
   ])
@@ -33,12 +32,12 @@ export const SignInResultSchema = z
 export type SignInResult = z.infer<typeof SignInResultSchema>;
 
 /** A pending token as a client sends it back (the next step of a sign-in). */
-export const PendingTokenInputSchema = z.string().min(1).max(200);
+export const PendingTokenInputSchema = text().min(1).max(200);
 
 export const AcceptConsentInputSchema = z.strictObject({
   pending_token: PendingTokenInputSchema,
   doc_types: z
-    .array(z.string().max(64))
+    .array(text().max(64))
     .max(50)
     .optional()
     .meta({ description: 'Every listed document type, accepted at its current version' }),
@@ -47,9 +46,9 @@ export const AcceptConsentInputSchema = z.strictObject({
 /** The `data` of `access.denied`: a refused sign-in (a banned user, or the host access rules: then with `rule_id`). */
 export const AccessDeniedEventSchema = z.object({
   user_id: z.uuid(),
-  host_id: z.string().nullable(),
-  first_factor: z.string(),
-  reason: z.string(),
+  host_id: text().nullable(),
+  first_factor: text(),
+  reason: text(),
   rule_id: z.uuid().nullable().optional(),
 });
 export type AccessDeniedEvent = z.infer<typeof AccessDeniedEventSchema>;

@@ -329,8 +329,9 @@ export async function consumePendingToken(
     [...gates.flatMap((gate) => gate.params), value, application.id, stage],
   );
   if (!row?.passed) throw assertionFailed();
-  if (!row.u) throw invalidPendingToken();
-  return { user: userFromRow(row.u), aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor!, hostId: row.host_id };
+  // A consumed token has its user and first factor (not null columns); the join leaves them null for none.
+  if (!row.u || row.first_factor === null) throw invalidPendingToken();
+  return { user: userFromRow(row.u), aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor, hostId: row.host_id };
 }
 
 /**

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { Context } from '../../context.ts';
 import { notFound } from '../../errors.ts';
-import { IdParamSchema } from '../../lib/schemas.ts';
-import { publicProcedure, router, secretKeyProcedure } from '../../trpc.ts';
-import { resolveApplication } from '../api-keys/api-keys.service.ts';
+import { IdParamSchema, text } from '../../lib/schemas.ts';
+import { publicProcedure, router } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import { ApplicationEntity } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
+import { resolveApplication } from '../applications/callers.ts';
 import { jwks, rotateSigningKey } from './signing-keys.service.ts';
 
 const tags = ['Signing keys'];
@@ -13,8 +14,8 @@ const JwkSchema = z
   .object({
     kty: z.literal('OKP'),
     crv: z.literal('Ed25519'),
-    x: z.string(),
-    kid: z.string(),
+    x: text(),
+    kid: text(),
     alg: z.literal('EdDSA'),
     use: z.literal('sig'),
   })
@@ -29,11 +30,11 @@ function cacheable(ctx: Context) {
 
 const DiscoverySchema = z
   .object({
-    issuer: z.string().meta({ description: 'The `iss` of access tokens: the service base URL (GATEHOUSE_BASE_URL)' }),
-    jwks_uri: z.string().meta({ description: "The application's JWKS" }),
+    issuer: text().meta({ description: 'The `iss` of access tokens: the service base URL (GATEHOUSE_BASE_URL)' }),
+    jwks_uri: text().meta({ description: "The application's JWKS" }),
     subject_types_supported: z.array(z.literal('public')),
     access_token_signing_alg_values_supported: z.array(z.literal('EdDSA')),
-    audience: z.string().meta({ description: 'The `aud` of access tokens: the application id' }),
+    audience: text().meta({ description: 'The `aud` of access tokens: the application id' }),
   })
   .meta({ id: 'OpenIdConfiguration' });
 
@@ -106,6 +107,6 @@ export const signingKeysRouter = router({
       openapi: { method: 'POST', path: '/v1/applications/{id}/signing-keys/rotate', tags, summary: 'Rotate the signing key' },
     })
     .input(IdParamSchema)
-    .output(JwksSchema.extend({ kid: z.string().meta({ description: 'The new active key' }) }).meta({ id: 'RotatedKeys' }))
+    .output(JwksSchema.extend({ kid: text().meta({ description: 'The new active key' }) }).meta({ id: 'RotatedKeys' }))
     .mutation(({ ctx, input }) => rotateSigningKey(ctx, ownApplication(ctx, input.id).id) as never),
 });

@@ -46,11 +46,12 @@ const sealContext = (kid: string) => `signing_key:${kid}`;
 function generate(em: EntityManager, services: Services, applicationId: string): SigningKey {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const id = newId();
-  const jwk = publicKey.export({ format: 'jwk' }) as Record<string, string>;
+  const { kty, crv, x } = publicKey.export({ format: 'jwk' });
+  if (!kty || !crv || !x) throw new Error('An Ed25519 public key exports kty, crv and x');
   return em.create(SigningKeyEntity, {
     id,
     application: applicationId,
-    publicJwk: { kty: jwk.kty!, crv: jwk.crv!, x: jwk.x! },
+    publicJwk: { kty, crv, x },
     privateKeySealed: services.secretBox.encrypt(privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, sealContext(id)),
     status: 'active',
     retiredAt: null,
@@ -182,7 +183,8 @@ export async function verifyAccessToken(
       throw invalidToken();
     const claims = payload as JWTPayload & AccessTokenClaims;
     // Oldest out first: tokens are remembered in about the order they expire.
-    if (remembered.size >= MAX_REMEMBERED_TOKENS) remembered.delete(remembered.keys().next().value!);
+    const oldest = remembered.keys().next();
+    if (remembered.size >= MAX_REMEMBERED_TOKENS && !oldest.done) remembered.delete(oldest.value);
     remembered.set(token, { applicationId, expiresAt: (claims.exp ?? 0) * 1000, claims });
     return claims;
   } catch (error) {

@@ -1,10 +1,11 @@
 import Mustache from 'mustache';
-import type { Context, Services } from '../../context.ts';
+import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ownApplication } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { queueMail } from '../messages/mail-outbox.ts';
 import { CATALOG, type CatalogEntry, catalogEntry } from './catalog.ts';
@@ -16,7 +17,7 @@ const catalogOrThrow = (key: string): CatalogEntry => {
   return entry;
 };
 
-export const templateCatalog = (ctx: Context, applicationId: string) => {
+export const templateCatalog = (ctx: TenantContext, applicationId: string) => {
   ownApplication(ctx, applicationId);
   return CATALOG.map(({ subject: _s, body: _b, ...entry }) => entry);
 };
@@ -98,13 +99,13 @@ export function render(subject: string | null, body: string, variables: Record<s
   };
 }
 
-export async function getTemplate(ctx: Context, input: { id: string; key: string }) {
+export async function getTemplate(ctx: TenantContext, input: { id: string; key: string }) {
   ownApplication(ctx, input.id);
   return toTemplate(await effective(ctx.em, input.id, input.key));
 }
 
 export async function putTemplate(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; key: string; subject?: string | null; body?: string | null; delivered?: boolean | null },
 ) {
   ownApplication(ctx, input.id);
@@ -131,7 +132,7 @@ export async function putTemplate(
   return toTemplate(await effective(ctx.em, input.id, input.key));
 }
 
-export async function resetTemplate(ctx: Context, input: { id: string; key: string }) {
+export async function resetTemplate(ctx: TenantContext, input: { id: string; key: string }) {
   ownApplication(ctx, input.id);
   catalogOrThrow(input.key);
   await ctx.em.nativeDelete(TemplateOverrideEntity, { application: input.id, key: input.key });
@@ -139,7 +140,7 @@ export async function resetTemplate(ctx: Context, input: { id: string; key: stri
 }
 
 export async function previewTemplate(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; key: string; subject?: string; body?: string; variables?: Record<string, string> },
 ) {
   ownApplication(ctx, input.id);
@@ -149,7 +150,7 @@ export async function previewTemplate(
   const examples = Object.fromEntries(current.entry.variables.map((v) => [v.name, v.example]));
   return render(current.entry.has_subject ? (input.subject ?? current.subject) : null, input.body ?? current.body, {
     ...examples,
-    app_name: ctx.application!.name,
+    app_name: ctx.application.name,
     ...input.variables,
   });
 }
@@ -203,13 +204,13 @@ export async function sendTemplate(
 
 /** The user's sign-in factors changed (`passkey_added`, `mfa_factor_removed`, …): they are told, if they have an email. */
 export async function sendSecurityNotice(
-  ctx: Context,
+  ctx: TenantContext,
   user: { primaryEmail?: string | null },
   key: 'passkey_added' | 'passkey_removed' | 'mfa_factor_added' | 'mfa_factor_removed',
   name: string,
 ): Promise<void> {
   if (!user.primaryEmail) return;
-  await sendTemplate(ctx.em, ctx.services, ctx.application!, key, user.primaryEmail, {
+  await sendTemplate(ctx.em, ctx.services, ctx.application, key, user.primaryEmail, {
     name,
     occurred_at: new Date().toISOString(),
   });

@@ -1,5 +1,5 @@
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { secretKeyProcedure } from '../../trpc.ts';
+import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
   CreateUserInputSchema,
   ListUsersInputSchema,

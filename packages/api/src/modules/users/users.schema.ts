@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listQuerySchema, pageOf } from '../../lib/pagination.ts';
-import { FreeFormJsonSchema } from '../../lib/schemas.ts';
+import { FreeFormJsonSchema, text } from '../../lib/schemas.ts';
 
 export const USER_STATUSES = ['active', 'banned', 'merged'] as const;
 
@@ -8,15 +8,15 @@ const ProfileSchema = FreeFormJsonSchema.meta({
   description: 'Free-form JSON object (at most 8 KiB serialized, 10 levels deep)',
 });
 
-export const EmailSchema = z.string().trim().max(320).pipe(z.email());
+export const EmailSchema = text().trim().max(320).pipe(z.email());
 
 export const UserSchema = z
   .object({
     id: z.uuid(),
-    primary_email: z.string().nullable(),
+    primary_email: text().nullable(),
     email_verified: z.boolean(),
     status: z.enum(USER_STATUSES),
-    profile: z.record(z.string(), z.unknown()),
+    profile: z.record(text(), z.unknown()),
     merged_into: z.uuid().nullable().meta({ description: 'The target user, when status is merged' }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
@@ -46,7 +46,7 @@ export const UpdateUserInputSchema = z.strictObject({
 });
 
 export const ListUsersInputSchema = listQuerySchema({
-  search: z.string().max(320).optional().meta({ description: 'Case-insensitive literal match within the email' }),
+  search: text().max(320).optional().meta({ description: 'Case-insensitive literal match within the email' }),
 });
 
 export const UserPageSchema = pageOf('users', UserSchema).meta({ id: 'UserPage' });

@@ -1,11 +1,11 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { iso } from '../../lib/time.ts';
 import { markTraffic } from '../applications/applications.service.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type Identity, IdentityEntity } from './identity.entity.ts';
 import { type User, UserEntity } from './user.entity.ts';
@@ -65,20 +65,20 @@ export function createExternalIdentity(
   });
 }
 
-export async function findUser(ctx: Context, id: string): Promise<User> {
-  const user = await ctx.em.findOne(UserEntity, { id, application: ctx.application!.id });
+export async function findUser(ctx: TenantContext, id: string): Promise<User> {
+  const user = await ctx.em.findOne(UserEntity, { id, application: ctx.application.id });
   if (!user) throw notFound('User');
   return user;
 }
 
 export async function createUser(
-  ctx: Context,
+  ctx: TenantContext,
   input: { primary_email?: string; email_verified: boolean; profile: Record<string, unknown> },
 ) {
   const email = input.primary_email?.trim();
   const user = ctx.em.create(UserEntity, {
     id: newId(),
-    application: ctx.application!.id,
+    application: ctx.application.id,
     primaryEmail: email ?? null,
     emailNormalized: email ? normalizeEmail(email) : null,
     emailVerified: input.email_verified,
@@ -90,7 +90,7 @@ export async function createUser(
   recordEvent(ctx.em, user.application, 'user.created', record);
   try {
     await ctx.em.transactional(async (em) => {
-      await markTraffic(em, ctx.application!);
+      await markTraffic(em, ctx.application);
       await em.flush();
     });
   } catch (error) {
@@ -102,10 +102,10 @@ export async function createUser(
   return record;
 }
 
-export async function listUsers(ctx: Context, input: PageQuery & { search?: string }) {
+export async function listUsers(ctx: TenantContext, input: PageQuery & { search?: string }) {
   const search = input.search?.trim();
   const where = {
-    application: ctx.application!.id,
+    application: ctx.application.id,
     ...(search ? { emailNormalized: { $like: `%${escapeLike(search.toLowerCase())}%` } } : {}),
   };
   const [rows, total] = await ctx.em.findAndCount(UserEntity, where, {
@@ -116,16 +116,16 @@ export async function listUsers(ctx: Context, input: PageQuery & { search?: stri
   return { users: rows.map(toUserRecord), total, limit: input.limit, offset: input.offset };
 }
 
-export async function getUser(ctx: Context, id: string) {
+export async function getUser(ctx: TenantContext, id: string) {
   return toUserRecord(await findUser(ctx, id));
 }
 
 export async function updateUser(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; profile?: Record<string, unknown>; status?: 'active' | 'banned'; email_verified?: boolean },
 ) {
   return ctx.em.transactional(async (em) => {
-    const user = await em.findOne(UserEntity, { id: input.id, application: ctx.application!.id });
+    const user = await em.findOne(UserEntity, { id: input.id, application: ctx.application.id });
     if (!user) throw notFound('User');
     if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
     const banning = input.status === 'banned' && user.status !== 'banned';
@@ -141,9 +141,9 @@ export async function updateUser(
   });
 }
 
-export async function deleteUser(ctx: Context, id: string) {
+export async function deleteUser(ctx: TenantContext, id: string) {
   await ctx.em.transactional(async (em) => {
-    const user = await em.findOne(UserEntity, { id, application: ctx.application!.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const user = await em.findOne(UserEntity, { id, application: ctx.application.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!user) throw notFound('User');
     await runDeleteSteps(ctx.services.hooks, em, user);
     recordEvent(em, user.application, 'user.deleted', { id });
@@ -156,10 +156,10 @@ export async function deleteUser(ctx: Context, id: string) {
  * Merges the source user into the target in one transaction. Both rows are locked in id order, so A→B and B→A
  * running at once serialize: the second finds a merged user and fails, and no cycle can form.
  */
-export async function mergeUsers(ctx: Context, input: { source_user_id: string; target_user_id: string }) {
+export async function mergeUsers(ctx: TenantContext, input: { source_user_id: string; target_user_id: string }) {
   const { source_user_id: sourceId, target_user_id: targetId } = input;
   if (sourceId === targetId) throw new AppError('cannot_merge_into_self', 'A user cannot be merged into itself');
-  const applicationId = ctx.application!.id;
+  const applicationId = ctx.application.id;
   const target = await ctx.em.transactional(async (em) => {
     const locked = await em.find(
       UserEntity,

@@ -1,6 +1,5 @@
 import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../context.ts';
-import type { EntityManager } from '../../db/orm.ts';
 import { newId } from '../../lib/ids.ts';
 import { PollingWorker } from '../../lib/polling-worker.ts';
 import { guardedRequest, OutboundBlockedError } from '../../lib/ssrf.ts';
@@ -28,7 +27,7 @@ const EXCERPT_BYTES = 1024;
 const MAX_RETRY_AFTER_S = 36000;
 
 export interface WebhookWorkerOptions {
-  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers. */
+  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers, of development applications. */
   allowInsecure?: boolean;
   /** `GATEHOUSE_WEBHOOK_RETRY_SCHEDULE`. */
   retryScheduleS?: readonly number[];
@@ -49,6 +48,8 @@ interface ClaimedDelivery {
   type: string;
   data: Record<string, unknown> | string;
   event_created_at: Date | string;
+  /** The endpoint's application is a development one: only those may use the insecure development setting. */
+  development: boolean;
 }
 
 interface Attempt {
@@ -164,7 +165,7 @@ export class WebhookWorker {
 
   /** Claims due deliveries of active endpoints and reads what sending them needs, in one statement. */
   #claim(): Promise<ClaimedDelivery[]> {
-    const em = this.services.orm.em.fork() as EntityManager;
+    const em = this.services.orm.em.fork();
     return em.execute<ClaimedDelivery[]>(
       `with claimed as (
          update webhook_deliveries set locked_until = now() + interval '${this.leaseS} seconds', attempts = attempts + 1
@@ -175,8 +176,9 @@ export class WebhookWorker {
           returning id, attempts, endpoint_id, event_id)
        select c.id, c.attempts, c.endpoint_id, c.event_id, e.url, e.secret_sealed, e.previous_secret_sealed,
               e.previous_secret_expires_at > now() as previous_valid, e.failing_since,
-              ev.type, ev.data, ev.created_at as event_created_at
-         from claimed c join webhook_endpoints e on e.id = c.endpoint_id join events ev on ev.id = c.event_id`,
+              ev.type, ev.data, ev.created_at as event_created_at, a.environment = 'development' as development
+         from claimed c join webhook_endpoints e on e.id = c.endpoint_id join events ev on ev.id = c.event_id
+         join applications a on a.id = e.application_id`,
     );
   }
 
@@ -201,7 +203,7 @@ export class WebhookWorker {
     // Several `v1,` signatures separated by spaces: each secret of the rotation window signs (Standard Webhooks).
     const signature = secrets.map((secret) => new Webhook(secret).sign(row.event_id, now, body)).join(' ');
     const response = await guardedRequest(row.url, {
-      allowInsecure: this.allowInsecure,
+      allowInsecure: this.allowInsecure && row.development,
       dnsServers: this.services.dnsServers,
       timeoutMs: this.timeoutMs,
       keepBytes: EXCERPT_BYTES,
@@ -230,12 +232,13 @@ export class WebhookWorker {
 
   /** Each attempt's row, its delivery's outcome and its endpoint's failing run, in one transaction. */
   async #record(attempts: Attempt[]) {
-    const em = this.services.orm.em.fork() as EntityManager;
-    const deliveries = attempts.map(({ row, outcome }) => {
+    const em = this.services.orm.em.fork();
+    const deliveries = attempts.map((attempt) => {
+      const { row, outcome } = attempt;
       const scheduled = this.retryScheduleS[row.attempts - 1];
       const delayS = outcome.ok || outcome.gone || scheduled === undefined ? undefined : (outcome.retryAfterS ?? scheduled);
       const status = outcome.ok ? 'succeeded' : delayS === undefined ? 'failed' : 'pending';
-      return { status, delayMs: delayS === undefined ? null : Math.round(delayS * 1000) };
+      return { ...attempt, status, delayMs: delayS === undefined ? null : Math.round(delayS * 1000) };
     });
     // Per endpoint, folded in answer order: a success ends the failing run; a failure starts one unless one runs.
     const runs = new Map<string, { restart: boolean; since: Date | null }>();
@@ -247,7 +250,7 @@ export class WebhookWorker {
     }
     // Each statement takes the batch as one JSON array of rows (a parameter, never spliced into the text).
     const rows = JSON.stringify(
-      attempts.map(({ row, outcome, attemptedAt, durationMs }, i) => ({
+      deliveries.map(({ row, outcome, attemptedAt, durationMs, status, delayMs }) => ({
         attempt_id: newId(),
         id: row.id,
         attempted_at: attemptedAt.toISOString(),
@@ -255,8 +258,8 @@ export class WebhookWorker {
         duration_ms: durationMs,
         excerpt: outcome.excerpt,
         error: outcome.error,
-        status: deliveries[i]!.status,
-        delay_ms: deliveries[i]!.delayMs,
+        status,
+        delay_ms: delayMs,
       })),
     );
     const endpoints = JSON.stringify(
@@ -293,7 +296,7 @@ export class WebhookWorker {
 
   /** A 410 disables its endpoint at once; so does a failure that ends five days of nothing but failures. */
   async #disableFailing(attempts: Attempt[]) {
-    const em = this.services.orm.em.fork() as EntityManager;
+    const em = this.services.orm.em.fork();
     for (const { row, outcome, attemptedAt } of attempts) {
       if (outcome.ok) continue;
       const failingSince = row.failing_since ? new Date(row.failing_since).getTime() : attemptedAt.getTime();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PageQuerySchema, pageOf } from '../../lib/pagination.ts';
+import { text } from '../../lib/schemas.ts';
 import { EVENT_TYPES } from '../events/events.schema.ts';
 
 /**
@@ -12,25 +13,24 @@ export const WEBHOOK_EVENT_TYPES = [...new Set([...EVENT_TYPES, 'saml_connection
 ];
 
 /** Any refused URL, a too long one included, is 422 `invalid_url` (CONTRACT §1); the SSRF guard judges the rest. */
-const UrlSchema = z
-  .string()
+const UrlSchema = text()
   .refine((v) => v.length >= 1 && v.length <= 2048, { message: 'a URL of 1–2048 characters', params: { code: 'invalid_url' } })
   .meta({ format: 'uri', maxLength: 2048, description: 'https URL on a public address' });
 const EventTypesSchema = z
   .array(z.enum(WEBHOOK_EVENT_TYPES))
   .max(100)
   .meta({ description: 'Event kinds to receive (those `GET /v1/events` lists); empty = every kind' });
-const DescriptionSchema = z.string().max(1024);
+const DescriptionSchema = text().max(1024);
 
 export const WebhookEndpointSchema = z
   .object({
     id: z.uuid(),
-    url: z.string(),
-    description: z.string(),
-    event_types: z.array(z.string()),
+    url: text(),
+    description: text(),
+    event_types: z.array(text()),
     status: z.enum(['active', 'disabled']),
     /** Why the service disabled it: `gone` (410) or `failing` (5 days of failures); null when active or disabled by hand. */
-    disabled_reason: z.string().nullable(),
+    disabled_reason: text().nullable(),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   })
@@ -38,7 +38,7 @@ export const WebhookEndpointSchema = z
 export type WebhookEndpointRecord = z.infer<typeof WebhookEndpointSchema>;
 
 export const WebhookEndpointWithSecretSchema = WebhookEndpointSchema.extend({
-  secret: z.string().meta({ description: 'The signing secret `whsec_…`: shown here only' }),
+  secret: text().meta({ description: 'The signing secret `whsec_…`: shown here only' }),
 }).meta({ id: 'WebhookEndpointWithSecret' });
 
 export const CreateWebhookInputSchema = z.strictObject({
@@ -62,11 +62,11 @@ export const WebhookDeliverySchema = z
     id: z.uuid(),
     endpoint_id: z.uuid(),
     event_id: z.uuid(),
-    event_type: z.string(),
+    event_type: text(),
     status: z.enum(DELIVERY_STATUSES),
     attempts: z.number().int(),
     response_status: z.number().int().nullable(),
-    last_error: z.string().nullable(),
+    last_error: text().nullable(),
     last_attempt_at: z.iso.datetime().nullable(),
     next_attempt_at: z.iso.datetime().nullable(),
     created_at: z.iso.datetime(),
@@ -79,8 +79,8 @@ export const WebhookAttemptSchema = z
     attempted_at: z.iso.datetime(),
     response_status: z.number().int().nullable(),
     duration_ms: z.number().int(),
-    response_excerpt: z.string().nullable().meta({ description: 'The start of the answer (at most 1 KB), sanitised' }),
-    error: z.string().nullable(),
+    response_excerpt: text().nullable().meta({ description: 'The start of the answer (at most 1 KB), sanitised' }),
+    error: text().nullable(),
   })
   .meta({ id: 'WebhookAttempt' });
 
@@ -103,16 +103,16 @@ export const RecoverResultSchema = z.object({ recovered: z.number().int() }).met
 /** The `data` of `webhook_endpoint.created` and `.updated` (never the secret). */
 export const EndpointEventSchema = z.object({
   id: z.uuid(),
-  url: z.string(),
-  event_types: z.array(z.string()),
+  url: text(),
+  event_types: z.array(text()),
   status: z.enum(['active', 'disabled']),
 });
 /** The `data` of `webhook_endpoint.deleted`. */
-export const DeletedEndpointEventSchema = z.object({ id: z.uuid(), url: z.string() });
+export const DeletedEndpointEventSchema = z.object({ id: z.uuid(), url: text() });
 /** The `data` of `webhook_endpoint.disabled`: why the service disabled it (`gone`, `failing`). */
 export const DisabledEndpointEventSchema = EndpointEventSchema.extend({
   status: z.literal('disabled'),
   reason: z.enum(['gone', 'failing']),
 });
 /** The `data` of `webhook.test`. */
-export const TestEventSchema = z.object({ endpoint_id: z.uuid(), message: z.string() });
+export const TestEventSchema = z.object({ endpoint_id: z.uuid(), message: text() });

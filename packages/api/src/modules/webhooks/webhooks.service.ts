@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Context, Services } from '../../context.ts';
+import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
+import type { TenantContext } from '../applications/contexts.ts';
 import { EventEntity } from '../events/event.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type WebhookDelivery, WebhookDeliveryEntity } from './webhook-delivery.entity.ts';
@@ -18,17 +19,21 @@ const SECRET_BYTES = 32;
 
 /** What a process's webhook delivery runs with (set by its worker; the defaults are production's). */
 export interface WebhookSettings {
-  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers (development and tests). */
+  /** `GATEHOUSE_ALLOW_INSECURE_WEBHOOKS=1`: also `http` and loopback receivers of development applications. */
   allowInsecure: boolean;
   /** Wakes this process's worker (a test or retry is due now). */
   nudge?: () => void;
 }
 export const webhookSettings = new WeakMap<Services, WebhookSettings>();
 const settingsOf = (services: Services): WebhookSettings => webhookSettings.get(services) ?? { allowInsecure: false };
-/** A receiver URL under this process's policy; a refusal names the setting that allows http and loopback. */
-const checkReceiverUrl = (services: Services, url: string) =>
+/**
+ * A receiver URL under this process's policy; a refusal names the setting that allows http and loopback. That setting
+ * admits them for development applications only: the outbox is shared by every process on the database, so a
+ * production tenant's webhooks never depend on one process's flag.
+ */
+const checkReceiverUrl = (ctx: TenantContext, url: string) =>
   checkOutboundUrl(url, {
-    allowInsecure: settingsOf(services).allowInsecure,
+    allowInsecure: settingsOf(ctx.services).allowInsecure && ctx.application.environment === 'development',
     insecureSetting: 'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS',
   }).toString();
 
@@ -70,19 +75,19 @@ const eventData = (e: WebhookEndpoint) => ({
 
 const uniqueTypes = (types: string[]) => [...new Set(types)];
 
-async function findEndpoint(ctx: Context, id: string): Promise<WebhookEndpoint> {
-  const endpoint = await ctx.em.findOne(WebhookEndpointEntity, { id, application: ctx.application!.id });
+async function findEndpoint(ctx: TenantContext, id: string): Promise<WebhookEndpoint> {
+  const endpoint = await ctx.em.findOne(WebhookEndpointEntity, { id, application: ctx.application.id });
   if (!endpoint) throw notFound('Webhook endpoint');
   return endpoint;
 }
 
-export async function createWebhook(ctx: Context, input: { url: string; description: string; event_types: string[] }) {
-  const url = checkReceiverUrl(ctx.services, input.url);
+export async function createWebhook(ctx: TenantContext, input: { url: string; description: string; event_types: string[] }) {
+  const url = checkReceiverUrl(ctx, input.url);
   const id = newId();
   const secret = newSecret();
   const endpoint = ctx.em.create(WebhookEndpointEntity, {
     id,
-    application: ctx.application!.id,
+    application: ctx.application.id,
     url,
     description: input.description,
     eventTypes: uniqueTypes(input.event_types),
@@ -93,29 +98,29 @@ export async function createWebhook(ctx: Context, input: { url: string; descript
     previousSecretExpiresAt: null,
     failingSince: null,
   });
-  recordEvent(ctx.em, ctx.application!.id, 'webhook_endpoint.created', eventData(endpoint));
+  recordEvent(ctx.em, ctx.application.id, 'webhook_endpoint.created', eventData(endpoint));
   await ctx.em.flush();
   return { ...toEndpointRecord(endpoint), secret };
 }
 
-export async function listWebhooks(ctx: Context) {
+export async function listWebhooks(ctx: TenantContext) {
   const endpoints = await ctx.em.find(
     WebhookEndpointEntity,
-    { application: ctx.application!.id },
+    { application: ctx.application.id },
     { orderBy: { createdAt: 'desc', id: 'desc' } },
   );
   return endpoints.map(toEndpointRecord);
 }
 
-export const getWebhook = async (ctx: Context, id: string) => toEndpointRecord(await findEndpoint(ctx, id));
+export const getWebhook = async (ctx: TenantContext, id: string) => toEndpointRecord(await findEndpoint(ctx, id));
 
 export async function updateWebhook(
-  ctx: Context,
+  ctx: TenantContext,
   input: { id: string; url?: string; description?: string; event_types?: string[]; status?: 'active' | 'disabled' },
 ) {
   const endpoint = await findEndpoint(ctx, input.id);
   const changes: Partial<WebhookEndpoint> = { updatedAt: new Date() };
-  if (input.url !== undefined) changes.url = checkReceiverUrl(ctx.services, input.url);
+  if (input.url !== undefined) changes.url = checkReceiverUrl(ctx, input.url);
   if (input.description !== undefined) changes.description = input.description;
   if (input.event_types !== undefined) changes.eventTypes = uniqueTypes(input.event_types);
   if (input.status !== undefined && input.status !== endpoint.status) {
@@ -147,7 +152,7 @@ const wakeDeliveries = (em: EntityManager, endpointId: string) =>
   );
 
 /** S17: the endpoint and its delivery history (deliveries and attempts cascade) go in one statement, one transaction. */
-export async function deleteWebhook(ctx: Context, id: string) {
+export async function deleteWebhook(ctx: TenantContext, id: string) {
   const endpoint = await findEndpoint(ctx, id);
   ctx.em.remove(endpoint);
   recordEvent(ctx.em, endpoint.application, 'webhook_endpoint.deleted', { id: endpoint.id, url: endpoint.url });
@@ -156,7 +161,7 @@ export async function deleteWebhook(ctx: Context, id: string) {
 }
 
 /** A new secret; the old one keeps signing beside it for 24 hours (receivers accept either `v1,` signature). */
-export async function rotateWebhookSecret(ctx: Context, id: string) {
+export async function rotateWebhookSecret(ctx: TenantContext, id: string) {
   const endpoint = await findEndpoint(ctx, id);
   const secret = newSecret();
   endpoint.previousSecretSealed = endpoint.secretSealed;
@@ -168,7 +173,7 @@ export async function rotateWebhookSecret(ctx: Context, id: string) {
 }
 
 /** A `webhook.test` event, delivered to this endpoint only (the fan-out trigger skips this kind). */
-export async function testWebhook(ctx: Context, id: string) {
+export async function testWebhook(ctx: TenantContext, id: string) {
   const endpoint = await findEndpoint(ctx, id);
   const eventId = newId();
   ctx.em.create(EventEntity, {
@@ -196,7 +201,7 @@ export async function testWebhook(ctx: Context, id: string) {
   return toDeliveryRecord(delivery);
 }
 
-export async function listDeliveries(ctx: Context, input: PageQuery & { id: string; status?: string }) {
+export async function listDeliveries(ctx: TenantContext, input: PageQuery & { id: string; status?: string }) {
   const endpoint = await findEndpoint(ctx, input.id);
   const [rows, total] = await ctx.em.findAndCount(
     WebhookDeliveryEntity,
@@ -206,14 +211,14 @@ export async function listDeliveries(ctx: Context, input: PageQuery & { id: stri
   return { deliveries: rows.map(toDeliveryRecord), total, limit: input.limit, offset: input.offset };
 }
 
-async function findDelivery(ctx: Context, input: { id: string; delivery_id: string }) {
+async function findDelivery(ctx: TenantContext, input: { id: string; delivery_id: string }) {
   const endpoint = await findEndpoint(ctx, input.id);
   const delivery = await ctx.em.findOne(WebhookDeliveryEntity, { id: input.delivery_id, endpoint: endpoint.id });
   if (!delivery) throw notFound('Webhook delivery');
   return delivery;
 }
 
-export async function getDelivery(ctx: Context, input: { id: string; delivery_id: string }) {
+export async function getDelivery(ctx: TenantContext, input: { id: string; delivery_id: string }) {
   const delivery = await findDelivery(ctx, input);
   const attempts = await ctx.em.execute<
     Array<{
@@ -244,7 +249,7 @@ export async function getDelivery(ctx: Context, input: { id: string; delivery_id
  * Sends a delivery again now (one more attempt; a delivery that has used its schedule gets no automatic retry after
  * it). A delivery of a disabled endpoint waits until the endpoint is enabled again.
  */
-export async function retryDelivery(ctx: Context, input: { id: string; delivery_id: string }) {
+export async function retryDelivery(ctx: TenantContext, input: { id: string; delivery_id: string }) {
   const delivery = await findDelivery(ctx, input);
   const endpoint = await findEndpoint(ctx, input.id);
   delivery.status = 'pending';
@@ -256,7 +261,7 @@ export async function retryDelivery(ctx: Context, input: { id: string; delivery_
 }
 
 /** Svix's "recover": every failed delivery of this endpoint created since `since` is queued again (one attempt each). */
-export async function recoverDeliveries(ctx: Context, input: { id: string; since: string }) {
+export async function recoverDeliveries(ctx: TenantContext, input: { id: string; since: string }) {
   const endpoint = await findEndpoint(ctx, input.id);
   const since = new Date(input.since);
   if (Number.isNaN(since.getTime())) throw new AppError('validation_failed', 'since is not a valid time');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RedirectUrlSchema } from '../../../lib/schemas.ts';
+import { RedirectUrlSchema, text } from '../../../lib/schemas.ts';
 import { EmailSchema } from '../../users/users.schema.ts';
 import { HostIdSchema, SignInResultSchema } from '../sign-in.schema.ts';
 
@@ -13,8 +13,7 @@ export const StartMagicLinkInputSchema = z.strictObject({
 export const StartMagicLinkOutputSchema = z
   .object({
     verification_id: z.uuid(),
-    poll_secret: z
-      .string()
+    poll_secret: text()
       .nullable()
       .meta({
         description:
@@ -24,11 +23,11 @@ export const StartMagicLinkOutputSchema = z
       }),
   })
   .meta({ id: 'MagicLinkStarted' });
-export const VerifyMagicLinkInputSchema = z.strictObject({ token: z.string().min(1).max(200) });
+export const VerifyMagicLinkInputSchema = z.strictObject({ token: text().min(1).max(200) });
 export const ConfirmMagicLinkOutputSchema = z.object({ status: z.literal('confirmed') }).meta({ id: 'MagicLinkConfirmed' });
 export const PollMagicLinkInputSchema = z.strictObject({
   verification_id: z.uuid(),
-  poll_secret: z.string().min(1).max(200),
+  poll_secret: text().min(1).max(200),
 });
 export const PollMagicLinkOutputSchema = z
   .union([z.strictObject({ status: z.literal('pending') }), SignInResultSchema])

@@ -6,6 +6,7 @@ import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../../l
 import { newId } from '../../../lib/ids.ts';
 import type { Application } from '../../applications/application.entity.ts';
 import { settingsOf } from '../../applications/applications.service.ts';
+import type { TenantContext } from '../../applications/contexts.ts';
 import { recordEvent } from '../../events/events.service.ts';
 import { sendTemplate } from '../../templates/templates.service.ts';
 import { UserEntity } from '../../users/user.entity.ts';
@@ -36,8 +37,8 @@ function linkFor(ctx: Context, application: Application, token: string, redirect
  * for everyone, a link row and a message row are always written, and the mail outbox sends after the answer.
  * Whether a mail is sent at all depends on whether that address could sign in.
  */
-export async function startMagicLink(ctx: Context, input: { email: string; redirect_url?: string; host_id?: string }) {
-  const application = ctx.application!;
+export async function startMagicLink(ctx: TenantContext, input: { email: string; redirect_url?: string; host_id?: string }) {
+  const application = ctx.application;
   const settings = settingsOf(application);
   const email = input.email.trim();
   const normalized = normalizeEmail(email);
@@ -98,8 +99,8 @@ export async function startMagicLink(ctx: Context, input: { email: string; redir
  * Consumes the link (atomically, once, judged by the database clock) and signs in its owner; an unknown address
  * signs up here, on verify, when sign-up is open. Signing in by link proves the address: `email_verified` is set.
  */
-export async function verifyMagicLink(ctx: Context, input: { token: string }) {
-  const application = ctx.application!;
+export async function verifyMagicLink(ctx: TenantContext, input: { token: string }) {
+  const application = ctx.application;
   return completeSignIn(ctx, application, async (em) => {
     const rows = await em.execute<LinkRow[]>(
       `update magic_links set consumed_at = now()
@@ -116,8 +117,8 @@ export async function verifyMagicLink(ctx: Context, input: { token: string }) {
  * that asked". Nothing is signed in here — the page's own browser gets no session; the starting device collects it
  * with its poll secret. Mail scanners that only follow links confirm nothing (this is a POST).
  */
-export async function confirmMagicLink(ctx: Context, input: { token: string }) {
-  const application = ctx.application!;
+export async function confirmMagicLink(ctx: TenantContext, input: { token: string }) {
+  const application = ctx.application;
   const rows = await ctx.em.execute<Array<{ id: string }>>(
     `update magic_links set confirmed_at = now()
       where token_hash = ? and application_id = ? and poll_secret_hash is not null
@@ -137,8 +138,8 @@ const COLLECT_GRACE = "interval '5 minutes'";
  * consumed by the poll that collects it; of concurrent polls exactly one does). `mfa_required` and `consent_required`
  * continue on this device. An unknown id, a wrong secret, an expired or already collected link are one answer.
  */
-export async function pollMagicLink(ctx: Context, input: { verification_id: string; poll_secret: string }) {
-  const application = ctx.application!;
+export async function pollMagicLink(ctx: TenantContext, input: { verification_id: string; poll_secret: string }) {
+  const application = ctx.application;
   await ctx.services.rateLimits.consume(
     [{ name: 'magic_link_poll', key: `${application.id}:${ctx.ip}`, points: 600, windowS: 300 }],
     ctx.response.headers,
