@@ -186,8 +186,11 @@ export async function main(): Promise<string | null> {
   // @ts-expect-error: the service emits no such event
   if (event.type === 'user.renamed') return null;
   const created: WebhookEvent<'user.created'> | null = event.type === 'user.created' ? event : null;
+  const email: string | null | undefined = created?.data.primary_email;
+  // @ts-expect-error: a user.created event's data is the user, which has no such field
+  if (created?.data.nickname) return null;
   await gatehouse.webhooks.create({ url: 'https://example.com/hooks', event_types: ['user.created'] });
-  return [event.type, created?.timestamp, user.primary_email, names.length, result.status, claims.sub, error.requestId].join() || null;
+  return [event.type, created?.timestamp, email, user.primary_email, names.length, result.status, claims.sub, error.requestId].join() || null;
 }
 `,
     );

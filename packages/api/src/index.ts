@@ -25,6 +25,8 @@ export {
   type WebhookWorkerOptions,
 } from './modules/webhooks/webhook-worker.ts';
 export { createOrm } from './modules.ts';
+/** Every event kind's payload schema, as the module that emits it declares it (what a kind's `data` must match). */
+export const eventPayloadSchemas = service.events;
 export { buildOpenApiDocument } from './openapi.ts';
 export { callProcedure, procedureTypes, type RestRoute, restRoutes } from './rest.ts';
 export { type AppRouter, appRouter } from './router.ts';

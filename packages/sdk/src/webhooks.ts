@@ -1,5 +1,5 @@
 import type { AppRouter } from '@gatehouse/api';
-import type { inferRouterInputs } from '@trpc/server';
+import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { Webhook } from 'standardwebhooks';
 
 /** A delivery that did not verify: wrong signature or secret, a changed body, a timestamp off by more than 5 minutes. */
@@ -13,6 +13,9 @@ export class WebhookVerificationError extends Error {
 /** Every kind of event the service emits (what an endpoint's `event_types` and `events.list({ type })` accept). */
 export type WebhookEventType = NonNullable<Exclude<inferRouterInputs<AppRouter>['events']['list'], void>['type']>;
 
+/** An entry of the event log as the router types it: one member per kind, its `data` typed by the kind's schema. */
+type LoggedEvent = inferRouterOutputs<AppRouter>['events']['list']['events'][number];
+
 /**
  * What Gatehouse POSTs to a webhook endpoint, once its signature has been verified: the event log's entry (see
  * `events.list`), one member per event kind, so that a `switch (event.type)` narrows to that kind. Narrow it to the
@@ -24,8 +27,11 @@ export type WebhookEvent<T extends WebhookEventType = WebhookEventType> = {
     type: K;
     /** When the change happened (ISO 8601 UTC): the event's `created_at`. */
     timestamp: string;
-    /** What changed: for most kinds the resource as the API answers it, for deletions its `id`. */
-    data: Record<string, unknown>;
+    /**
+     * What changed, as the kind's payload schema on the server declares it: for most kinds the resource as the API
+     * answers it, for deletions its `id`.
+     */
+    data: Extract<LoggedEvent, { type: K }>['data'];
   };
 }[T];
 

@@ -1,5 +1,6 @@
 import type { Options, TriggerDef } from '@mikro-orm/core';
 import type { AnyRouter } from '@trpc/server';
+import type { z } from 'zod';
 
 /**
  * A registry a lower part owns and the modules above it fill (users' merge steps, the kernel's purge steps, …): the
@@ -57,6 +58,12 @@ export interface ProcedureTree {
   readonly [key: string]: AnyRouter | AnyRouter['_def']['procedures'][string] | ProcedureTree;
 }
 
+/** The events a module emits: each kind with the schema of its `data` (a kind is declared by one module). */
+export type EventDeclarations = Readonly<Record<string, z.ZodType>>;
+
+/** The `data` of each declared kind as its schema gives it (what `recordEvent` takes, what a webhook delivers). */
+export type EventPayloadsOf<E extends EventDeclarations> = { [K in keyof E]: z.output<E[K]> };
+
 /** A module as the composition root lists it: its tables, its procedures, its OpenAPI tag and the registries it fills. */
 export interface ModuleDeclaration<P extends ProcedureTree = ProcedureTree> {
   name: string;
@@ -66,6 +73,8 @@ export interface ModuleDeclaration<P extends ProcedureTree = ProcedureTree> {
   /** The OpenAPI tag it owns (the tags of the document, in the order of the module list). */
   tag?: { name: string; description: string };
   hooks?: readonly Hook[];
+  /** The events it emits, with their payload schemas. */
+  events?: EventDeclarations;
   /** Triggers it puts on a lower module's table (webhooks fan out on events): applied to that entity at composition. */
   triggers?: ReadonlyArray<{ on: { meta: { triggers: TriggerDef[] } }; trigger: TriggerDef }>;
 }
@@ -99,18 +108,24 @@ function mergeInto(target: Record<string, unknown>, tree: ProcedureTree, path: s
 
 /**
  * The service as its modules declare it: every table, the procedures merged under their namespaces, the OpenAPI tags
- * and the composed registries. A module, tag, procedure or registry entry declared twice throws here, at start.
+ * the composed registries and every event kind with its payload schema. A module, tag, procedure, registry entry or
+ * event kind declared twice throws here, at start.
  */
 export function composeModules<const M extends readonly ModuleDeclaration[]>(modules: M) {
   const names = new Set<string>();
   const tags = new Set<string>();
   const procedures: Record<string, unknown> = {};
+  const events: Record<string, z.ZodType> = {};
   for (const module of modules) {
     if (names.has(module.name)) throw new Error(`The module ${module.name} is listed twice`);
     names.add(module.name);
     if (module.tag && tags.has(module.tag.name)) throw new Error(`The OpenAPI tag ${module.tag.name} is declared twice`);
     if (module.tag) tags.add(module.tag.name);
     if (module.procedures) mergeInto(procedures, module.procedures, '');
+    for (const [type, schema] of Object.entries(module.events ?? {})) {
+      if (type in events) throw new Error(`The event ${type} is declared twice`);
+      events[type] = schema;
+    }
     for (const { on, trigger } of module.triggers ?? []) {
       if (on.meta.triggers.some(({ name }) => name === trigger.name))
         throw new Error(`The trigger ${trigger.name} is declared twice`);
@@ -123,5 +138,6 @@ export function composeModules<const M extends readonly ModuleDeclaration[]>(mod
     procedures: procedures as MergedProcedures<M>,
     tags: modules.flatMap((module) => (module.tag ? [module.tag] : [])),
     hooks: new Hooks(modules.flatMap((module) => module.hooks ?? [])),
+    events: events as EventDeclarations,
   };
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { composeModules, defineModule, Registry } from './modules.ts';
 
 const steps = new Registry<(n: number) => number>('test step');
@@ -40,6 +41,15 @@ describe('composeModules', () => {
       defineModule({ name: 'b', procedures: { users: { list: leaf } } }),
     ];
     expect(() => composeModules(twice)).toThrow('The procedure users.list is declared twice');
+  });
+
+  it('composes the events every module declares, and refuses a kind declared twice', () => {
+    const Created = z.object({ id: z.uuid() });
+    const a = defineModule({ name: 'a', events: { 'thing.created': Created } });
+    const b = defineModule({ name: 'b', events: { 'thing.deleted': Created } });
+    expect(Object.keys(composeModules([a, b]).events)).toEqual(['thing.created', 'thing.deleted']);
+    const again = defineModule({ name: 'c', events: { 'thing.created': z.object({}) } });
+    expect(() => composeModules([a, again])).toThrow('The event thing.created is declared twice');
   });
 
   it('merges the namespaces several modules share', () => {

@@ -24,3 +24,8 @@ export const CreateApiKeyInputSchema = z.strictObject({
   // Checked against the catalogue in the service, so an unknown scope is 422 `unknown_scope`, not a schema error.
   scopes: z.array(text().max(64)).min(1).max(SCOPES.length),
 });
+
+/** The `data` of `api_key.created` (never the secret). */
+export const ApiKeyCreatedEventSchema = z.object({ id: z.uuid(), name: text(), scopes: z.array(text()) });
+/** The `data` of `api_key.revoked`. */
+export const ApiKeyRevokedEventSchema = z.object({ id: z.uuid(), name: text() });

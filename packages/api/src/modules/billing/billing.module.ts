@@ -1,10 +1,22 @@
 import { housekeepingTasks } from '../../lib/housekeeping.ts';
-import { defineModule } from '../../lib/modules.ts';
+import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../../lib/modules.ts';
 import { memberAddChecks, subscriptionSummarySources } from '../organizations/organizations.hooks.ts';
 import { billingRouter } from './billing.router.ts';
+import { SubscriptionSchema } from './billing.schema.ts';
 import { advanceSubscriptionPeriods, billingSubscriptionSummary, checkSeats } from './billing.service.ts';
 import { PlanEntity } from './plan.entity.ts';
 import { SubscriptionEntity } from './subscription.entity.ts';
+
+/** The events this module emits, with their payload schemas. */
+const events = {
+  'subscription.created': SubscriptionSchema,
+  'subscription.updated': SubscriptionSchema,
+  'subscription.canceled': SubscriptionSchema,
+} satisfies EventDeclarations;
+
+declare module '../events/events.schema.ts' {
+  interface EventPayloads extends EventPayloadsOf<typeof events> {}
+}
 
 /** Plans and subscriptions: seats checked when a member is added, periods moved on by housekeeping. */
 export const billingModule = defineModule({
@@ -20,4 +32,5 @@ export const billingModule = defineModule({
     memberAddChecks.entry('seats', checkSeats),
     subscriptionSummarySources.entry('billing', billingSubscriptionSummary),
   ],
+  events,
 });

@@ -47,3 +47,8 @@ export const AllowedDomainInputSchema = z.strictObject({
   domain: text().max(1024).meta({ description: 'The host name a TLS certificate is asked for' }),
 });
 export const AllowedDomainSchema = z.object({ domain: text(), allowed: z.literal(true) }).meta({ id: 'AllowedDomain' });
+
+/** The `data` of `custom_domain.added`. */
+export const DomainAddedEventSchema = z.object({ id: z.uuid(), domain: text(), status: z.enum(DOMAIN_STATUSES) });
+/** The `data` of `custom_domain.verified`. */
+export const DomainVerifiedEventSchema = z.object({ id: z.uuid(), domain: text(), verified_at: z.iso.datetime() });

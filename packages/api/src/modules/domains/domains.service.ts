@@ -72,7 +72,11 @@ export async function addDomain(ctx: TenantContext, input: { id: string; domain:
     checkCount: 0,
     nextCheckAt: new Date(Date.now() + backoffS(0) * 1000),
   });
-  recordEvent(ctx.em, application.id, 'custom_domain.added', { id: domain.id, domain: name, status: domain.status });
+  recordEvent(ctx.em, application.id, 'custom_domain.added', {
+    id: domain.id,
+    domain: name,
+    status: domain.status as CustomDomainRecord['status'],
+  });
   try {
     await ctx.em.flush();
   } catch (error) {

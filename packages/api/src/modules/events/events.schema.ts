@@ -41,9 +41,27 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * The `data` of each event kind, as the schema in the `events` of the emitting module's declaration gives it: that
+ * module adds its kinds here (`declare module '…/events.schema.ts' { interface EventPayloads extends
+ * EventPayloadsOf<typeof events> {} }`), so `recordEvent` takes only what a kind declares without importing upwards,
+ * and a kind left undeclared (or declared twice, differently) does not type-check.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: the modules that emit events fill it (declaration merging)
+export interface EventPayloads {}
+
+/**
+ * On the wire any kind's `data` is an object; its type is the kind's declared payload, since every event is written
+ * through `recordEvent` or `eventRow`, which take only that (the router's type, so the SDK's, says so).
+ */
 export const EventSchema = z
   .object({ id: z.uuid(), type: text(), data: z.record(text(), z.unknown()), created_at: z.iso.datetime() })
-  .meta({ id: 'Event' });
+  // Spelled out here, not named: the SDK's published types inline the router's, which then carry no server type.
+  .meta({ id: 'Event' }) as unknown as z.ZodType<
+  { [K in EventType]: { id: string; type: K; data: EventPayloads[K]; created_at: string } }[EventType]
+>;
+/** An event of the log, one member per kind, with its kind's `data`. */
+export type EventRecord = z.output<typeof EventSchema>;
 
 export const ListEventsInputSchema = listQuerySchema({ type: z.enum(EVENT_TYPES).optional() });
 export const EventPageSchema = pageOf('events', EventSchema).meta({ id: 'EventPage' });

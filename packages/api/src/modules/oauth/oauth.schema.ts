@@ -81,3 +81,6 @@ export const IdentitySchema = z
   })
   .meta({ id: 'Identity' });
 export type IdentityRecord = z.infer<typeof IdentitySchema>;
+
+/** The `data` of `user.identity_linked` and `user.identity_unlinked`. */
+export const IdentityEventSchema = z.object({ user_id: z.uuid(), identity: IdentitySchema });

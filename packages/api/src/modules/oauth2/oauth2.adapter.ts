@@ -426,21 +426,21 @@ async function upsertGrant(em: EntityManager, applicationId: string, id: string,
   if (!isUuid(payload.accountId ?? '') || !isUuid(payload.clientId ?? '')) throw new Error('grant without user or client');
   const scopes = JSON.stringify(grantScopes(payload));
   await em.transactional(async (tx) => {
-    const inserted = await tx.execute<Array<{ inserted: boolean }>>(
+    const [row] = await tx.execute<Array<{ inserted: boolean; user_id: string; client_id: string }>>(
       `insert into oauth2_grants (id, application_id, user_id, client_id, scopes, payload, expires_at, created_at, updated_at)
         values (?, ?, ?, ?, ?, ?, ?, now(), now())
         on conflict (id) do update set scopes = excluded.scopes, payload = excluded.payload, expires_at = excluded.expires_at,
           updated_at = now()
         where oauth2_grants.application_id = excluded.application_id
-        returning (xmax = 0) as inserted`,
+        returning (xmax = 0) as inserted, user_id, client_id`,
       [id, applicationId, payload.accountId, payload.clientId, scopes, JSON.stringify(payload), expiresAt],
     );
-    if (inserted[0]?.inserted) {
+    if (row?.inserted) {
       await tx.execute(`insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`, [
         ...eventRow(applicationId, 'oauth2_grant.created', {
           id,
-          user_id: payload.accountId,
-          client_id: payload.clientId,
+          user_id: row.user_id,
+          client_id: row.client_id,
           scopes: JSON.parse(scopes),
         }),
       ]);

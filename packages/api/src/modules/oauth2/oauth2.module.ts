@@ -1,12 +1,23 @@
 import { purgeSteps } from '../../lib/housekeeping.ts';
-import { defineModule } from '../../lib/modules.ts';
+import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../../lib/modules.ts';
 import { banSteps } from '../users/users.hooks.ts';
 import { mergeSteps } from '../users/users.merge.ts';
 import { interactionRouter, myGrantsRouter, oauth2Router, userGrantsRouter } from './oauth2.router.ts';
+import { GrantCreatedEventSchema, GrantRevokedEventSchema } from './oauth2.schema.ts';
 import { mergeOAuth2Grants, purgeOAuth2Artifacts, purgeOAuth2Grants, revokeOAuth2GrantsOnBan } from './oauth2.service.ts';
 import { OAuth2ArtifactEntity } from './oauth2-artifact.entity.ts';
 import { OAuth2ClientEntity } from './oauth2-client.entity.ts';
 import { OAuth2GrantEntity } from './oauth2-grant.entity.ts';
+
+/** The events this module emits, with their payload schemas. */
+const events = {
+  'oauth2_grant.created': GrantCreatedEventSchema,
+  'oauth2_grant.revoked': GrantRevokedEventSchema,
+} satisfies EventDeclarations;
+
+declare module '../events/events.schema.ts' {
+  interface EventPayloads extends EventPayloadsOf<typeof events> {}
+}
 
 /** The application as an OAuth 2.1 / OpenID Connect provider: clients, the interaction, grants. */
 export const oauth2Module = defineModule({
@@ -28,4 +39,5 @@ export const oauth2Module = defineModule({
     purgeSteps.entry('oauth2_artifacts', purgeOAuth2Artifacts),
     purgeSteps.entry('oauth2_grants', purgeOAuth2Grants),
   ],
+  events,
 });

@@ -107,3 +107,13 @@ export const CompleteInteractionInputSchema = z.strictObject({
 export const InteractionOutcomeSchema = z
   .object({ redirect_to: text().meta({ description: 'Send the browser here to finish the authorization' }) })
   .meta({ id: 'OAuth2InteractionOutcome' });
+
+/** The `data` of `oauth2_grant.created`. */
+export const GrantCreatedEventSchema = z.object({
+  id: z.uuid(),
+  user_id: z.uuid(),
+  client_id: text(),
+  scopes: z.array(text()),
+});
+/** The `data` of `oauth2_grant.revoked`: why (`user`, `support`, `ban`, `deletion`, `token_reuse`, …). */
+export const GrantRevokedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), client_id: text(), reason: text() });

@@ -79,3 +79,10 @@ export const MemberPageSchema = pageOf('members', MemberSchema).meta({ id: 'Orga
 
 export const MemberParamsSchema = z.strictObject({ id: z.uuid(), user_id: z.uuid() });
 export const UpdateMemberInputSchema = MemberParamsSchema.extend({ role: RoleSchema }).strict();
+
+/** The `data` of `organization.deleted`. */
+export const DeletedOrganizationEventSchema = z.object({ id: z.uuid() });
+/** The `data` of `organization_membership.created` and `.updated`: the member, with its organization. */
+export const MembershipEventSchema = MemberSchema.extend({ organization_id: z.uuid() });
+/** The `data` of `organization_membership.deleted`. */
+export const DeletedMembershipEventSchema = z.object({ organization_id: z.uuid(), user_id: z.uuid() });

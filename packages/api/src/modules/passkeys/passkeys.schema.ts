@@ -120,3 +120,12 @@ export type AssertionCredential = z.infer<typeof AssertionCredentialSchema>;
 
 /** A passkey sign-in's start: optionally the host the person signs in to (no body at all is fine). */
 export const StartPasskeySignInInputSchema = z.strictObject({ host_id: HostIdSchema.optional() }).optional();
+
+/** The `data` of `passkey.counter_regression` (a cloned authenticator; the sign-in was refused). */
+export const CounterRegressionEventSchema = z.object({
+  passkey_id: z.uuid(),
+  user_id: z.uuid(),
+  /** The identities table's column (null only for identities that are not passkeys). */
+  stored_counter: z.number().int().nullable(),
+  reported_counter: z.number().int(),
+});

@@ -296,7 +296,7 @@ async function checkAssertion(
       recordEvent(em, application.id, 'passkey.counter_regression', {
         passkey_id: passkey.id,
         user_id: passkey.user,
-        stored_counter: passkey.signCount,
+        stored_counter: passkey.signCount ?? null,
         reported_counter: reported,
       });
       await em.flush();

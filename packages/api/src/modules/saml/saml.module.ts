@@ -1,11 +1,23 @@
 import { purgeSteps } from '../../lib/housekeeping.ts';
-import { defineModule } from '../../lib/modules.ts';
+import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../../lib/modules.ts';
 import { samlRouter, ssoRouter } from './saml.router.ts';
+import { SamlConnectionSchema } from './saml.schema.ts';
 import { SamlAssertionEntity } from './saml-assertion.entity.ts';
 import { SamlCodeEntity } from './saml-code.entity.ts';
 import { SamlConnectionEntity } from './saml-connection.entity.ts';
 import { SamlRequestEntity } from './saml-request.entity.ts';
 import { purgeSamlAssertions, purgeSamlCodes, purgeSamlRequests } from './sso.service.ts';
+
+/** The events this module emits, with their payload schemas. */
+const events = {
+  'saml_connection.created': SamlConnectionSchema,
+  'saml_connection.updated': SamlConnectionSchema,
+  'saml_connection.deleted': SamlConnectionSchema,
+} satisfies EventDeclarations;
+
+declare module '../events/events.schema.ts' {
+  interface EventPayloads extends EventPayloadsOf<typeof events> {}
+}
 
 /** SAML connections and enterprise single sign-on. */
 export const samlModule = defineModule({
@@ -22,4 +34,5 @@ export const samlModule = defineModule({
     purgeSteps.entry('saml_codes', purgeSamlCodes),
     purgeSteps.entry('saml_assertions', purgeSamlAssertions),
   ],
+  events,
 });

@@ -1,11 +1,22 @@
 import { purgeSteps } from '../../lib/housekeeping.ts';
-import { defineModule } from '../../lib/modules.ts';
+import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../../lib/modules.ts';
 import { banSteps } from '../users/users.hooks.ts';
 import { mergeSteps } from '../users/users.merge.ts';
 import { RefreshTokenEntity } from './refresh-token.entity.ts';
 import { SessionEntity } from './session.entity.ts';
 import { endUserSessionProcedures, revokeUserSessionsProcedure } from './sessions.router.ts';
+import { SessionCreatedEventSchema, SessionRevokedEventSchema } from './sessions.schema.ts';
 import { mergeSessions, purgeRefreshTokens, purgeSessions, revokeSessionsOnBan } from './sessions.service.ts';
+
+/** The events this module emits, with their payload schemas. */
+const events = {
+  'session.created': SessionCreatedEventSchema,
+  'session.revoked': SessionRevokedEventSchema,
+} satisfies EventDeclarations;
+
+declare module '../events/events.schema.ts' {
+  interface EventPayloads extends EventPayloadsOf<typeof events> {}
+}
 
 /** Sessions and refresh tokens: the end user's tokens, sessions and profile. */
 export const sessionsModule = defineModule({
@@ -18,4 +29,5 @@ export const sessionsModule = defineModule({
     purgeSteps.entry('refresh_tokens', purgeRefreshTokens),
     purgeSteps.entry('sessions', purgeSessions),
   ],
+  events,
 });

@@ -37,3 +37,8 @@ export const SwitchOrganizationInputSchema = z.strictObject({
   organization_id: z.uuid().nullable().meta({ description: 'null leaves the active organization' }),
 });
 export const RevokedSessionsSchema = z.object({ user_id: z.uuid(), revoked: z.number().int() }).meta({ id: 'RevokedSessions' });
+
+/** The `data` of `session.created`. */
+export const SessionCreatedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), aal: z.number().int() });
+/** The `data` of `session.revoked`: why (`sign_out`, `ban`, `refresh_token_reuse`, …). */
+export const SessionRevokedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), reason: text() });

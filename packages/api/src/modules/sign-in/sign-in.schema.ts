@@ -42,3 +42,13 @@ export const AcceptConsentInputSchema = z.strictObject({
     .optional()
     .meta({ description: 'Every listed document type, accepted at its current version' }),
 });
+
+/** The `data` of `access.denied`: a refused sign-in (a banned user, or the host access rules: then with `rule_id`). */
+export const AccessDeniedEventSchema = z.object({
+  user_id: z.uuid(),
+  host_id: text().nullable(),
+  first_factor: text(),
+  reason: text(),
+  rule_id: z.uuid().nullable().optional(),
+});
+export type AccessDeniedEvent = z.infer<typeof AccessDeniedEventSchema>;

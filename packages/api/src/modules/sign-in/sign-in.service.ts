@@ -13,7 +13,7 @@ import { issueTokens, openSession, sessionOpening } from '../sessions/sessions.s
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { toUserRecord, userFromRow } from '../users/users.service.ts';
 import { PendingTokenEntity } from './pending-token.entity.ts';
-import { MFA_METHODS, type MfaMethod, type SignInResult } from './sign-in.schema.ts';
+import { type AccessDeniedEvent, MFA_METHODS, type MfaMethod, type SignInResult } from './sign-in.schema.ts';
 
 const PENDING_TOKEN_TTL_MS = 10 * 60_000;
 
@@ -34,11 +34,8 @@ export interface SignInSubject {
   used?: Statement;
 }
 
-/** Why a sign-in check refused: the `access.denied` event's data (never shown to the caller). */
-export interface SignInDenial {
-  reason: string;
-  [detail: string]: unknown;
-}
+/** Why a sign-in check refused: its part of the `access.denied` event's data (never shown to the caller). */
+export type SignInDenial = Pick<AccessDeniedEvent, 'reason' | 'rule_id'>;
 
 /** What a sign-in attempt says beyond its user. */
 export interface SignInAttempt {
@@ -59,8 +56,8 @@ export const signInChecks = new Registry<SignInCheck>('sign-in check');
 
 /** A refused sign-in: its transaction rolls back (nothing is consumed or created), then its event is written. */
 class SignInDenied extends AppError {
-  readonly event: Record<string, unknown>;
-  constructor(message: string, event: Record<string, unknown>) {
+  readonly event: AccessDeniedEvent;
+  constructor(message: string, event: AccessDeniedEvent) {
     super('access_denied', message);
     this.event = event;
   }

@@ -43,3 +43,15 @@ export const PreviewTemplateInputSchema = TemplateParamsSchema.extend({
 export const RenderedTemplateSchema = z
   .object({ subject: text().nullable(), html: text(), text: text() })
   .meta({ id: 'RenderedTemplate' });
+
+/** The `data` of `message.created`: a message the developer delivers, with its variables (links included). */
+export const MessageCreatedEventSchema = z.object({
+  id: z.uuid(),
+  template_key: text(),
+  channel: z.enum(['email', 'sms']),
+  to: text(),
+  subject: text().nullable(),
+  html: text(),
+  text: text(),
+  variables: z.record(text(), text()),
+});

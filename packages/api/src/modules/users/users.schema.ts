@@ -54,3 +54,8 @@ export const UserPageSchema = pageOf('users', UserSchema).meta({ id: 'UserPage' 
 export const UpdateMeInputSchema = z.strictObject({ profile: ProfileSchema });
 
 export const MergeUsersInputSchema = z.strictObject({ source_user_id: z.uuid(), target_user_id: z.uuid() });
+
+/** The `data` of `user.deleted`. */
+export const DeletedUserEventSchema = z.object({ id: z.uuid() });
+/** The `data` of `user.merged`: the source user now resolves to the target. */
+export const MergedUsersEventSchema = z.object({ source_user_id: z.uuid(), target_user_id: z.uuid() });

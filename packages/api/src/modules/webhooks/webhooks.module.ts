@@ -1,9 +1,28 @@
-import { defineModule } from '../../lib/modules.ts';
+import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../../lib/modules.ts';
 import { EventEntity } from '../events/event.entity.ts';
 import { WebhookAttemptEntity } from './webhook-attempt.entity.ts';
 import { WebhookDeliveryEntity, webhookFanOutTrigger } from './webhook-delivery.entity.ts';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity.ts';
 import { webhooksRouter } from './webhooks.router.ts';
+import {
+  DeletedEndpointEventSchema,
+  DisabledEndpointEventSchema,
+  EndpointEventSchema,
+  TestEventSchema,
+} from './webhooks.schema.ts';
+
+/** The events this module emits, with their payload schemas. */
+const events = {
+  'webhook_endpoint.created': EndpointEventSchema,
+  'webhook_endpoint.updated': EndpointEventSchema,
+  'webhook_endpoint.deleted': DeletedEndpointEventSchema,
+  'webhook_endpoint.disabled': DisabledEndpointEventSchema,
+  'webhook.test': TestEventSchema,
+} satisfies EventDeclarations;
+
+declare module '../events/events.schema.ts' {
+  interface EventPayloads extends EventPayloadsOf<typeof events> {}
+}
 
 /** Webhook endpoints, their deliveries and attempts. */
 export const webhooksModule = defineModule({
@@ -16,4 +35,5 @@ export const webhooksModule = defineModule({
     description:
       'Endpoints that receive the events, signed per Standard Webhooks (at-least-once, retried for about a day), their deliveries and attempts.',
   },
+  events,
 });

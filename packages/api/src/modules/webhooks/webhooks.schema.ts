@@ -100,3 +100,20 @@ export const RecoverInputSchema = z.strictObject({
   since: z.iso.datetime({ offset: true }).meta({ description: 'Re-queue the failed deliveries created since this time' }),
 });
 export const RecoverResultSchema = z.object({ recovered: z.number().int() }).meta({ id: 'WebhookRecoverResult' });
+
+/** The `data` of `webhook_endpoint.created` and `.updated` (never the secret). */
+export const EndpointEventSchema = z.object({
+  id: z.uuid(),
+  url: text(),
+  event_types: z.array(text()),
+  status: z.enum(['active', 'disabled']),
+});
+/** The `data` of `webhook_endpoint.deleted`. */
+export const DeletedEndpointEventSchema = z.object({ id: z.uuid(), url: text() });
+/** The `data` of `webhook_endpoint.disabled`: why the service disabled it (`gone`, `failing`). */
+export const DisabledEndpointEventSchema = EndpointEventSchema.extend({
+  status: z.literal('disabled'),
+  reason: z.enum(['gone', 'failing']),
+});
+/** The `data` of `webhook.test`. */
+export const TestEventSchema = z.object({ endpoint_id: z.uuid(), message: text() });

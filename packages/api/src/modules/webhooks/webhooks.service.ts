@@ -68,7 +68,12 @@ export const toDeliveryRecord = (d: WebhookDelivery): WebhookDeliveryRecord => (
 });
 
 /** The event's view of an endpoint: never the secret. */
-const eventData = (e: WebhookEndpoint) => ({ id: e.id, url: e.url, event_types: e.eventTypes, status: e.status });
+const eventData = (e: WebhookEndpoint) => ({
+  id: e.id,
+  url: e.url,
+  event_types: e.eventTypes,
+  status: e.status as WebhookEndpointRecord['status'],
+});
 
 const uniqueTypes = (types: string[]) => [...new Set(types)];
 
