@@ -138,6 +138,6 @@ export function composeModules<const M extends readonly ModuleDeclaration[]>(mod
     procedures: procedures as MergedProcedures<M>,
     tags: modules.flatMap((module) => (module.tag ? [module.tag] : [])),
     hooks: new Hooks(modules.flatMap((module) => module.hooks ?? [])),
-    events: events as EventDeclarations,
+    events,
   };
 }

@@ -75,6 +75,7 @@ export async function addDomain(ctx: TenantContext, input: { id: string; domain:
   recordEvent(ctx.em, application.id, 'custom_domain.added', {
     id: domain.id,
     domain: name,
+    // the entity types the column as string; only the schema's values are ever written to it.
     status: domain.status as CustomDomainRecord['status'],
   });
   try {

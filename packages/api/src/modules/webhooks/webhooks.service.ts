@@ -72,6 +72,7 @@ const eventData = (e: WebhookEndpoint) => ({
   id: e.id,
   url: e.url,
   event_types: e.eventTypes,
+  // the entity types the column as string; only the schema's values are ever written to it.
   status: e.status as WebhookEndpointRecord['status'],
 });
 
