@@ -1,14 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { freePort } from './helpers/ports.ts';
+import { onDatabase, processTestbed } from './helpers/processes.ts';
 import { type RestResponse, rawRequest, until } from './helpers/server.ts';
 
 /**
@@ -19,53 +16,7 @@ import { type RestResponse, rawRequest, until } from './helpers/server.ts';
  */
 const onPostgres = Boolean(inject('databaseUrl'));
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const children: ChildProcess[] = [];
-const cleanups: Array<() => Promise<unknown>> = [];
-afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-});
-
-async function onDatabase<T = Record<string, unknown>>(url: string, statement: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(statement)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-
-interface Deployment {
-  env: NodeJS.ProcessEnv;
-  /** PGlite: the embedded database's directory (the server must not be running while the test opens it). */
-  pgliteDir?: string;
-  /** PostgreSQL: the deployment's database. */
-  databaseUrl?: string;
-}
-
-/** A database of its own: a copy of the migrated template (PostgreSQL) or a fresh data directory (PGlite). */
-async function deployment(label: string): Promise<Deployment> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-idem-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOST: '127.0.0.1',
-    GATEHOUSE_DATA_DIR: dataDir,
-    GATEHOUSE_LOG_LEVEL: 'warn',
-    GATEHOUSE_OPERATOR_TOKEN: `op_${randomBytes(24).toString('hex')}`,
-    GATEHOUSE_MASTER_KEY: randomBytes(32).toString('base64'),
-  };
-  delete env.DATABASE_URL;
-  if (!onPostgres) return { env, pgliteDir: join(dataDir, 'db') };
-  const name = `${inject('databaseTemplate')}_idem_${label}_${process.pid}`;
-  await onDatabase(inject('databaseUrl'), `create database ${name} template ${inject('databaseTemplate')}`);
-  cleanups.push(() => onDatabase(inject('databaseUrl'), `drop database if exists ${name} with (force)`));
-  const url = new URL(inject('databaseUrl'));
-  url.pathname = `/${name}`;
-  env.DATABASE_URL = url.toString();
-  return { env, databaseUrl: env.DATABASE_URL };
-}
+const { children, deployment } = processTestbed();
 
 interface Running {
   child: ChildProcess;
@@ -153,7 +104,7 @@ describe(`Idempotency-Key after a crash (${onPostgres ? 'PostgreSQL' : 'PGlite'}
     'a flood of keyed creates killed mid-flight: every retry replays or creates once',
     { timeout: 900_000 },
     async () => {
-      const setup = await deployment('flood');
+      const setup = await deployment('idem_flood');
       let server = await start(setup.env);
       const auth = await createApp(server.url, setup.env);
       const KEYS = 600;
@@ -189,7 +140,7 @@ describe(`Idempotency-Key after a crash (${onPostgres ? 'PostgreSQL' : 'PGlite'}
   );
 
   it('a kill -9 while the answer is being stored: the retry creates once', { timeout: 900_000 }, async () => {
-    const setup = await deployment('held');
+    const setup = await deployment('idem_held');
     let server = await start(setup.env);
     const auth = await createApp(server.url, setup.env);
     const signal = setup.pgliteDir ? join(setup.pgliteDir, 'answer-held') : '';

@@ -1,15 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
+import { processTestbed } from './helpers/processes.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
 import { rawRequest, until } from './helpers/server.ts';
 
@@ -24,51 +20,16 @@ const EVENTS = onPostgres ? 1000 : 150;
 const IN_FLIGHT_EVENTS = 100;
 
 const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const children: ChildProcess[] = [];
-const cleanups: Array<() => Promise<unknown>> = [];
-afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-});
+const { children, cleanups, deployment: ownDeployment } = processTestbed();
 
-async function adminQuery(statement: string) {
-  const client = new pg.Client({ connectionString: inject('databaseUrl') });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
-/** A database of this file's own: a copy of the migrated template (PostgreSQL) or a fresh data directory (PGlite). */
-async function deployment(): Promise<{ env: NodeJS.ProcessEnv }> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-hooks-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOST: '127.0.0.1',
-    GATEHOUSE_DATA_DIR: dataDir,
-    GATEHOUSE_LOG_LEVEL: 'warn',
-    GATEHOUSE_OPERATOR_TOKEN: `op_${randomBytes(24).toString('hex')}`,
-    GATEHOUSE_MASTER_KEY: randomBytes(32).toString('base64'),
+/** A database of this file's own, its receiver timeout the deployment's (15 s): with 2 s, then 5 s, a two-core machine
+ * under load 33 saw ordinary answers time out and be retried (109, then 33 of 150 events arrived twice). The claims of
+ * the killed process lapse with the lease (the timeout + 10 s), which the in-flight phase waits out once. */
+const deployment = () =>
+  ownDeployment('hooks', {
     GATEHOUSE_ALLOW_INSECURE_WEBHOOKS: '1',
     GATEHOUSE_WEBHOOK_RETRY_SCHEDULE: Array(30).fill('0.5').join(','),
-    // The receiver timeout stays the deployment's (15 s): with 2 s, then 5 s, a two-core machine under load 33 saw
-    // ordinary answers time out and be retried (109, then 33 of 150 events arrived twice). The claims of the killed
-    // process lapse with the lease (the timeout + 10 s), which the in-flight phase waits out once.
-  };
-  delete env.DATABASE_URL;
-  if (onPostgres) {
-    const name = `${inject('databaseTemplate')}_hooks_${process.pid}`;
-    await adminQuery(`create database ${name} template ${inject('databaseTemplate')}`);
-    cleanups.push(() => adminQuery(`drop database if exists ${name} with (force)`));
-    const url = new URL(inject('databaseUrl'));
-    url.pathname = `/${name}`;
-    env.DATABASE_URL = url.toString();
-  }
-  return { env };
-}
+  });
 
 async function start(env: NodeJS.ProcessEnv, port: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, [main], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'ignore'] });
