@@ -23,6 +23,7 @@ export {
   attachBrowserSession,
   type BrowserSession,
   browserAccessToken,
+  browserSessionCookie,
   endBrowserSession,
   findBrowserSession,
 } from './modules/sessions/browser-sessions.ts';

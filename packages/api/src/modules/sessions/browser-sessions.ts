@@ -13,6 +13,9 @@ import { issueTokens, revokeSession } from './sessions.service.ts';
  * absolute and idle timeouts, the user's status), so a sign-out, a revocation or a ban ends it at once, and each use
  * counts as activity. Never a refresh token in a cookie: refresh tokens rotate, and two tabs would look like reuse.
  */
+/** The name of the cookie that holds an application's browser token (one per application on a browser). */
+export const browserSessionCookie = (applicationId: string) => `gh_session_${applicationId}`;
+
 export interface BrowserSession {
   id: string;
   userId: string;
