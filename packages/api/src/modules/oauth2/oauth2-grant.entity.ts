@@ -1,5 +1,6 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { ApplicationEntity } from '../applications/application.entity.ts';
+import { OrganizationEntity } from '../organizations/organization.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 import { OAuth2ClientEntity } from './oauth2-client.entity.ts';
 
@@ -16,6 +17,8 @@ export const OAuth2GrantEntity = defineEntity({
     application: () => p.manyToOne(ApplicationEntity).mapToPk().deleteRule('cascade'),
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
     client: () => p.manyToOne(OAuth2ClientEntity).mapToPk().deleteRule('cascade'),
+    /** The organization active when the user signed in for this grant (the `organization` scope's claims). */
+    organization: () => p.manyToOne(OrganizationEntity).mapToPk().nullable().deleteRule('set null'),
     scopes: p.json<string[]>(),
     payload: p.json<Record<string, unknown>>(),
     expiresAt: p.datetime(),

@@ -10,7 +10,7 @@ import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts'
 import { adapterFor, applicationWithReads, findAccountRow, inRequestScope, writeRotation } from './oauth2.adapter.ts';
 
 /** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
-export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
+export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'organization', 'offline_access'] as const;
 
 const DAY = 86_400;
 /** Providers kept built per process; the least recently used goes first. */
@@ -92,20 +92,27 @@ function buildProvider(
       openid: ['sub'],
       email: ['email', 'email_verified'],
       profile: ['name', 'picture', 'updated_at'],
+      organization: ['org', 'org_role'],
     },
-    async findAccount(_ctx, id) {
+    async findAccount(_ctx, id, token) {
       const user = await findAccountRow(services, applicationId, id);
       // A banned, merged or deleted user has no account: the provider refuses their tokens and sessions.
       if (!user) return undefined;
+      // oidc-provider types grantId loosely; on a code or token it is the grant's string id.
+      const grantId = token && 'grantId' in token && typeof token.grantId === 'string' ? token.grantId : undefined;
       return {
         accountId: user.id,
-        claims: () => ({
+        claims: async (_use, scope) => ({
           sub: user.id,
           email: user.primary_email ?? undefined,
           email_verified: user.email_verified,
           name: typeof user.profile.name === 'string' ? user.profile.name : undefined,
           picture: typeof user.profile.picture === 'string' ? user.profile.picture : undefined,
           updated_at: Math.floor(new Date(user.updated_at).getTime() / 1000),
+          // Read only when the client was granted `organization`: no statement for the others.
+          ...(grantId && scope.split(' ').includes('organization')
+            ? await grantOrganization(services, applicationId, grantId)
+            : {}),
         }),
       };
     },
@@ -243,6 +250,21 @@ function buildProvider(
     return compare.call(this, sha256(actual));
   };
   return provider;
+}
+
+/**
+ * The organization claims of a grant: the organization that was active when the user signed in for it, with their
+ * role there, as long as they are still a member; `null` for both otherwise (as in the service's own tokens).
+ */
+async function grantOrganization(services: Services, applicationId: string, grantId: string) {
+  const [row] = await services.orm.em.fork().execute<Array<{ organization_id: string; role: string }>>(
+    `select m.organization_id, m.role from oauth2_grants g
+      join organization_members m on m.organization_id = g.organization_id and m.user_id = g.user_id
+        and m.application_id = g.application_id
+      where g.id = ? and g.application_id = ?`,
+    [grantId, applicationId],
+  );
+  return { org: row?.organization_id ?? null, org_role: row?.role ?? null };
 }
 
 async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {

@@ -19,6 +19,7 @@ const STANDARD_DESCRIPTIONS: Record<(typeof STANDARD_SCOPES)[number], string> = 
   openid: 'Sign you in with your account',
   profile: 'Read your name and picture',
   email: 'Read your email address',
+  organization: 'Know which organization you are signed in to and your role in it',
   offline_access: 'Stay connected when you are not using it',
 };
 
@@ -255,6 +256,13 @@ export async function completeInteraction(ctx: SignedInContext, input: { uid: st
     if (refused.length) grant.rejectResourceScope(String(resource), refused.join(' '));
   }
   const grantId = await grant.save();
+  // The organization the user is working in (their session's active one) is the grant's: the `organization` scope's
+  // claims name it while the user is still a member. A later sign-in for the same client sets it again.
+  await ctx.em.execute('update oauth2_grants set organization_id = ? where id = ? and application_id = ?', [
+    ctx.session.organization ?? null,
+    grantId,
+    ctx.application.id,
+  ]);
   interaction.result = { login: { accountId: user.id, remember: true }, consent: { grantId } };
   await interaction.save(Math.max((interaction.exp ?? 0) - Math.floor(Date.now() / 1000), 1));
   return { redirect_to: interaction.returnTo };
