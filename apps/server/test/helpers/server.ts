@@ -139,6 +139,8 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
 
 export interface StartOptions {
   baseUrl?: string;
+  /** Listen on this port (default: any free one), e.g. to make `baseUrl` the server's real address. */
+  port?: number;
   smtpUrl?: string;
   redisUrl?: string;
   operatorToken?: string;
@@ -183,7 +185,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     dnsServers: options.dnsServers,
     oauth: options.oauth,
   });
-  await server.app.listen({ port: 0, host: '127.0.0.1' });
+  await server.app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   const address = server.app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
