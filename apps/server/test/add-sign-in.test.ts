@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { HttpBrowser, type Person, signInOnHostedPages } from './helpers/hosted.ts';
@@ -10,6 +9,7 @@ import type { SmtpSink } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
 import { authHandler, gatehouseAuth } from './recipes/authjs.ts';
 import { createApp as openidClientApp } from './recipes/openid-client.ts';
+import { createApp as passportApp } from './recipes/passport.ts';
 
 /**
  * The recipes of docs/add-sign-in.md, run as written (docs.test.ts checks that the guide shows these very files): each
@@ -70,11 +70,6 @@ async function refreshes(app: TestApp) {
   return rows.filter((r) => r.kind === 'RefreshToken' && r.consumed).length;
 }
 
-async function listen(app: import('node:http').Server): Promise<string> {
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
-}
-
 describe('recipe: a Node server with openid-client', () => {
   it('signs in, reads sub, email and the organization, and refreshes', async () => {
     const port = await freePort();
@@ -96,6 +91,9 @@ describe('recipe: a Node server with openid-client', () => {
       expect(later.user).toEqual(me.user);
       expect(Date.parse(later.expires_at)).toBeGreaterThan(Date.parse(me.expires_at));
       expect(await refreshes(app)).toBe(1);
+      // The rotated refresh token was kept: the next expiry refreshes again.
+      await minutesLater(22, async () => expect((await browser.request(`${appUrl}/me`)).status).toBe(200));
+      expect(await refreshes(app)).toBe(2);
     } finally {
       await new Promise((resolve) => rp.close(resolve));
     }
@@ -138,4 +136,42 @@ describe('recipe: Auth.js (@auth/core) with its OpenID Connect provider', () => 
   });
 });
 
-export { listen };
+describe('recipe: Express with passport-openidconnect', () => {
+  it('signs in, reads sub, email and the organization, and refreshes', async () => {
+    const port = await freePort();
+    const appUrl = `http://127.0.0.1:${port}`;
+    const { app, user, acme, client, person, issuer } = await setUp(`${appUrl}/callback`);
+    const express = await passportApp({
+      issuer,
+      clientId: client.id,
+      clientSecret: client.client_secret!,
+      appUrl,
+      sessionSecret: randomBytes(32).toString('base64url'),
+    });
+    const rp = express.listen(port, '127.0.0.1');
+    await new Promise((resolve) => rp.once('listening', resolve));
+    try {
+      const browser = new HttpBrowser();
+      const login = await browser.request(`${appUrl}/login`);
+      expect(login.status).toBe(302);
+      const authorization = new URL(login.headers.get('location')!);
+      expect(authorization.searchParams.get('code_challenge_method')).toBe('S256');
+      const landed = await signInOnHostedPages(person, browser, authorization.href);
+      expect(landed.url.href).toBe(`${appUrl}/me`);
+      const me = await landed.response.json();
+      expect(me.user).toEqual({ sub: user.id, email: person.email, org: acme.id, org_role: 'admin' });
+
+      expect(await refreshes(app)).toBe(0);
+      const later = await minutesLater(11, async () => (await browser.request(`${appUrl}/me`)).json());
+      expect(later.user).toEqual(me.user);
+      expect(Date.parse(later.expires_at)).toBeGreaterThan(Date.parse(me.expires_at));
+      expect(await refreshes(app)).toBe(1);
+      // The rotated refresh token was kept: the next expiry refreshes again.
+      await minutesLater(22, async () => expect((await browser.request(`${appUrl}/me`)).status).toBe(200));
+      expect(await refreshes(app)).toBe(2);
+    } finally {
+      await new Promise((resolve) => rp.close(resolve));
+    }
+  });
+});
+
