@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
-import { HttpBrowser, type Person, signInOnHostedPages } from './helpers/hosted.ts';
+import { HttpBrowser, type Person, signInOnHostedPages, signInOnHostedPagesIn } from './helpers/hosted.ts';
 import { createClient, oauthApp, storedTokens } from './helpers/oauth2.ts';
 import { freePort } from './helpers/ports.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
@@ -95,6 +98,7 @@ describe('recipe: a Node server with openid-client', () => {
       await minutesLater(22, async () => expect((await browser.request(`${appUrl}/me`)).status).toBe(200));
       expect(await refreshes(app)).toBe(2);
     } finally {
+      rp.closeAllConnections();
       await new Promise((resolve) => rp.close(resolve));
     }
   });
@@ -170,8 +174,73 @@ describe('recipe: Express with passport-openidconnect', () => {
       await minutesLater(22, async () => expect((await browser.request(`${appUrl}/me`)).status).toBe(200));
       expect(await refreshes(app)).toBe(2);
     } finally {
+      rp.closeAllConnections();
       await new Promise((resolve) => rp.close(resolve));
     }
   });
 });
 
+describe.skipIf(!hasChromium)('recipe: a browser SPA with oidc-client-ts, in Chromium', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchChromium('MAP gatehouse.test 127.0.0.1');
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** The SPA as it ships: the recipe bundled for the browser, started by its page with its settings. */
+  async function serveSpa(port: number, settings: { issuer: string; clientId: string; appUrl: string }) {
+    const { outputFiles } = await build({
+      stdin: { contents: "export { startSpa } from './recipes/spa.ts';", resolveDir: import.meta.dirname },
+      bundle: true,
+      write: false,
+      format: 'iife',
+      globalName: 'Spa',
+      platform: 'browser',
+      target: 'chrome120',
+      logLevel: 'silent',
+    });
+    const script = outputFiles[0]!.contents;
+    const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>SPA</title></head>
+<body><main id="root"></main><script src="/app.js"></script>
+<script>Spa.startSpa(${JSON.stringify(settings)}, document.getElementById('root'));</script></body></html>`;
+    const spa = createServer((req, res) => {
+      if (req.url === '/app.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(script);
+      else res.writeHead(200, { 'content-type': 'text/html' }).end(html);
+    });
+    await new Promise<void>((resolve) => spa.listen(port, '127.0.0.1', resolve));
+    return spa;
+  }
+
+  it('signs in, reads sub, email and the organization, and refreshes', async () => {
+    const port = await freePort();
+    const appUrl = `http://127.0.0.1:${port}`;
+    const { app, user, acme, client, person, issuer } = await setUp(`${appUrl}/callback`, 'public');
+    expect(client.client_secret).toBeNull();
+    const spa = await serveSpa(port, { issuer, clientId: client.id, appUrl });
+    const page = await browser.context.newPage();
+    try {
+      await signInOnHostedPagesIn(page, person);
+      await page.goto(appUrl);
+      await page.click('#sign-in');
+      const shown = async () => JSON.parse((await page.locator('#signed-in').textContent()) ?? '');
+      const me = await shown();
+      expect(page.url()).toBe(`${appUrl}/`);
+      expect(me.user).toEqual({ sub: user.id, email: person.email, org: acme.id, org_role: 'admin' });
+
+      expect(await refreshes(app)).toBe(0);
+      // Eleven minutes later, in the browser: the page renews the expired access token when it loads.
+      await page.clock.install({ time: new Date(Date.now() + 11 * 60_000) });
+      await page.reload();
+      const later = await shown();
+      expect(later.user).toEqual(me.user);
+      expect(later.expires_at).toBeGreaterThan(me.expires_at);
+      expect(await refreshes(app)).toBe(1);
+    } finally {
+      await page.close();
+      spa.closeAllConnections();
+      await new Promise((resolve) => spa.close(resolve));
+    }
+  });
+});

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import express, { type Request } from 'express';
 import session from 'express-session';
 import passport from 'passport';
-import { Strategy, type AuthenticateOptions } from 'passport-openidconnect';
+import { type AuthenticateOptions, Strategy } from 'passport-openidconnect';
 
 export interface GatehouseSettings {
   /** `{GATEHOUSE_BASE_URL}/oauth2/{application_id}` */
@@ -73,8 +73,11 @@ class GatehouseStrategy extends Strategy {
   /** Renews an expired access token with the refresh token (which rotates: keep the new one). */
   refresh(refreshToken: string): Promise<RefreshedTokens> {
     return new Promise((resolve, reject) =>
-      this._oauth2.getOAuthAccessToken(refreshToken, { grant_type: 'refresh_token' }, (error, access_token, refresh_token, results) =>
-        error ? reject(new Error('refresh failed')) : resolve({ access_token, refresh_token, expires_in: results.expires_in }),
+      this._oauth2.getOAuthAccessToken(
+        refreshToken,
+        { grant_type: 'refresh_token' },
+        (error, access_token, refresh_token, results) =>
+          error ? reject(new Error('refresh failed')) : resolve({ access_token, refresh_token, expires_in: results.expires_in }),
       ),
     );
   }
