@@ -81,10 +81,11 @@ describe('the organization claims of the OpenID provider', () => {
     const inAcme = await switchTo(app, acme.id, tokens.access_token);
     const client = await createClient(app, { scopes: ['openid', 'email', 'organization'] });
     const config = await relyingParty(suite.server, app, client);
-    for (const [label, options] of [
+    const cases: Array<[string, { scope: string; approve?: string[] }]> = [
       ['not asked', { scope: 'openid email' }],
       ['not approved', { scope: 'openid email organization', approve: ['openid', 'email'] }],
-    ] as const) {
+    ];
+    for (const [label, options] of cases) {
       const flow = await authorize(suite.server, suite.smtp, app, config, { ...options, accessToken: inAcme.access_token });
       const grant = await oidc.authorizationCodeGrant(config, flow.callback, {
         pkceCodeVerifier: flow.verifier,

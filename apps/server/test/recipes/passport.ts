@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import express, { type Request } from 'express';
 import session from 'express-session';
+import type { oauth2tokenCallback } from 'oauth';
 import passport from 'passport';
 import { type AuthenticateOptions, Strategy } from 'passport-openidconnect';
 
@@ -54,7 +55,7 @@ class GatehouseStrategy extends Strategy {
       const oauth2 = this._oauth2;
       this._oauth2 = Object.create(oauth2, {
         getOAuthAccessToken: {
-          value: (code: string, params: object, callback: Parameters<typeof oauth2.getOAuthAccessToken>[2]) =>
+          value: (code: string, params: object, callback: oauth2tokenCallback) =>
             oauth2.getOAuthAccessToken(code, { ...params, code_verifier: verifier }, callback),
         },
       });
@@ -76,8 +77,10 @@ class GatehouseStrategy extends Strategy {
       this._oauth2.getOAuthAccessToken(
         refreshToken,
         { grant_type: 'refresh_token' },
-        (error, access_token, refresh_token, results) =>
-          error ? reject(new Error('refresh failed')) : resolve({ access_token, refresh_token, expires_in: results.expires_in }),
+        (error, access_token, refresh_token, results) => {
+          if (error || !access_token || !refresh_token) return reject(new Error('refresh failed'));
+          resolve({ access_token, refresh_token, expires_in: results.expires_in });
+        },
       ),
     );
   }
