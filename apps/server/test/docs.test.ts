@@ -204,6 +204,28 @@ describe('the quick start and the first-application guide, run against a fresh s
   });
 });
 
+/**
+ * docs/add-sign-in.md shows each relying party's code whole, in a block marked ```` ```ts recipe=<name> ````: it is
+ * `apps/server/test/recipes/<name>.ts`, the file add-sign-in.test.ts runs, character for character.
+ */
+describe('the sign-in recipes of docs/add-sign-in.md', () => {
+  it('are the files the recipe tests run, each shown once', () => {
+    const recipes = join(root, 'apps/server/test/recipes');
+    const shown = blocksOf('docs/add-sign-in.md').flatMap((block) => {
+      const name = /^ts recipe=([\w-]+)$/.exec(block.info)?.[1];
+      return name ? [{ ...block, name }] : [];
+    });
+    const files = readdirSync(recipes)
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => f.slice(0, -3));
+    expect(shown.map((b) => b.name).sort()).toEqual(files.sort());
+    for (const block of shown) {
+      const file = readFileSync(join(recipes, `${block.name}.ts`), 'utf8');
+      expect(`${block.code}\n`, `docs/add-sign-in.md:${block.line} differs from recipes/${block.name}.ts`).toBe(file);
+    }
+  });
+});
+
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
 const anchorOf = (heading: string) =>
   heading

@@ -256,16 +256,28 @@ export async function completeInteraction(ctx: SignedInContext, input: { uid: st
     if (refused.length) grant.rejectResourceScope(String(resource), refused.join(' '));
   }
   const grantId = await grant.save();
-  // The organization the user is working in (their session's active one) is the grant's: the `organization` scope's
-  // claims name it while the user is still a member. A later sign-in for the same client sets it again.
-  await ctx.em.execute('update oauth2_grants set organization_id = ? where id = ? and application_id = ?', [
-    ctx.session.organization ?? null,
-    grantId,
-    ctx.application.id,
-  ]);
+  await setGrantOrganization(ctx.em, ctx.application.id, grantId, ctx.session.organization ?? null);
   interaction.result = { login: { accountId: user.id, remember: true }, consent: { grantId } };
   await interaction.save(Math.max((interaction.exp ?? 0) - Math.floor(Date.now() / 1000), 1));
   return { redirect_to: interaction.returnTo };
+}
+
+/**
+ * The organization the user is working in (their session's active one) becomes the grant's: the `organization`
+ * scope's claims name it while the user is still a member. Every completed sign-in for the client sets it again
+ * (whatever completes the interaction calls this; the grant's own saves never touch it).
+ */
+export async function setGrantOrganization(
+  em: TenantContext['em'],
+  applicationId: string,
+  grantId: string,
+  organizationId: string | null,
+) {
+  await em.execute('update oauth2_grants set organization_id = ? where id = ? and application_id = ?', [
+    organizationId,
+    grantId,
+    applicationId,
+  ]);
 }
 
 export async function denyInteraction(ctx: TenantContext, uid: string) {
