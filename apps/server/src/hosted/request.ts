@@ -1,0 +1,95 @@
+import {
+  type Application,
+  applicationById,
+  appRouter,
+  createContext,
+  ownOrigin,
+  type Services,
+  settingsOf,
+} from '@gatehouse/api';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { negotiateLocale, translator } from './catalog.ts';
+import type { Frame } from './page.ts';
+import { csrfToken } from './state.ts';
+
+export type Caller = ReturnType<typeof appRouter.createCaller>;
+export type SignInResult = Awaited<ReturnType<Caller['auth']['magicLink']['verify']>>;
+export type Form = Record<string, string | undefined>;
+
+/** One hosted request: its application, how its pages are drawn, its CSRF token, and the API as this browser. */
+export interface Hosted {
+  services: Services;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  application: Application;
+  frame: Frame;
+  csrf: string;
+  /** The procedures, called as this browser on the application's hosted pages (the same ones every client calls). */
+  api: Caller;
+  /** `/a/{id}` */
+  base: string;
+}
+
+export const bareFrame = (locale: ReturnType<typeof negotiateLocale>, reply: FastifyReply): Frame => ({
+  appName: 'Gatehouse',
+  branding: { display_name: null, logo_url: null, primary_color: null, theme: 'auto', support_email: null },
+  locale,
+  t: translator(locale),
+  nonce: reply.cspNonce,
+});
+
+/** The application of `/a/{id}/…` and all a page needs with it; undefined for an unknown application. */
+export async function hostedRequest(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Hosted | undefined> {
+  const { applicationId } = request.params as { applicationId: string };
+  const query = request.query as Record<string, string | undefined>;
+  const locale = negotiateLocale(query.ui_locales, request.headers['accept-language']);
+  const application = await applicationById(services.orm.em.fork(), applicationId.toLowerCase());
+  if (!application) return undefined;
+  const ctx = createContext(services, {
+    requestId: request.id,
+    // The pages' own origin: the procedures' origin check passes for them (CSRF was checked on every post).
+    headers: {
+      'x-application-id': application.id,
+      origin: ownOrigin(services),
+      'user-agent': request.headers['user-agent'],
+    },
+    ip: request.ip,
+    log: request.log as never,
+  });
+  return {
+    services,
+    request,
+    reply,
+    application,
+    frame: {
+      appName: application.name,
+      branding: settingsOf(application).branding,
+      locale,
+      t: translator(locale),
+      nonce: reply.cspNonce,
+    },
+    csrf: csrfToken(services, request, reply, application.id),
+    api: appRouter.createCaller(ctx),
+    base: `/a/${application.id}`,
+  };
+}
+
+/** The procedures as the signed-in person of this browser (an access token of its session). */
+export function signedInApi(h: Hosted, accessToken: string): Caller {
+  const ctx = createContext(h.services, {
+    requestId: h.request.id,
+    headers: {
+      'x-application-id': h.application.id,
+      origin: ownOrigin(h.services),
+      authorization: `Bearer ${accessToken}`,
+      'user-agent': h.request.headers['user-agent'],
+    },
+    ip: h.request.ip,
+    log: h.request.log as never,
+  });
+  return appRouter.createCaller(ctx);
+}
