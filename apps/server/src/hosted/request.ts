@@ -2,15 +2,18 @@ import {
   type Application,
   applicationById,
   appRouter,
+  type BrowserSession,
   createContext,
+  errorBody,
+  findBrowserSession,
   ownOrigin,
   type Services,
   settingsOf,
 } from '@gatehouse/api';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { negotiateLocale, translator } from './catalog.ts';
+import { type MessageKey, negotiateLocale, translator } from './catalog.ts';
 import type { Frame } from './page.ts';
-import { csrfToken } from './state.ts';
+import { browserToken, csrfToken } from './state.ts';
 
 export type Caller = ReturnType<typeof appRouter.createCaller>;
 export type SignInResult = Awaited<ReturnType<Caller['auth']['magicLink']['verify']>>;
@@ -92,4 +95,30 @@ export function signedInApi(h: Hosted, accessToken: string): Caller {
     log: h.request.log as never,
   });
   return appRouter.createCaller(ctx);
+}
+
+export const send = (h: Hosted, status: number, body: string) =>
+  h.reply.code(status).type('text/html').header('cache-control', 'no-store').send(body);
+export const redirect = (h: Hosted, location: string) => h.reply.code(303).header('cache-control', 'no-store').redirect(location);
+
+/** The browser's live session for this application, if any. */
+export async function currentSession(h: Hosted): Promise<BrowserSession | undefined> {
+  const token = browserToken(h.request, h.application.id);
+  return token ? findBrowserSession(h.services.orm.em.fork(), h.application, token) : undefined;
+}
+
+/** The catalog's message for an API error on a page (the API's own messages are English and for developers). */
+export function messageFor(error: unknown, fallback: MessageKey): { status: number; key: MessageKey } {
+  const { code } = errorBody(error);
+  switch (code) {
+    case 'rate_limited':
+      return { status: 429, key: 'error.rate_limited' };
+    case 'access_denied':
+      return { status: 403, key: 'error.access_denied' };
+    case 'internal_error':
+    case 'service_unavailable':
+      return { status: 503, key: 'error.generic' };
+    default:
+      return { status: code === 'validation_failed' ? 422 : 401, key: fallback };
+  }
 }
