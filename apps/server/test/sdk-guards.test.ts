@@ -87,7 +87,9 @@ async function fastifyApp(options: GuardOptions): Promise<Framework & { app: Fas
   const app = Fastify();
   await app.register(gatehouseAuth, options);
   for (const [path, requirements] of Object.entries(ROUTES)) {
-    app.get(path, { onRequest: app.requireAuth(requirements) }, async (request) => ({ auth: request.auth }));
+    // One route takes the hook as its preHandler, the others as onRequest: both kinds of route hook work.
+    const hook = path === '/org' ? 'preHandler' : 'onRequest';
+    app.get(path, { [hook]: app.requireAuth(requirements) }, async (request) => ({ auth: request.auth }));
   }
   // The plugin is not encapsulated: a child context uses the same decorations, with one hook for all its routes.
   await app.register(
@@ -294,6 +296,14 @@ describe.each(Object.keys(FRAMEWORKS) as Array<keyof typeof FRAMEWORKS>)('the %s
       ['a tampered payload (org)', `Bearer ${head}.${b64url({ ...claims, org: org.id, org_role: 'owner' })}.${signature}`],
       ['a tampered payload (aal)', `Bearer ${head}.${b64url({ ...claims, aal: 2 })}.${signature}`],
       ['a refresh token', `Bearer ${plain.refresh_token}`],
+      [
+        "the application's OAuth provider issuer (a token for a third-party app)",
+        `Bearer ${craft({ alg: 'EdDSA', kid, typ: 'at+jwt' }, { ...claims, iss: `${ISSUER}/oauth2/${app.id}`, exp: now() + 300 }, sign)}`,
+      ],
+      [
+        'not an access token (typ JWT)',
+        `Bearer ${craft({ alg: 'EdDSA', kid, typ: 'JWT' }, { ...claims, exp: now() + 300 }, sign)}`,
+      ],
     ];
     for (const [label, authorization] of cases) expectInvalid(await framework.call('/me', { authorization }), label);
     // Control: the same key and claims, unexpired, pass (so the refusals above are about what was changed).
