@@ -20,6 +20,14 @@ export { handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse } from './modules/saml/sso.service.ts';
 export {
+  attachBrowserSession,
+  type BrowserSession,
+  browserAccessToken,
+  browserSessionCookie,
+  endBrowserSession,
+  findBrowserSession,
+} from './modules/sessions/browser-sessions.ts';
+export {
   DEFAULT_WEBHOOK_RETRY_SCHEDULE_S,
   WebhookWorker,
   type WebhookWorkerOptions,
