@@ -4,7 +4,7 @@ import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
-import { HttpBrowser, type Person, signInOnHostedPages, signInOnHostedPagesIn } from './helpers/hosted.ts';
+import { HttpBrowser, type Person, signInThroughProvider, signInThroughProviderIn } from './helpers/hosted.ts';
 import { createClient, oauthApp, storedTokens } from './helpers/oauth2.ts';
 import { freePort } from './helpers/ports.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
@@ -19,7 +19,7 @@ import { createApp as passportApp } from './recipes/passport.ts';
  * relying party uses its own OpenID Connect library and no Gatehouse code, signs a person in through the application's
  * provider, reads `sub`, `email` and the organization claims, and refreshes its access token once it has expired. The
  * server's base URL is its real address, so the apps need no name mapping; the person's browser is `HttpBrowser` (or
- * Chromium for the SPA), driven by `signInOnHostedPages`.
+ * Chromium for the SPA), driven by `signInThroughProvider`.
  */
 let smtp: SmtpSink;
 let server: TestServer;
@@ -84,7 +84,7 @@ describe('recipe: a Node server with openid-client', () => {
       const browser = new HttpBrowser();
       const login = await browser.request(`${appUrl}/login`);
       expect(login.status).toBe(302);
-      const landed = await signInOnHostedPages(person, browser, login.headers.get('location')!);
+      const landed = await signInThroughProvider(person, browser, login.headers.get('location')!);
       expect(landed.url.href).toBe(`${appUrl}/me`);
       const me = await landed.response.json();
       expect(me.user).toEqual({ sub: user.id, email: person.email, org: acme.id, org_role: 'admin' });
@@ -122,7 +122,7 @@ describe('recipe: Auth.js (@auth/core) with its OpenID Connect provider', () => 
       body: new URLSearchParams({ csrfToken, callbackUrl: `${appUrl}/auth/session` }),
     });
     expect(signIn.status).toBe(302);
-    const landed = await signInOnHostedPages(person, browser, signIn.headers.get('location')!);
+    const landed = await signInThroughProvider(person, browser, signIn.headers.get('location')!);
     expect(landed.url.href).toBe(`${appUrl}/auth/session`);
     const session = await landed.response.json();
     expect(session).toMatchObject({ user: { id: user.id, email: person.email }, org: acme.id, org_role: 'admin' });
@@ -160,7 +160,7 @@ describe('recipe: Express with passport-openidconnect', () => {
       expect(login.status).toBe(302);
       const authorization = new URL(login.headers.get('location')!);
       expect(authorization.searchParams.get('code_challenge_method')).toBe('S256');
-      const landed = await signInOnHostedPages(person, browser, authorization.href);
+      const landed = await signInThroughProvider(person, browser, authorization.href);
       expect(landed.url.href).toBe(`${appUrl}/me`);
       const me = await landed.response.json();
       expect(me.user).toEqual({ sub: user.id, email: person.email, org: acme.id, org_role: 'admin' });
@@ -221,7 +221,7 @@ describe.skipIf(!hasChromium)('recipe: a browser SPA with oidc-client-ts, in Chr
     const spa = await serveSpa(port, { issuer, clientId: client.id, appUrl });
     const page = await browser.context.newPage();
     try {
-      await signInOnHostedPagesIn(page, person);
+      await signInThroughProviderIn(page, person);
       await page.goto(appUrl);
       await page.click('#sign-in');
       const shown = async () => JSON.parse((await page.locator('#signed-in').textContent()) ?? '');

@@ -1,7 +1,141 @@
+import { type IncomingMessage, request } from 'node:http';
 import type { Page } from 'playwright-core';
 import { LOGIN_URL } from './oauth2.ts';
 import { ok, type TestApp, type TestServer } from './server.ts';
 import { endUser, type SmtpSink, signIn, type Tokens } from './sign-in.ts';
+import { linkIn } from './smtp.ts';
+
+/** A page the hosted pages answered. */
+export interface HostedPage {
+  status: number;
+  headers: Headers;
+  html: string;
+  /** Where a redirect sends the browser (path and query on the server), when it is one. */
+  location: string | undefined;
+}
+
+const decode = (value: string) =>
+  value
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
+
+/** The hidden fields of the form posting to `action` on a page (the CSRF token, a pending token…). */
+export function hiddenFields(html: string, action: string): Record<string, string> {
+  const start = html.indexOf(`action="${action}"`);
+  if (start < 0) throw new Error(`no form posting to ${action} on the page:\n${html}`);
+  const form = html.slice(start, html.indexOf('</form>', start));
+  const fields: Record<string, string> = {};
+  for (const match of form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    fields[match[1]!] = decode(match[2]!);
+  }
+  return fields;
+}
+
+/**
+ * A browser on the hosted pages, over plain HTTP: it keeps cookies as a browser does (by name; path and expiry are
+ * the server's business here), follows nothing by itself, and posts forms with their hidden fields. `baseUrl` is the
+ * server's configured base URL: links in mails and redirects name it, and are fetched from the test server instead.
+ */
+export class HostedBrowser {
+  readonly cookies: Map<string, string>;
+  readonly server: TestServer;
+  readonly headers: Record<string, string>;
+  /** `cookies`: another browser's jar for the server, to continue in it (an `HttpBrowser` going through the provider). */
+  constructor(server: TestServer, headers: Record<string, string> = {}, cookies = new Map<string, string>()) {
+    this.server = server;
+    this.headers = headers;
+    this.cookies = cookies;
+  }
+
+  private async request(method: string, path: string, body?: URLSearchParams): Promise<HostedPage> {
+    const url = new URL(path, this.server.url);
+    const payload = body?.toString();
+    // node:http rather than fetch: fetch does not send a Host header of ours (the custom-domain tests need one).
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const outgoing = request(
+        new URL(url.pathname + url.search, this.server.url),
+        {
+          method,
+          headers: {
+            ...this.headers,
+            ...(this.cookies.size ? { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {}),
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(payload) }),
+          },
+        },
+        resolve,
+      );
+      outgoing.on('error', reject);
+      outgoing.end(payload);
+    });
+    const chunks: Buffer[] = [];
+    for await (const chunk of response) chunks.push(chunk as Buffer);
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(response.headers)) {
+      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one);
+    }
+    for (const line of headers.getSetCookie()) {
+      const [pair = '', ...attributes] = line.split(';');
+      const index = pair.indexOf('=');
+      const name = pair.slice(0, index).trim();
+      const value = pair.slice(index + 1).trim();
+      const expired = attributes.some((a) => /^\s*(max-age=0|expires=thu, 01 jan 1970)/i.test(a));
+      if (expired || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    const location = headers.get('location') ?? undefined;
+    return { status: response.statusCode ?? 0, headers, html: Buffer.concat(chunks).toString(), location };
+  }
+
+  get(path: string): Promise<HostedPage> {
+    return this.request('GET', path);
+  }
+
+  /** Posts the form of `page` that posts to `action`: its hidden fields, then `fields`. */
+  submit(page: HostedPage, action: string, fields: Record<string, string> = {}): Promise<HostedPage> {
+    return this.request('POST', action, new URLSearchParams({ ...hiddenFields(page.html, action), ...fields }));
+  }
+
+  /** A raw form post (a forged one, in the tests that try). */
+  post(path: string, fields: Record<string, string>): Promise<HostedPage> {
+    return this.request('POST', path, new URLSearchParams(fields));
+  }
+
+  /** Follows redirects from `page` (GETs, as a browser does after a 303) until a page that is not one. */
+  async follow(page: HostedPage): Promise<HostedPage> {
+    let current = page;
+    for (let hops = 0; current.location && hops < 10; hops++) current = await this.get(current.location);
+    return current;
+  }
+}
+
+/**
+ * Signs `email` in on the application's hosted pages, in `browser`, with a magic link opened in the same browser:
+ * the sign-in form, the mail, the link's button. Answers the page the sign-in ends on (a redirect, or the page of the
+ * next step: a second factor, consent documents). `query` is added to the sign-in page's URL (`interaction=…`).
+ */
+export async function signInOnHostedPages(
+  browser: HostedBrowser,
+  smtp: SmtpSink,
+  app: TestApp,
+  email: string,
+  query = '',
+): Promise<HostedPage> {
+  const base = `/a/${app.id}`;
+  const form = await browser.get(`${base}/sign-in${query}`);
+  if (form.status !== 200) throw new Error(`the sign-in page answered ${form.status}: ${form.html}`);
+  const started = await browser.submit(form, `${base}/sign-in`, { email });
+  if (started.status !== 303) throw new Error(`the sign-in form answered ${started.status}: ${started.html}`);
+  const link = linkIn(await smtp.next(email));
+  const landing = await browser.get(link.pathname + link.search);
+  return browser.submit(landing, `${base}/magic-link`);
+}
+
+// ——— A person signing in to a relying party through the application's OpenID provider ———
 
 /**
  * A person's browser over plain HTTP: a cookie jar per origin (scheme, host and port: the provider and the apps of
@@ -68,13 +202,11 @@ export interface Person {
 }
 
 /**
- * The person signs in on the application's pages and approves what the app asks, in the app's login page (the
- * application's `settings.oauth2.login_url`, `LOGIN_URL`): a magic link, their organization made the active one, the
- * interaction completed with every requested scope. Answers where the provider then sends the browser.
+ * The sign-in page of the application's own app (`settings.oauth2.login_url`, `LOGIN_URL` in the tests), played
+ * through the API: a magic link, the person's organization made the active one, the interaction completed with every
+ * requested scope. Answers where the provider then sends the browser.
  */
-async function signInAtLoginPage(person: Person, loginPage: URL): Promise<string> {
-  const uid = loginPage.searchParams.get('interaction');
-  if (!uid) throw new Error(`not an interaction: ${loginPage.href}`);
+async function signInAtAppLoginPage(person: Person, uid: string): Promise<string> {
   const { server, smtp, app, email, organization } = person;
   let { access_token } = (await signIn(server, smtp, app, email)).tokens;
   if (organization) {
@@ -91,29 +223,46 @@ async function signInAtLoginPage(person: Person, loginPage: URL): Promise<string
   return redirect_to;
 }
 
-const atLoginPage = (url: URL) => `${url.origin}${url.pathname}` === LOGIN_URL;
+/** Where the provider asks the person to sign in: the app's login page, or the application's hosted sign-in page. */
+function loginPageOf(person: Person, url: URL): { kind: 'app'; uid: string } | { kind: 'hosted' } | undefined {
+  const uid = url.searchParams.get('interaction');
+  if (`${url.origin}${url.pathname}` === LOGIN_URL && uid) return { kind: 'app', uid };
+  if (url.pathname === `/a/${person.app.id}/sign-in` && uid) return { kind: 'hosted' };
+  return undefined;
+}
 
 /**
- * A relying party sent the person's browser to `authorizationUrl`: they sign in and approve, and the browser follows
- * the provider back to the app (its callback, then wherever the app sends it). Answers the app's last answer.
+ * A relying party sent the person's browser to `authorizationUrl`: the person signs in where the provider sends them,
+ * and the browser follows the provider back to the app (its callback, then wherever the app sends it). Answers the
+ * app's last answer. On the hosted pages the person signs in with `signInOnHostedPages`, in this browser's cookies for
+ * the server (whose base URL must then be its real address, as in the recipe tests).
  */
-export async function signInOnHostedPages(
+export async function signInThroughProvider(
   person: Person,
   browser: HttpBrowser,
   authorizationUrl: string,
 ): Promise<{ url: URL; response: Response }> {
-  const atLogin = await browser.follow(authorizationUrl, atLoginPage);
-  if (!atLoginPage(atLogin.url)) throw new Error(`the provider did not ask the person to sign in: ${atLogin.url.href}`);
-  return browser.follow(await signInAtLoginPage(person, atLogin.url));
+  const atLogin = await browser.follow(authorizationUrl, (next) => loginPageOf(person, next) !== undefined);
+  const login = loginPageOf(person, atLogin.url);
+  if (!login) throw new Error(`the provider did not ask the person to sign in: ${atLogin.url.href}`);
+  if (login.kind === 'app') return browser.follow(await signInAtAppLoginPage(person, login.uid));
+  const { server, smtp, app, email } = person;
+  const pages = new HostedBrowser(server, {}, browser.cookies(atLogin.url.href));
+  const signedIn = await signInOnHostedPages(pages, smtp, app, email, atLogin.url.search);
+  if (!signedIn.location) {
+    throw new Error(`the hosted pages answered a page (${signedIn.status}) instead of sending the browser on`);
+  }
+  return browser.follow(new URL(signedIn.location, atLogin.url).href);
 }
 
 /**
- * The same in Chromium: while `page` is open, a visit to the sign-in page signs the person in and sends the browser
- * on to the provider (Playwright answers the page's URL with that redirect).
+ * The same in Chromium, for an application with a `login_url`: while `page` is open, a visit to that page signs the
+ * person in and sends the browser on to the provider (Playwright answers the page's URL with that redirect).
  */
-export async function signInOnHostedPagesIn(page: Page, person: Person): Promise<void> {
+export async function signInThroughProviderIn(page: Page, person: Person): Promise<void> {
   await page.route(`${LOGIN_URL}**`, async (route) => {
-    const location = await signInAtLoginPage(person, new URL(route.request().url()));
+    const uid = new URL(route.request().url()).searchParams.get('interaction') ?? '';
+    const location = await signInAtAppLoginPage(person, uid);
     await route.fulfill({ status: 303, headers: { location } });
   });
 }
