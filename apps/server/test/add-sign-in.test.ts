@@ -180,6 +180,8 @@ describe('recipe: Express with passport-openidconnect', () => {
   });
 });
 
+if (!hasChromium) console.warn('add-sign-in: /usr/bin/chromium not found, the SPA recipe is skipped.');
+
 describe.skipIf(!hasChromium)('recipe: a browser SPA with oidc-client-ts, in Chromium', () => {
   let browser: Browser;
   beforeAll(async () => {

@@ -59,6 +59,28 @@ describe('the organization claims of the OpenID provider', () => {
     expect(removed.org_role).toBeNull();
   });
 
+  it('a deleted organization is no longer named, even if the user joins a new one', async () => {
+    const { app, user, tokens, acme } = await memberSignedIn('admin');
+    const inAcme = await switchTo(app, acme.id, tokens.access_token);
+    const client = await createClient(app, { scopes: ['openid', 'organization'] });
+    const config = await relyingParty(suite.server, app, client);
+    const flow = await authorize(suite.server, suite.smtp, app, config, {
+      scope: 'openid organization',
+      accessToken: inAcme.access_token,
+    });
+    const grant = await oidc.authorizationCodeGrant(config, flow.callback, {
+      pkceCodeVerifier: flow.verifier,
+      expectedState: flow.state,
+    });
+    expect(await oidc.fetchUserInfo(config, grant.access_token, user.id)).toMatchObject({ org: acme.id });
+    await ok(app.rest('DELETE', `/v1/organizations/${acme.id}`));
+    const globex = await ok(app.rest('POST', '/v1/organizations', { name: 'Globex' }), 201);
+    await ok(app.rest('POST', `/v1/organizations/${globex.id}/members`, { user_id: user.id, role: 'owner' }), 201);
+    const userinfo = await oidc.fetchUserInfo(config, grant.access_token, user.id);
+    expect(userinfo.org).toBeNull();
+    expect(userinfo.org_role).toBeNull();
+  });
+
   it('a session without an active organization: org and org_role are null', async () => {
     const { app, tokens } = await memberSignedIn('owner');
     const client = await createClient(app, { scopes: ['openid', 'organization'] });
