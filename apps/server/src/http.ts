@@ -33,6 +33,7 @@ import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { hostedInteractionHtml, hostedVerifyHtml } from './hosted-pages.ts';
+import { registerLogo } from './logo.ts';
 import { registerMetrics } from './metrics.ts';
 
 const ONE_MIB = 1024 * 1024;
@@ -214,6 +215,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   });
 
   await registerSaml(app, services);
+  registerLogo(app, services);
   await registerOAuthRedirect(app, services);
   registerRest(app, services, restRoutes());
   return { app, services };

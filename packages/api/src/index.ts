@@ -13,6 +13,7 @@ export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
 export { hasProductionApplications } from './modules/applications/applications.service.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
+export { type StoredLogo, storedLogo } from './modules/applications/logo.service.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
 export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
