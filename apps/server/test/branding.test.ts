@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { bearer, scopedKey } from './helpers/fixtures.ts';
-import { expectError, isoDate, MISSING, ok, rawRequest, sql } from './helpers/server.ts';
+import { expectError, isoDate, MISSING, ok, rawRequest, rejection, sql } from './helpers/server.ts';
 import { serverSuite } from './helpers/suite.ts';
 
 const suite = serverSuite({ smtp: false });
@@ -405,5 +405,35 @@ describe('uploaded logo', () => {
       headers: { authorization: `Bearer ${suite.server.operatorToken}` },
     });
     expect((await logoOf(app.id)).status).toBe(404);
+  });
+});
+
+describe('through the SDK', () => {
+  it('sets branding and sign-in settings, uploads and removes the logo, with typed errors', async () => {
+    const app = await suite.server.createApp();
+    const updated = await app.sdk.applications.update({
+      id: app.id,
+      settings: { branding: { display_name: 'SDK app', primary_color: '#ABCDEF' }, sign_in: { magic_link: false } },
+    });
+    expect(updated.settings.branding).toEqual({ ...DEFAULT_BRANDING, display_name: 'SDK app', primary_color: '#abcdef' });
+    expect(updated.settings.sign_in).toEqual({ magic_link: false, passkeys: true });
+
+    const logo = await app.sdk.applications.branding.setLogo({
+      id: app.id,
+      content_type: 'image/png',
+      data: PNG.toString('base64'),
+    });
+    expect(logo).toMatchObject({ content_type: 'image/png', size: PNG.length, sha256: sha256(PNG) });
+    expect((await app.sdk.applications.get({ id: app.id })).settings.branding.logo_url).toBe(logo.logo_url);
+
+    const svg = await rejection(
+      app.sdk.applications.branding.setLogo({ id: app.id, content_type: 'image/png', data: SVG.toString('base64') }),
+    );
+    expect([svg.code, svg.status]).toEqual(['validation_failed', 422]);
+    expect(svg.details?.map((d) => d.path)).toEqual(['data']);
+
+    expect(await app.sdk.applications.branding.removeLogo({ id: app.id })).toEqual({ id: app.id, deleted: true });
+    const gone = await rejection(app.sdk.applications.branding.removeLogo({ id: app.id }));
+    expect([gone.code, gone.status]).toEqual(['not_found', 404]);
   });
 });

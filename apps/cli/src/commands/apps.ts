@@ -6,6 +6,7 @@ import { applicationClient, operatorClient } from '../context.ts';
 import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
+import { registerBranding } from './branding.ts';
 
 const columns: Column<Application>[] = [
   { key: 'id', header: 'ID', value: (a) => a.id },
@@ -143,4 +144,6 @@ export function registerApps(program: Command): void {
         (deleted) => ({ kind: 'message', text: `Deleted application ${deleted.id}` }),
       );
     });
+
+  registerBranding(apps);
 }
