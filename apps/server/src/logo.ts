@@ -22,11 +22,11 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
  * should a browser open it as a document.
  */
 export function registerLogo(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { application_id: string }; Querystring: { v?: unknown } }>(
-    '/a/:application_id/logo',
+  app.get<{ Params: { applicationId: string }; Querystring: { v?: unknown } }>(
+    '/a/:applicationId/logo',
     { config: { route: '/a/{application_id}/logo' } },
     async (request, reply) => {
-      const logo = await storedLogo(services.orm.em.fork(), request.params.application_id);
+      const logo = await storedLogo(services.orm.em.fork(), request.params.applicationId);
       if (!logo) throw new AppError('not_found', 'Logo not found');
       const etag = `"${logo.sha256}"`;
       const versioned = request.query.v === logo.sha256.slice(0, 12);
