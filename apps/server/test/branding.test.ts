@@ -398,6 +398,34 @@ describe('uploaded logo', () => {
     expect((await logoOf(app.id)).headers.get('content-type')).toBe('image/png');
   });
 
+  it('ten concurrent uploads leave one logo, the one settings.branding.logo_url names', async () => {
+    const app = await suite.server.createApp();
+    const images = Array.from({ length: 10 }, (_, i) => Buffer.concat([PNG, Buffer.from([i])]));
+    const results = await Promise.all(
+      images.map((bytes) => app.rest('PUT', `/v1/applications/${app.id}/branding/logo`, upload(bytes))),
+    );
+    for (const res of results) expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const rows = await sql(suite.server, 'select sha256 from application_logos where application_id = ?', [app.id]);
+    expect(rows).toHaveLength(1);
+    const { settings } = await ok(app.rest('GET', `/v1/applications/${app.id}`));
+    expect(settings.branding.logo_url).toBe(`http://gatehouse.test/a/${app.id}/logo?v=${rows[0].sha256.slice(0, 12)}`);
+    const served = await logoOf(app.id);
+    expect(sha256(Buffer.from(await served.arrayBuffer()))).toBe(rows[0].sha256);
+  });
+
+  it("moves the application's updated_at, and answers HEAD with the headers and no body", async () => {
+    const app = await suite.server.createApp();
+    const before = app.application.updated_at;
+    await ok(app.rest('PUT', `/v1/applications/${app.id}/branding/logo`, upload(PNG)));
+    const after = await ok(app.rest('GET', `/v1/applications/${app.id}`));
+    expect(Date.parse(after.updated_at)).toBeGreaterThan(Date.parse(before));
+    const head = await fetch(`${suite.server.url}/a/${app.id}/logo`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toBe('image/png');
+    expect(head.headers.get('etag')).toBe(`"${sha256(PNG)}"`);
+    expect(await head.text()).toBe('');
+  });
+
   it('goes with its application', async () => {
     const app = await suite.server.createApp();
     await ok(app.rest('PUT', `/v1/applications/${app.id}/branding/logo`, upload(PNG)));
