@@ -4,6 +4,7 @@ import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { showAccount } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
+import { registerFederatedRoutes } from './federated-routes.ts';
 import { errorPage } from './pages.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
 import {
@@ -49,7 +50,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
         },
       },
       frameguard: { action: 'deny' },
-      referrerPolicy: { policy: 'no-referrer' },
+      // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with every form post, and the
+      // CSRF check refuses it. No referrer leaves for another origin either way.
+      referrerPolicy: { policy: 'same-origin' },
     });
     pages.removeAllContentTypeParsers();
     pages.addContentTypeParser(
@@ -98,5 +101,6 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
+    registerFederatedRoutes(pages, { open, post });
   });
 }

@@ -12,7 +12,7 @@ const alert = (h: Hosted, key: MessageKey | undefined) =>
   key ? html`<p class="error" role="alert">${h.frame.t(key, { app: appName(h) })}</p>` : '';
 const appName = (h: Hosted) => h.frame.branding.display_name ?? h.frame.appName;
 
-export function signInPage(h: Hosted, options: { email?: string; error?: MessageKey }): string {
+export function signInPage(h: Hosted, options: { email?: string; error?: MessageKey; below?: Html }): string {
   const { t } = h.frame;
   return page(
     h.frame,
@@ -23,7 +23,8 @@ ${csrfField(h)}
 <label for="email">${t('sign_in.email')}</label>
 <input id="email" name="email" type="email" autocomplete="username webauthn" required value="${options.email ?? ''}"${options.email ? '' : html` autofocus`}>
 <button type="submit">${t('sign_in.continue')}</button>
-</form>`,
+</form>
+${options.below}`,
   );
 }
 
@@ -110,6 +111,7 @@ export function accountPage(h: Hosted, me: { primary_email: string | null }): st
     h.frame,
     t('account.title'),
     html`<p>${t('account.signed_in_as', { email: me.primary_email ?? '' })}</p>
+<p><a href="${h.base}/organization">${t('organization.link')}</a></p>
 <form method="post" action="${h.base}/sign-out">
 ${csrfField(h)}
 <button type="submit" class="secondary">${t('sign_out.button')}</button>

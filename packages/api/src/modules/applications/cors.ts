@@ -10,6 +10,13 @@ export const CORS_EXPOSED_HEADERS = 'x-request-id, retry-after, ratelimit-limit,
 export const ownOrigin = (services: Services): string => new URL(services.baseUrl).origin;
 
 /**
+ * A URL on the application's own hosted pages (`{base}/a/{id}/…`, no credentials in it): always a place the browser
+ * may be sent back to (a magic link, an SSO or social sign-in's return), whatever the allowed origins.
+ */
+export const isOwnHostedPage = (services: Services, applicationId: string, url: URL): boolean =>
+  url.origin === ownOrigin(services) && !url.username && !url.password && url.pathname.startsWith(`/a/${applicationId}/`);
+
+/**
  * CORS for end-user routes, on the actual request: the `Origin` must be one of the resolved application's allowed
  * origins, compared exactly (scheme, host, port). A request without `Origin` is not a browser's and is not subject
  * to CORS. Allowed requests get the headers that let the browser read the answer.
