@@ -245,6 +245,50 @@ describe('enterprise SSO, identifier first', () => {
   });
 });
 
+describe('at the root of a verified custom domain', () => {
+  async function withDomain(app: TestApp, status = 'verified') {
+    const domain = `login-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}.acme-notes.com`;
+    const added = await ok(app.rest('POST', `/v1/applications/${app.id}/domains`, { domain }));
+    await sql(server, 'update custom_domains set status = ? where id = ?', [status, added.id]);
+    return domain;
+  }
+
+  it('SSO and social hops return to the domain’s own pages (its flow cookie) and sign in there', async () => {
+    const sso = await ssoApp('domain-sso.test');
+    const domain = await withDomain(sso.app);
+    const browser = new HostedBrowser(server, { host: domain });
+    const form = await browser.get('/sign-in');
+    const toIdp = await browser.submit(form, '/sign-in', { email: 'ada@domain-sso.test' });
+    const back = await throughIdp(sso, toIdp.location ?? '', 'ada@domain-sso.test');
+    expect(back.startsWith(`http://${domain}/sso/callback?hop=`)).toBe(true);
+    expect((await browser.get(path(back))).location).toBe('/account');
+
+    await useOidc(sso.app);
+    const social = new HostedBrowser(server, { host: domain });
+    const button = await social.get('/sign-in');
+    const toProvider = await social.submit(button, '/oauth/start');
+    const relay = await social.get(path(await oidcIdp.authorize(toProvider.location ?? '', 'ada')));
+    expect(relay.location?.startsWith(`http://${domain}/oauth/callback?`)).toBe(true);
+    expect((await social.get(path(relay.location ?? ''))).location).toBe('/account');
+  });
+
+  it('a pending domain, or another application’s, is no redirect target', async () => {
+    const { app } = await ssoApp('pending-domain.test');
+    const other = await server.createApp();
+    for (const domain of [await withDomain(app, 'pending_verification'), await withDomain(other)]) {
+      expectError(
+        await endUser(app, 'POST', '/v1/auth/sso/start', {
+          email: 'a@pending-domain.test',
+          redirect_uri: `http://${domain}/sso/callback`,
+        }),
+        422,
+        'invalid_url',
+        domain,
+      );
+    }
+  });
+});
+
 describe('social sign-in', () => {
   it('a button per enabled provider; the provider’s way back signs in on the hosted pages', async () => {
     const app = await server.createApp({ name: 'Social app' });

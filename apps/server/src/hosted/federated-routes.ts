@@ -178,7 +178,11 @@ async function startSignUp(h: Hosted, form: Form) {
   try {
     const sso = await startSsoIfConnected(h, email, flow);
     if (sso) return redirect(h, sso);
-    const started = await h.api.auth.magicLink.start({ email, redirect_url: `${h.services.baseUrl}${h.base}/magic-link` });
+    // The link opens on the service's own host, as the sign-in form's does (sign-in.ts).
+    const started = await h.api.auth.magicLink.start({
+      email,
+      redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
+    });
     writeFlow(h.services, h.reply, h.application.id, {
       interaction: flow.interaction,
       organization: flow.organization,

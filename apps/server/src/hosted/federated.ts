@@ -13,9 +13,16 @@ import { type Flow, writeFlow } from './state.ts';
 
 export const signUpOpen = (h: Hosted) => settingsOf(h.application).sign_up === 'open';
 
+/**
+ * The origin of this page: the service's, or on a custom domain that domain's (a hop returns to the host that holds
+ * its flow cookie; the API allows the application's verified domains as redirect targets).
+ */
+const pageOrigin = (h: Hosted) =>
+  h.base ? h.services.baseUrl : `${new URL(h.services.baseUrl).protocol}//${h.request.headers.host ?? ''}`;
+
 /** The `redirect_uri` of an SSO hop: the hosted callback, with the secret this browser's flow cookie holds. */
-export const ssoCallbackUri = (h: Hosted, hop: string) => `${h.services.baseUrl}${h.base}/sso/callback?hop=${hop}`;
-export const oauthCallbackUri = (h: Hosted) => `${h.services.baseUrl}${h.base}/oauth/callback`;
+export const ssoCallbackUri = (h: Hosted, hop: string) => `${pageOrigin(h)}${h.base}/sso/callback?hop=${hop}`;
+export const oauthCallbackUri = (h: Hosted) => `${pageOrigin(h)}${h.base}/oauth/callback`;
 
 /** A flow without a finished hop's secrets. */
 export const withoutHops = ({ sso_hop: _sso, oauth_provider: _provider, oauth_state_hash: _state, ...flow }: Flow): Flow => flow;

@@ -8,7 +8,7 @@ import { isUuid, newId } from '../../lib/ids.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
-import { isOwnHostedPage } from '../applications/cors.ts';
+import { isHostedPageOf } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
 import { IdentityEntity } from '../users/identity.entity.ts';
@@ -62,7 +62,10 @@ export async function startSso(
   );
   // An allowed origin, or the application's own hosted pages (their sign-in form starts SSO too).
   const target = new URL(input.redirect_uri);
-  if (!application.allowedOrigins.includes(target.origin) && !isOwnHostedPage(ctx.services, application.id, target)) {
+  if (
+    !application.allowedOrigins.includes(target.origin) &&
+    !(await isHostedPageOf(ctx.em, ctx.services, application.id, target))
+  ) {
     throw new AppError('invalid_url', 'redirect_uri must be on one of the application\u2019s allowed origins', [
       { path: 'redirect_uri', message: 'origin not allowed' },
     ]);
