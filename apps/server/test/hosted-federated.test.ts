@@ -8,6 +8,7 @@ import { createOrg, createUser, uniqueEmail } from './helpers/fixtures.ts';
 import { HostedBrowser, hiddenFields, signInOnHostedPages } from './helpers/hosted.ts';
 import { putProvider } from './helpers/oauth.ts';
 import { startOidcProvider, type TestOidcProvider } from './helpers/oauth-idp.ts';
+import { createClient, relyingParty, startAuthorization } from './helpers/oauth2.ts';
 import { createTestIdp, postToAcs, type TestIdp } from './helpers/saml-idp.ts';
 import { expectError, ok, sql, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { endUser, type SmtpSink } from './helpers/sign-in.ts';
@@ -491,6 +492,46 @@ describe('the organization picker', () => {
     expect(chosen.status).toBe(303);
     expect(chosen.location).toBe(`/a/${app.id}/account`);
     expect(await activeOrganization(app, email)).toBe(orgs[1]?.id);
+  });
+
+  it('an OAuth client asking for the `organization` scope gets the picker; one that does not, none', async () => {
+    const app = await server.createApp();
+    const issuer = `${BASE}/oauth2/${app.id}`;
+    const discovery = await (await fetch(`${server.url}/oauth2/${app.id}/.well-known/openid-configuration`)).json();
+    // The provider offers `organization` as a standard scope, or (before it did) as one of the application's own.
+    const offered = (discovery.scopes_supported as string[]).includes('organization');
+    await ok(
+      app.rest('PATCH', `/v1/applications/${app.id}`, {
+        settings: {
+          oauth2: {
+            login_url: `${BASE}/a/${app.id}/sign-in`,
+            scopes: offered ? [] : [{ name: 'organization', description: 'Your organization' }],
+          },
+        },
+      }),
+    );
+    expect(discovery.issuer).toBe(issuer);
+    const client = await createClient(app, { scopes: ['openid', 'email', 'organization'] });
+    const config = await relyingParty(server, app, client);
+    const email = uniqueEmail('oauth-orgs');
+    await member(app, email, ['North', 'South']);
+    const uidFor = async (scope: string) => {
+      const { first } = await startAuthorization(server, config, { scope, prompt: null });
+      const location = new URL(first.location);
+      expect(`${location.origin}${location.pathname}`).toBe(`${BASE}/a/${app.id}/sign-in`);
+      return location.searchParams.get('interaction') ?? '';
+    };
+    const asked = await signInOnHostedPages(
+      new HostedBrowser(server),
+      smtp,
+      app,
+      email,
+      `?interaction=${await uidFor('openid email organization')}`,
+    );
+    expect(asked.location).toBe(`/a/${app.id}/organization`);
+    const uid = await uidFor('openid email');
+    const notAsked = await signInOnHostedPages(new HostedBrowser(server), smtp, app, email, `?interaction=${uid}`);
+    expect(notAsked.location).toBe(`/a/${app.id}/sign-in?interaction=${uid}`);
   });
 
   it('from the account page: the list with the active one marked; signed out it asks to sign in first', async () => {
