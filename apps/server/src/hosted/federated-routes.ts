@@ -215,13 +215,13 @@ function organizationPage(h: Hosted, organizations: Organization[], active: stri
 ${
   organizations.length
     ? html`<p>${t('organization.body')}</p>
-<ul class="stack organizations">${organizations.map(
-        (o) => html`<li><form method="post" action="${h.base}/organization">
+<div class="stack" role="group" aria-label="${t('organization.title')}">${organizations.map(
+        (o) => html`<form method="post" action="${h.base}/organization">
 <input type="hidden" name="csrf" value="${h.csrf}">
 <input type="hidden" name="organization_id" value="${o.id}">
 <button type="submit" class="${o.id === active ? '' : 'secondary'}"${o.id === active ? html` aria-current="true"` : ''}>${o.name} <span class="muted">(${o.role})</span></button>
-</form></li>`,
-      )}</ul>`
+</form>`,
+      )}</div>`
     : html`<p role="status">${t('organization.none')}</p>`
 }
 <p><a href="${h.base}/account">${t('organization.back')}</a></p>`,

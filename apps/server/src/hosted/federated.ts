@@ -32,8 +32,8 @@ export async function federatedBlock(h: Hosted, on: 'sign_in' | 'sign_up'): Prom
   const { t } = h.frame;
   const providers = await enabledOAuthProviders(h.services.orm.em.fork(), h.application.id);
   const buttons = providers.length
-    ? html`<div class="stack" aria-label="${t('federated.social.group')}" role="group">
-<p class="muted">${t('federated.social.or')}</p>
+    ? html`<p class="muted">${t('federated.social.or')}</p>
+<div class="stack" aria-label="${t('federated.social.group')}" role="group">
 ${providers.map(
   (provider) => html`<form method="post" action="${h.base}/oauth/start">
 <input type="hidden" name="csrf" value="${h.csrf}">
