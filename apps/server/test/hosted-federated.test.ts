@@ -225,7 +225,7 @@ describe('enterprise SSO, identifier first', () => {
     // The victim's own browser still signs in with it.
     expect((await victim.get(path(victimBack))).location).toBe(`/a/${sso.app.id}/account`);
     expect(await signedInEmail(victim, sso.app)).toBe('vic@stolen-sso.test');
-    // Without a hop: the API alone still completes a code (the SDK's flow), only the hosted pages bind theirs.
+    // Each code was stored with the redirect_uri it was sent to (an SDK's sso/complete without one is unchanged).
     const [row] = await sql<{ n: number }>(
       server,
       'select count(*)::int as n from saml_codes where application_id = ? and redirect_uri is not null',
@@ -234,7 +234,28 @@ describe('enterprise SSO, identifier first', () => {
     expect(row?.n).toBe(2);
   });
 
-  it('a callback without the hop, or with an IdP error, is a page of ours and signs nobody in', async () => {
+  it('the IdP’s refusal (the connection disabled meanwhile) comes back to a page of ours in the same browser', async () => {
+    const sso = await ssoApp('refused-sso.test');
+    const browser = new HostedBrowser(server);
+    const started = await typeEmail(browser, sso.app, 'x@refused-sso.test');
+    await ok(
+      sso.app.rest('PATCH', `/v1/saml/connections/${sso.connection.id}`, {
+        name: 'Acme Corp',
+        idp_entity_id: samlIdp.entityId,
+        idp_sso_url: samlIdp.ssoUrl,
+        idp_certificate: samlIdp.keys.certificate,
+        enabled: false,
+      }),
+    );
+    const back = await throughIdp(sso, started.location ?? '', 'x@refused-sso.test');
+    expect(new URL(back).searchParams.get('error')).toBe('access_denied');
+    const page = await browser.get(path(back));
+    expect(page.status).toBe(403);
+    expect(page.html).toContain('cannot sign in');
+    expect(browser.cookies.has(`gh_session_${sso.app.id}`)).toBe(false);
+  });
+
+  it('a callback without the hop is a page of ours and signs nobody in', async () => {
     const sso = await ssoApp('error-sso.test');
     const browser = new HostedBrowser(server);
     const started = await typeEmail(browser, sso.app, 'x@error-sso.test');
@@ -521,14 +542,15 @@ describe('the organization picker', () => {
       expect(`${location.origin}${location.pathname}`).toBe(`${BASE}/a/${app.id}/sign-in`);
       return location.searchParams.get('interaction') ?? '';
     };
-    const asked = await signInOnHostedPages(
-      new HostedBrowser(server),
-      smtp,
-      app,
-      email,
-      `?interaction=${await uidFor('openid email organization')}`,
-    );
+    const browser = new HostedBrowser(server);
+    const askedUid = await uidFor('openid email organization');
+    const asked = await signInOnHostedPages(browser, smtp, app, email, `?interaction=${askedUid}`);
     expect(asked.location).toBe(`/a/${app.id}/organization`);
+    // The choice made, the sign-in goes on with the client's interaction.
+    const picker = await browser.get(asked.location ?? '');
+    const choice = hiddenFields(picker.html, `/a/${app.id}/organization`).organization_id ?? '';
+    const chosen = await browser.submit(picker, `/a/${app.id}/organization`, { organization_id: choice });
+    expect(chosen.location).toBe(`/a/${app.id}/sign-in?interaction=${askedUid}`);
     const uid = await uidFor('openid email');
     const notAsked = await signInOnHostedPages(new HostedBrowser(server), smtp, app, email, `?interaction=${uid}`);
     expect(notAsked.location).toBe(`/a/${app.id}/sign-in?interaction=${uid}`);
