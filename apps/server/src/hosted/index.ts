@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { showAccount } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { errorPage } from './pages.ts';
+import { registerPasskeyRoutes } from './passkeys.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
 import {
   acceptConsent,
@@ -98,5 +99,6 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
+    registerPasskeyRoutes(pages, { open, post });
   });
 }

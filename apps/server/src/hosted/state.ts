@@ -97,3 +97,34 @@ export function writeFlow(services: Services, reply: FastifyReply, applicationId
 export function clearFlow(services: Services, reply: FastifyReply, applicationId: string) {
   reply.clearCookie(flowCookie(applicationId), cookieOptions(services, flowPath(applicationId)));
 }
+
+/**
+ * A value bound to this browser: an HMAC of it under this browser's CSRF cookie and the application (undefined when
+ * the browser has no CSRF cookie). A passkey ceremony's state is handed out with its binding and accepted back only
+ * with it: a state taken from another browser does not verify here.
+ */
+export function bindToBrowser(
+  services: Services,
+  request: FastifyRequest,
+  applicationId: string,
+  purpose: string,
+  value: string,
+): string | undefined {
+  const id = request.cookies[CSRF_COOKIE];
+  if (!id || !CSRF_ID.test(id)) return undefined;
+  return createHmac('sha256', services.secretBox.deriveKey('hosted-binding'))
+    .update(`${purpose}:${applicationId}:${id}:${value}`)
+    .digest('base64url');
+}
+
+export function boundToBrowser(
+  services: Services,
+  request: FastifyRequest,
+  applicationId: string,
+  purpose: string,
+  value: string,
+  binding: unknown,
+): boolean {
+  const expected = bindToBrowser(services, request, applicationId, purpose, value);
+  return expected !== undefined && typeof binding === 'string' && constantTimeEqual(expected, binding);
+}
