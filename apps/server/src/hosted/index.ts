@@ -50,7 +50,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
         },
       },
       frameguard: { action: 'deny' },
-      referrerPolicy: { policy: 'no-referrer' },
+      // Not no-referrer: under it browsers send `Origin: null` with a form post, which csrfValid refuses. same-origin
+      // sends no referrer to other sites (the magic link's token stays here) and the real Origin with our own posts.
+      referrerPolicy: { policy: 'same-origin' },
     });
     // Every page of `/a/{id}/…` is also at the root of the applications' verified custom domains (the application is
     // then the host's: request.ts).

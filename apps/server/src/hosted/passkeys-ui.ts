@@ -13,8 +13,12 @@ import type { Hosted } from './request.ts';
  * bundle of @simplewebauthn/browser (≈ 4 kB gzip): no script file, no `'self'` in the CSP.
  */
 
+/** The origin the page is on: the service's own, or (pages at the root of a host) the custom domain's. */
+const pagesOrigin = (h: Hosted) =>
+  h.base ? ownOrigin(h.services) : `${new URL(h.services.baseUrl).protocol}//${h.request.headers.host ?? ''}`;
+
 /** The pages can run a ceremony: the application's relying party accepts responses from the pages' own origin. */
-export const relyingPartyFits = (h: Hosted) => h.application.allowedOrigins.includes(ownOrigin(h.services));
+export const relyingPartyFits = (h: Hosted) => h.application.allowedOrigins.includes(pagesOrigin(h));
 
 /** Passkeys as a first factor (and adding one on the account page): `settings.sign_in.passkeys`, and a fitting RP. */
 export const passkeysOffered = (h: Hosted) => settingsOf(h.application).sign_in.passkeys && relyingPartyFits(h);
@@ -84,7 +88,8 @@ const STYLE = `.passkey-or { text-align: center; margin: 1rem 0 .75rem; }
 .passkeys li { display: flex; align-items: center; justify-content: space-between; gap: .75rem; padding: .5rem 0;
   border-bottom: 1px solid var(--line); }
 .passkeys li form button { width: auto; padding: .35rem .75rem; }
-h2 { font-size: 1.1rem; margin: 1.5rem 0 .75rem; }`;
+h2 { font-size: 1.1rem; margin: 1.5rem 0 .75rem; }
+section + form { margin-top: 1.5rem; }`;
 
 const style = (h: Hosted) => html`<style nonce="${h.frame.nonce.style}">${trusted(STYLE)}</style>`;
 
