@@ -41,7 +41,8 @@ describe.skipIf(!hasChromium)('passkeys on the hosted pages in Chromium', () => 
   });
 
   const base = () => `${ORIGIN}/a/${app.id}`;
-  const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `hosted-passkeys-${name}.png`), fullPage: true });
+  const shot = (page: Page, name: string) =>
+    page.screenshot({ path: join(ARTIFACTS, `hosted-passkeys-${name}.png`), fullPage: true });
 
   async function virtualAuthenticator(page: Page) {
     const cdp: CDPSession = await browser.context.newCDPSession(page);

@@ -28,7 +28,11 @@ interface Ceremony<T> {
 }
 
 /** The script's options request: the passkey form's fields (CSRF token, pending token) to `…/options`. */
-async function options<T>(browser: HostedBrowser, page: HostedPage, route: string): Promise<{ answer: HostedPage; ceremony: Ceremony<T> }> {
+async function options<T>(
+  browser: HostedBrowser,
+  page: HostedPage,
+  route: string,
+): Promise<{ answer: HostedPage; ceremony: Ceremony<T> }> {
   const { state: _s, binding: _b, credential: _c, ...fields } = hiddenFields(page.html, route);
   const answer = await browser.post(`${route}/options`, fields);
   return { answer, ceremony: answer.status === 200 ? JSON.parse(answer.html) : undefined };
@@ -120,7 +124,7 @@ describe('passkeys on the hosted sign-in page', () => {
     const attackerCsrf = hiddenFields((await attacker.get(`/a/${app.id}/sign-in`)).html, `/a/${app.id}/sign-in`).csrf!;
     const fields = { state: ceremony.state, binding: ceremony.binding, credential: JSON.stringify(credential) };
     for (const csrf of [undefined, attackerCsrf]) {
-      const withCsrf = csrf ? { csrf } : {};
+      const withCsrf: Record<string, string> = csrf ? { csrf } : {};
       expect((await browser.post(`${route}/options`, withCsrf)).status).toBe(403);
       const refused = await browser.post(route, { ...fields, ...withCsrf });
       expect(refused.status).toBe(403);

@@ -111,6 +111,6 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
-    registerPasskeyRoutes(pages, { open, post });
+    registerPasskeyRoutes(pages, { post });
   });
 }

@@ -169,7 +169,9 @@ ${said ? html`<p class="${failure ? 'error' : 'muted'}" role="${failure ? 'alert
 ${
   passkeys.length
     ? html`<ul class="passkeys">${passkeys.map(
-        (p) => html`<li><span>${p.name}<br><span class="muted">${t('passkeys.created', { date: date(p.created_at) })}${p.last_used_at ? html`, ${t('passkeys.last_used', { date: date(p.last_used_at) })}` : ''}</span></span>
+        (
+          p,
+        ) => html`<li><span>${p.name}<br><span class="muted">${t('passkeys.created', { date: date(p.created_at) })}${p.last_used_at ? html`, ${t('passkeys.last_used', { date: date(p.last_used_at) })}` : ''}</span></span>
 <form method="post" action="${h.base}/passkeys/remove">
 <input type="hidden" name="csrf" value="${h.csrf}">
 <input type="hidden" name="id" value="${p.id}">

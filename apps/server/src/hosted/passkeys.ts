@@ -1,11 +1,16 @@
 import { browserAccessToken, errorBody } from '@gatehouse/api';
-import type { FastifyInstance } from 'fastify';
-import type { Routes } from './index.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorPage, mfaPage, signInPage } from './pages.ts';
 import { passkeysOffered, passkeysSection, relyingPartyFits } from './passkeys-ui.ts';
 import { type Caller, currentSession, type Form, type Hosted, messageFor, redirect, send, signedInApi } from './request.ts';
 import { proceed } from './sign-in.ts';
 import { bindToBrowser, boundToBrowser, readFlow } from './state.ts';
+
+type Handler = (h: Hosted, form: Form) => Promise<unknown>;
+/** index.ts's `Routes` (only `post` is used; declared here, as an import of index.ts would be a cycle). */
+interface PostRoutes {
+  post(handler: Handler): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
 
 /**
  * Passkeys on the hosted pages. Each ceremony has two routes: `…/options` (the script's fetch, CSRF-checked; it
@@ -13,7 +18,7 @@ import { bindToBrowser, boundToBrowser, readFlow } from './state.ts';
  * submits with the credential, which checks the binding, calls the API's finish and continues as every factor does
  * (`proceed` for a sign-in or second factor; the account page for a new passkey). The API spends each state once.
  */
-export function registerPasskeyRoutes(pages: FastifyInstance, { post }: Routes) {
+export function registerPasskeyRoutes(pages: FastifyInstance, { post }: PostRoutes) {
   pages.post('/a/:applicationId/passkeys/sign-in/options', post(offered(signInOptions)));
   pages.post('/a/:applicationId/passkeys/sign-in', post(offered(signInFinish)));
   pages.post('/a/:applicationId/passkeys/mfa/options', post(fits(mfaOptions)));
@@ -23,7 +28,6 @@ export function registerPasskeyRoutes(pages: FastifyInstance, { post }: Routes) 
   pages.post('/a/:applicationId/passkeys/remove', post(removePasskey));
 }
 
-type Handler = (h: Hosted, form: Form) => Promise<unknown>;
 const notFound = (h: Hosted) => send(h, 404, errorPage(h.frame, h.request.id, 'error.not_found'));
 /** Passkeys as a first factor and adding one: `settings.sign_in.passkeys` (else 404, as a page that does not exist). */
 const offered =
@@ -42,16 +46,16 @@ type Purpose = (typeof PURPOSE)[keyof typeof PURPOSE];
 /** The options for the script, with the state bound to this browser (its CSRF cookie). */
 function ceremony(h: Hosted, purpose: Purpose, started: { options: unknown; state: string }) {
   const binding = bindToBrowser(h.services, h.request, h.application.id, purpose, started.state);
-  return h.reply
-    .code(200)
-    .header('cache-control', 'no-store')
-    .send({ options: started.options, state: started.state, binding });
+  return h.reply.code(200).header('cache-control', 'no-store').send({ options: started.options, state: started.state, binding });
 }
 
 /** An options request the API refused: a JSON error for the script (which then says the passkey failed). */
 function optionsFailed(h: Hosted, error: unknown) {
   const { status } = messageFor(error, 'passkeys.failed');
-  return h.reply.code(status).header('cache-control', 'no-store').send({ error: errorBody(error).code });
+  return h.reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .send({ error: errorBody(error).code });
 }
 
 /**
