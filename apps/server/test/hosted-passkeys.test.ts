@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { SoftwareAuthenticator } from './helpers/authenticator.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { HostedBrowser, type HostedPage, hiddenFields, signInOnHostedPages } from './helpers/hosted.ts';
-import type { TestApp } from './helpers/server.ts';
+import { ok, sql, type TestApp } from './helpers/server.ts';
+import { linkIn } from './helpers/smtp.ts';
 import { serverSuite } from './helpers/suite.ts';
 
 /**
@@ -251,5 +252,49 @@ describe('passkeys on the hosted account page', () => {
     const added = await finish(browser, account, route, ceremony, credential);
     expect(added.location).toBe(`/a/${app.id}/account?passkeys=added`);
     expect((await browser.follow(added)).html.match(/action="[^"]+\/passkeys\/remove"/g)).toHaveLength(1);
+  });
+});
+
+describe('passkeys at the root of a verified custom domain', () => {
+  it('the domain is the relying party’s origin: add a passkey there and sign in with it, posts naming the domain as Origin', async () => {
+    const domain = `login-${Date.now().toString(36)}.passkey-notes.com`;
+    const origin = `http://${domain}`; // the test server's base URL is http: so is the domain's origin
+    const app = await suite.server.createApp({ name: 'Domain passkeys', allowed_origins: [origin] });
+    const added = await ok(app.rest('POST', `/v1/applications/${app.id}/domains`, { domain }));
+    await sql(suite.server, 'update custom_domains set status = ? where id = ?', ['verified', added.id]);
+    const headers = { host: domain, origin };
+
+    // Signed in on the domain (the magic link confirmed on the service's host, collected by the domain's page).
+    const browser = new HostedBrowser(suite.server, headers);
+    const form = await browser.get('/sign-in');
+    expect(form.html).toContain('data-options="/passkeys/sign-in/options"');
+    const email = uniqueEmail('hosted-domain-passkey');
+    await browser.submit(form, '/sign-in', { email });
+    const link = linkIn(await suite.smtp.next(email));
+    const other = new HostedBrowser(suite.server);
+    await other.submit(await other.get(link.pathname + link.search), `/a/${app.id}/magic-link`);
+    const account = await browser.follow(await browser.get('/sign-in/wait'));
+    expect(account.html).toContain(`Signed in as ${email}`);
+
+    const authenticator = new SoftwareAuthenticator();
+    const registration = await options<PublicKeyCredentialCreationOptionsJSON>(browser, account, '/passkeys/register');
+    expect(registration.ceremony.options.rp.id).toBe(domain);
+    const credential = await authenticator.create(registration.ceremony.options, origin);
+    const done = await finish(browser, account, '/passkeys/register', registration.ceremony, credential);
+    expect(done.location).toBe('/account?passkeys=added');
+    await suite.smtp.next(email);
+
+    const fresh = new HostedBrowser(suite.server, headers);
+    const page = await fresh.get('/sign-in');
+    const { ceremony } = await options<PublicKeyCredentialRequestOptionsJSON>(fresh, page, '/passkeys/sign-in');
+    const signedIn = await finish(fresh, page, '/passkeys/sign-in', ceremony, await authenticator.get(ceremony.options, origin));
+    expect(signedIn.location).toBe('/account');
+    expect((await fresh.follow(signedIn)).html).toContain(`Signed in as ${email}`);
+    // Another site's post to the domain is still refused.
+    const evil = new HostedBrowser(suite.server, { host: domain, origin: 'https://evil.example' });
+    for (const [k, v] of fresh.cookies) evil.cookies.set(k, v);
+    const { csrf } = hiddenFields(page.html, '/passkeys/sign-in');
+    expect((await evil.post('/passkeys/sign-in/options', { csrf: csrf! })).status).toBe(403);
+    expect((await fresh.post('/passkeys/sign-in/options', { csrf: csrf! })).status).toBe(200);
   });
 });

@@ -50,7 +50,11 @@ export function csrfToken(services: Services, request: FastifyRequest, reply: Fa
  */
 export function csrfValid(services: Services, request: FastifyRequest, applicationId: string, sent: unknown): boolean {
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(services.baseUrl).origin) return false;
+  const base = new URL(services.baseUrl);
+  // The pages' own origin: the service's, or the custom domain's the browser posts to (its Host, with the base URL's
+  // scheme). A cross-site post names the attacker's origin, never the host it is sent to.
+  const own = origin === base.origin || origin === `${base.protocol}//${request.headers.host ?? ''}`;
+  if (origin !== undefined && !own) return false;
   const id = request.cookies[CSRF_COOKIE];
   if (!id || !CSRF_ID.test(id) || typeof sent !== 'string') return false;
   return constantTimeEqual(csrfMac(services, id, applicationId), sent);
