@@ -4,7 +4,9 @@ import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { showAccount } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
+import { registerFederatedRoutes } from './federated-routes.ts';
 import { errorPage } from './pages.ts';
+import { registerPasskeyRoutes } from './passkeys.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
 import {
   acceptConsent,
@@ -49,7 +51,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
         },
       },
       frameguard: { action: 'deny' },
-      referrerPolicy: { policy: 'no-referrer' },
+      // Not no-referrer: under it browsers send `Origin: null` with a form post, which csrfValid refuses. same-origin
+      // sends no referrer to other sites (the magic link's token stays here) and the real Origin with our own posts.
+      referrerPolicy: { policy: 'same-origin' },
     });
     // Every page of `/a/{id}/…` is also at the root of the applications' verified custom domains (the application is
     // then the host's: request.ts).
@@ -108,5 +112,7 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
+    registerPasskeyRoutes(pages, { post });
+    registerFederatedRoutes(pages, { open, post });
   });
 }

@@ -1,8 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /** A grant remembers the organization active when the user signed in for it (the `organization` scope's claims). */
-export class Migration20261127060000_oauth2_grant_organization extends Migration {
-  override name = 'Migration20261127060000_oauth2_grant_organization';
+export class Migration20261127070000_oauth2_grant_organization extends Migration {
+  override name = 'Migration20261127070000_oauth2_grant_organization';
 
   override up(): void | Promise<void> {
     this.addSql(`alter table "oauth2_grants" add column "organization_id" uuid null;`);
