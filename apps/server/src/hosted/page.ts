@@ -47,14 +47,27 @@ a { color: inherit; }
 .error { border-left: 4px solid #b91c1c; padding: .5rem .75rem; background: rgba(185,28,28,.08); }
 .muted { color: var(--muted); font-size: .9rem; }
 footer { margin-top: 1.5rem; }
+main.wide { width: min(36rem, 100vw - 2rem); }
+h2 { font-size: 1.1rem; margin: 0 0 .5rem; }
+section { border-top: 1px solid var(--line); padding-top: 1rem; margin-top: 1.25rem; }
+ul.items { list-style: none; padding: 0; margin: 0 0 1rem; }
+ul.items li + li { border-top: 1px solid var(--line); padding-top: .75rem; margin-top: .75rem; }
+ul.items form, section form + form { margin-top: .5rem; }
+strong, code { overflow-wrap: anywhere; }
+.tag { font-size: .8rem; font-weight: 600; border: 1px solid var(--line); border-radius: 999px; padding: 0 .5rem; }
+.notice { border-left: 4px solid var(--line); padding: .5rem .75rem; background: rgba(127,127,127,.1); }
+.notice p:last-child { margin-bottom: 0; }
+.qr-box { display: flex; justify-content: center; margin-bottom: 1rem; }
+code.secret { font-size: 1.05rem; letter-spacing: .05em; }
+ul.codes { columns: 2; font-size: 1.05rem; }
 `;
 }
 
 /**
  * A whole page: `title` is the heading (and the document title), `body` the card's content. `headExtra` is for what
- * a page adds to its head (a refresh while it waits).
+ * a page adds to its head (a refresh while it waits); `wide` for a page of several sections (the account page).
  */
-export function page(frame: Frame, title: string, body: Html, options: { headExtra?: Html } = {}): string {
+export function page(frame: Frame, title: string, body: Html, options: { headExtra?: Html; wide?: boolean } = {}): string {
   const { branding, t, nonce } = frame;
   const name = branding.display_name ?? frame.appName;
   return html`<!doctype html>
@@ -68,7 +81,7 @@ ${options.headExtra}
 <style nonce="${nonce.style}">${trusted(style(branding))}</style>
 </head>
 <body>
-<main>
+<main${options.wide ? html` class="wide"` : ''}>
 <div class="brand">${branding.logo_url ? html`<img src="${branding.logo_url}" alt="${name}">` : html`<span>${name}</span>`}</div>
 <h1>${title}</h1>
 ${body}

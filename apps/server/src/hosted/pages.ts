@@ -104,19 +104,6 @@ ${csrfField(h)}
   );
 }
 
-export function accountPage(h: Hosted, me: { primary_email: string | null }): string {
-  const { t } = h.frame;
-  return page(
-    h.frame,
-    t('account.title'),
-    html`<p>${t('account.signed_in_as', { email: me.primary_email ?? '' })}</p>
-<form method="post" action="${h.base}/sign-out">
-${csrfField(h)}
-<button type="submit" class="secondary">${t('sign_out.button')}</button>
-</form>`,
-  );
-}
-
 export function signedOutPage(h: Hosted): string {
   const { t } = h.frame;
   return page(

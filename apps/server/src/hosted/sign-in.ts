@@ -1,4 +1,5 @@
 import { attachBrowserSession, endBrowserSession, errorBody } from '@gatehouse/api';
+import { enrolmentRequired, startTotpEnrolment } from './enrolment.ts';
 import {
   checkEmailPage,
   consentPage,
@@ -146,6 +147,8 @@ export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
   const previous = browserToken(h.request, h.application.id);
   if (previous) await endBrowserSession(em, h.application.id, previous);
   setBrowserToken(h.services, h.reply, h.application.id, token);
+  // A second factor the application requires and the person lacks: enrolled before anything else.
+  if (await enrolmentRequired(h, result.tokens.access_token)) return startTotpEnrolment(h, flow, result.tokens.access_token);
   return continueSignedIn(h, flow);
 }
 

@@ -19,6 +19,10 @@ export interface Flow {
   verification_id?: string;
   poll_secret?: string;
   email?: string;
+  /** The result of the last account action, shown once by the account page (a catalog key, `account.done.*`/`.failed.*`). */
+  flash?: string;
+  /** An authenticator app being enrolled: the seed is shown until a first code confirms it (account-totp.ts). */
+  totp?: { factor_id: string; secret: string; otpauth_uri: string };
 }
 
 const secure = (services: Services) => services.baseUrl.startsWith('https:');
