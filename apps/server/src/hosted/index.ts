@@ -49,7 +49,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
         },
       },
       frameguard: { action: 'deny' },
-      referrerPolicy: { policy: 'no-referrer' },
+      // No referrer to other sites (a magic link's token is in its URL). Not `no-referrer`: under it browsers send
+      // `Origin: null` with every form post, even our own, and the CSRF check refuses them.
+      referrerPolicy: { policy: 'same-origin' },
     });
     pages.removeAllContentTypeParsers();
     pages.addContentTypeParser(
