@@ -3,10 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { isMessageKey, type MessageKey } from './catalog.ts';
 import { startTotpEnrolment } from './enrolment.ts';
 import { type Html, html } from './html.ts';
-import type { Routes } from './index.ts';
 import { page } from './page.ts';
 import { qrSvg } from './qr.ts';
-import { type Caller, currentSession, type Form, type Hosted, redirect, send, signedInApi } from './request.ts';
+import { type Caller, currentSession, type Form, type Hosted, type Routes, redirect, send, signedInApi } from './request.ts';
 import { continueSignedIn } from './sign-in.ts';
 import { type Flow, readFlow, writeFlow } from './state.ts';
 

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { errorPage } from './pages.ts';
-import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
+import { bareFrame, type Form, type Hosted, hostedRequest, type Routes, send } from './request.ts';
 import {
   acceptConsent,
   confirmMagicLink,
@@ -18,11 +18,8 @@ import {
 } from './sign-in.ts';
 import { csrfValid } from './state.ts';
 
-/** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */
-export interface Routes {
-  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-}
+// How a feature's routes are declared: in request.ts, so a feature's file imports it without a cycle through here.
+export type { Routes } from './request.ts';
 
 /**
  * The hosted pages of every application (CONTRACT §9) under `/a/{application_id}/`: server-rendered HTML, forms that

@@ -97,6 +97,12 @@ export function signedInApi(h: Hosted, accessToken: string): Caller {
   return appRouter.createCaller(ctx);
 }
 
+/** How a feature's routes are declared (index.ts makes them): `open` for a page, `post` for a form (its CSRF token checked first). */
+export interface Routes {
+  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
 export const send = (h: Hosted, status: number, body: string) =>
   h.reply.code(status).type('text/html').header('cache-control', 'no-store').send(body);
 export const redirect = (h: Hosted, location: string) => h.reply.code(303).header('cache-control', 'no-store').redirect(location);
