@@ -329,3 +329,42 @@ describe('second factors, consent documents and sign-out', () => {
     expect((await signInOnHostedPages(browser, suite.smtp, app, email)).location).toBe(`/a/${app.id}/account`);
   });
 });
+
+describe('at the root of a verified custom domain', () => {
+  /** An application with `domain` verified (the DNS check is the custom-domain tests' business: marked here). */
+  async function withDomain(domain: string, status = 'verified') {
+    const app = await suite.server.createApp({ name: 'Domain app' });
+    const added = await ok(app.rest('POST', `/v1/applications/${app.id}/domains`, { domain }));
+    await sql(suite.server, 'update custom_domains set status = ? where id = ?', [status, added.id]);
+    return app;
+  }
+
+  it('serves the same pages with root paths, and signs in there', async () => {
+    const domain = `login-${Date.now().toString(36)}.acme-notes.com`;
+    const app = await withDomain(domain);
+    const browser = new HostedBrowser(suite.server, { host: domain });
+    const form = await browser.get('/sign-in');
+    expect(form.status).toBe(200);
+    expect(form.html).toContain('Sign in to Domain app');
+    const email = uniqueEmail('hosted-domain');
+    const started = await browser.submit(form, '/sign-in', { email });
+    expect(started.location).toBe('/sign-in/wait');
+    // The link opens on the service's own host: it confirms, and the domain's waiting page collects the sign-in.
+    const link = linkIn(await suite.smtp.next(email));
+    expect(link.pathname).toBe(`/a/${app.id}/magic-link`);
+    const other = new HostedBrowser(suite.server);
+    await other.submit(await other.get(link.pathname + link.search), `/a/${app.id}/magic-link`);
+    const collected = await browser.get('/sign-in/wait');
+    expect(collected.location).toBe('/account');
+    expect((await browser.get('/account')).html).toContain(`Signed in as ${email}`);
+  });
+
+  it('a pending domain, the service’s own host and unknown hosts have no root pages', async () => {
+    const pending = `pending-${Date.now().toString(36)}.acme-notes.com`;
+    await withDomain(pending, 'pending_verification');
+    for (const host of [pending, 'gatehouse.test', 'unknown.example.com', 'not a host']) {
+      const page = await new HostedBrowser(suite.server, { host }).get('/sign-in');
+      expect(page.status, host).toBe(404);
+    }
+  });
+});

@@ -50,6 +50,16 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
       // `Origin: null` with every form post, even our own, and the CSRF check refuses them.
       referrerPolicy: { policy: 'same-origin' },
     });
+    // Every page of `/a/{id}/…` is also at the root of the applications' verified custom domains (the application is
+    // then the host's: request.ts).
+    pages.addHook('onRoute', (route) => {
+      const prefix = '/a/:applicationId/';
+      // The root route's own onRoute call returns here: its path does not start with the prefix. HEAD routes are
+      // made by fastify for each GET, the root's included.
+      if (route.url.startsWith(prefix) && route.method !== 'HEAD') {
+        pages.route({ ...route, url: route.url.slice(prefix.length - 1) });
+      }
+    });
     pages.removeAllContentTypeParsers();
     pages.addContentTypeParser(
       'application/x-www-form-urlencoded',

@@ -1,6 +1,7 @@
 import {
   type Application,
   applicationById,
+  applicationIdForDomain,
   appRouter,
   type BrowserSession,
   createContext,
@@ -29,7 +30,7 @@ export interface Hosted {
   csrf: string;
   /** The procedures, called as this browser on the application's hosted pages (the same ones every client calls). */
   api: Caller;
-  /** `/a/{id}` */
+  /** Where the application's pages are on this host: `/a/{id}`, or `` at the root of its custom domain. */
   base: string;
 }
 
@@ -41,16 +42,21 @@ export const bareFrame = (locale: ReturnType<typeof negotiateLocale>, reply: Fas
   nonce: reply.cspNonce,
 });
 
-/** The application of `/a/{id}/…` and all a page needs with it; undefined for an unknown application. */
+/**
+ * The application of `/a/{id}/…` — or, for the same pages at the root of a host, the application whose verified
+ * custom domain the host is — and all a page needs with it; undefined for an unknown application.
+ */
 export async function hostedRequest(
   services: Services,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<Hosted | undefined> {
-  const { applicationId } = request.params as { applicationId: string };
+  const { applicationId } = request.params as { applicationId?: string };
+  const onDomain = applicationId === undefined;
+  const id = onDomain ? await domainApplication(services, request.headers.host) : applicationId.toLowerCase();
   const query = request.query as Record<string, string | undefined>;
   const locale = negotiateLocale(query.ui_locales, request.headers['accept-language']);
-  const application = await applicationById(services.orm.em.fork(), applicationId.toLowerCase());
+  const application = id ? await applicationById(services.orm.em.fork(), id) : undefined;
   if (!application) return undefined;
   const ctx = createContext(services, {
     requestId: request.id,
@@ -77,7 +83,7 @@ export async function hostedRequest(
     },
     csrf: csrfToken(services, request, reply, application.id),
     api: appRouter.createCaller(ctx),
-    base: `/a/${application.id}`,
+    base: onDomain ? '' : `/a/${application.id}`,
   };
 }
 
@@ -127,4 +133,10 @@ export function messageFor(error: unknown, fallback: MessageKey): { status: numb
     default:
       return { status: code === 'validation_failed' ? 422 : 401, key: fallback };
   }
+}
+
+/** The service's own host never serves the root pages: they are for the applications' custom domains. */
+async function domainApplication(services: Services, host: string | undefined) {
+  if (!host || host === new URL(services.baseUrl).host) return undefined;
+  return applicationIdForDomain(services.orm.em.fork(), host);
 }

@@ -35,7 +35,8 @@ export async function startSignIn(h: Hosted, form: Form) {
   try {
     const started = await h.api.auth.magicLink.start({
       email,
-      redirect_url: `${h.services.baseUrl}${h.base}/magic-link`,
+      // The link opens on the service's own host (also from a custom domain: that tab then collects the sign-in).
+      redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
     });
     writeFlow(h.services, h.reply, h.application.id, {
       interaction: flow.interaction,

@@ -73,7 +73,6 @@ export function clearBrowserToken(services: Services, reply: FastifyReply, appli
 }
 
 const flowCookie = (applicationId: string) => `gh_flow_${applicationId}`;
-const flowPath = (applicationId: string) => `/a/${applicationId}/`;
 const flowContext = (applicationId: string) => `hosted-flow:${applicationId}`;
 
 export function readFlow(services: Services, request: FastifyRequest, applicationId: string): Flow {
@@ -95,9 +94,9 @@ export function writeFlow(services: Services, reply: FastifyReply, applicationId
     JSON.stringify({ ...flow, exp: Date.now() + FLOW_TTL_S * 1000 }),
     flowContext(applicationId),
   );
-  reply.setCookie(flowCookie(applicationId), sealed, cookieOptions(services, flowPath(applicationId), FLOW_TTL_S));
+  reply.setCookie(flowCookie(applicationId), sealed, cookieOptions(services, '/', FLOW_TTL_S));
 }
 
 export function clearFlow(services: Services, reply: FastifyReply, applicationId: string) {
-  reply.clearCookie(flowCookie(applicationId), cookieOptions(services, flowPath(applicationId)));
+  reply.clearCookie(flowCookie(applicationId), cookieOptions(services, '/'));
 }

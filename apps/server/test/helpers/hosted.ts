@@ -1,3 +1,4 @@
+import { type IncomingMessage, request } from 'node:http';
 import type { TestApp, TestServer } from './server.ts';
 import type { SmtpSink } from './sign-in.ts';
 import { linkIn } from './smtp.ts';
@@ -47,17 +48,33 @@ export class HostedBrowser {
 
   private async request(method: string, path: string, body?: URLSearchParams): Promise<HostedPage> {
     const url = new URL(path, this.server.url);
-    const response = await fetch(new URL(url.pathname + url.search, this.server.url), {
-      method,
-      redirect: 'manual',
-      headers: {
-        ...this.headers,
-        ...(this.cookies.size ? { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {}),
-        ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-      },
-      body,
+    const payload = body?.toString();
+    // node:http rather than fetch: fetch does not send a Host header of ours (the custom-domain tests need one).
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const outgoing = request(
+        new URL(url.pathname + url.search, this.server.url),
+        {
+          method,
+          headers: {
+            ...this.headers,
+            ...(this.cookies.size ? { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {}),
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(payload) }),
+          },
+        },
+        resolve,
+      );
+      outgoing.on('error', reject);
+      outgoing.end(payload);
     });
-    for (const line of response.headers.getSetCookie()) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of response) chunks.push(chunk as Buffer);
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(response.headers)) {
+      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one);
+    }
+    for (const line of headers.getSetCookie()) {
       const [pair = '', ...attributes] = line.split(';');
       const index = pair.indexOf('=');
       const name = pair.slice(0, index).trim();
@@ -66,8 +83,8 @@ export class HostedBrowser {
       if (expired || value === '') this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
-    const location = response.headers.get('location') ?? undefined;
-    return { status: response.status, headers: response.headers, html: await response.text(), location };
+    const location = headers.get('location') ?? undefined;
+    return { status: response.statusCode ?? 0, headers, html: Buffer.concat(chunks).toString(), location };
   }
 
   get(path: string): Promise<HostedPage> {
