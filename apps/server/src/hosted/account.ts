@@ -445,7 +445,11 @@ async function verifySecondFactor(h: Hosted) {
   const email = account.me.primary_email;
   if (!email) return back(h, 'account.failed.no_email');
   try {
-    const started = await h.api.auth.magicLink.start({ email, redirect_url: `${h.services.baseUrl}${h.base}/magic-link` });
+    // The link opens on the service's own host, as the sign-in form's does.
+    const started = await h.api.auth.magicLink.start({
+      email,
+      redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
+    });
     writeFlow(h.services, h.reply, h.application.id, {
       verification_id: started.verification_id,
       poll_secret: started.poll_secret ?? undefined,
