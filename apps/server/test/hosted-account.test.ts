@@ -93,6 +93,8 @@ describe('the account page', () => {
     const email = uniqueEmail('account-profile');
     const { browser, account } = await signedIn(app, email);
     expect(account.html).toContain(`Signed in as ${email}`);
+    // Same-origin referrers only: under no-referrer, browsers would send `Origin: null` with the pages' own posts.
+    expect(account.headers.get('referrer-policy')).toBe('same-origin');
     for (const heading of [
       'Profile',
       'Where you are signed in',
@@ -410,5 +412,19 @@ describe("enrolment when the application requires a second factor (settings.mfa:
       [email],
     );
     expect(session.mfa_enrollment_required).toBe(false);
+  });
+
+  it('after the enrolment, the sign-in continues with the OAuth interaction that asked for it', async () => {
+    const app = await suite.server.createApp({ settings: { mfa: 'required' } });
+    const email = uniqueEmail('account-required-interaction');
+    const browser = new HostedBrowser(suite.server);
+    const landed = await signInOnHostedPages(browser, suite.smtp, app, email, '?interaction=abc123');
+    expect(landed.location).toBe(`/a/${app.id}/account/totp`);
+    const enrolment = await browser.get(landed.location!);
+    const secret = (/<code class="secret">([A-Z2-7 ]+)<\/code>/.exec(enrolment.html)?.[1] ?? '').replace(/ /g, '');
+    const done = await browser.submit(enrolment, `/a/${app.id}/account/totp/confirm`, { code: totpCode(secret) });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(`/a/${app.id}/sign-in?interaction=abc123`);
+    expect(await factorsOf(email)).toEqual([{ kind: 'totp', confirmed: true }]);
   });
 });
