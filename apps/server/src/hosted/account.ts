@@ -261,7 +261,9 @@ export async function showAccount(h: Hosted) {
   const flash = takeFlash(h, readFlow(h.services, h.request, h.application.id));
   const factors = await account.api.auth.mfa.factors.list();
   const view: AccountView = { h, ...account, factors };
-  const sections = await Promise.all(ACCOUNT_SECTIONS.map((draw) => draw(view)));
+  // One after another: the calls share the caller's context (and its entity manager).
+  const sections: Html[] = [];
+  for (const draw of ACCOUNT_SECTIONS) sections.push(await draw(view));
   const needsStepUp = flash === 'account.failed.step_up_required' || (account.session.aal < 2 && factors.length > 0);
   const { t } = h.frame;
   return send(
