@@ -4,6 +4,7 @@ import { isMessageKey, type MessageKey } from './catalog.ts';
 import { startTotpEnrolment } from './enrolment.ts';
 import { type Html, html } from './html.ts';
 import { page } from './page.ts';
+import { accountPasskeys } from './passkeys.ts';
 import { qrSvg } from './qr.ts';
 import { type Caller, currentSession, type Form, type Hosted, type Routes, redirect, send, signedInApi } from './request.ts';
 import { continueSignedIn } from './sign-in.ts';
@@ -189,14 +190,14 @@ async function clientNames(h: Hosted, ids: string[]): Promise<Map<string, string
 
 /**
  * The account page's sections, in order. A feature with its own section adds it here with one line (its markup and
- * routes in its own file): the passkeys section goes right after the authenticator app's.
+ * routes in its own file), as the passkeys section (passkeys.ts) is.
  */
 export const ACCOUNT_SECTIONS: AccountSection[] = [
   profileSection,
   sessionsSection,
   totpSection,
   backupCodesSection,
-  // passkeysSection (hosted/passkeys.ts)
+  ({ h, api }) => accountPasskeys(h, api),
   identitiesSection,
   grantsSection,
 ];

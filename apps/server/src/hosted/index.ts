@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { errorPage } from './pages.ts';
+import { registerPasskeyRoutes } from './passkeys.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, type Routes, send } from './request.ts';
 import {
   acceptConsent,
@@ -46,8 +47,8 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
         },
       },
       frameguard: { action: 'deny' },
-      // No referrer to other sites (a magic link's token is in its URL). Not `no-referrer`: under it browsers send
-      // `Origin: null` with every form post, even our own, and the CSRF check refuses them.
+      // Not no-referrer: under it browsers send `Origin: null` with a form post, which csrfValid refuses. same-origin
+      // sends no referrer to other sites (the magic link's token stays here) and the real Origin with our own posts.
       referrerPolicy: { policy: 'same-origin' },
     });
     // Every page of `/a/{id}/…` is also at the root of the applications' verified custom domains (the application is
@@ -107,5 +108,6 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.post('/a/:applicationId/sign-out', post(signOut));
     registerAccountRoutes(pages, { open, post });
+    registerPasskeyRoutes(pages, { post });
   });
 }

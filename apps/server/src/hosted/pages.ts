@@ -1,6 +1,7 @@
 import type { MessageKey } from './catalog.ts';
 import { type Html, html } from './html.ts';
 import { page } from './page.ts';
+import { passkeySecondFactor, passkeySignIn } from './passkeys-ui.ts';
 import type { Hosted } from './request.ts';
 
 /**
@@ -23,7 +24,8 @@ ${csrfField(h)}
 <label for="email">${t('sign_in.email')}</label>
 <input id="email" name="email" type="email" autocomplete="username webauthn" required value="${options.email ?? ''}"${options.email ? '' : html` autofocus`}>
 <button type="submit">${t('sign_in.continue')}</button>
-</form>`,
+</form>
+${passkeySignIn(h)}`,
   );
 }
 
@@ -85,6 +87,7 @@ ${csrfField(h)}
     t('mfa.title'),
     html`${alert(h, options.error)}
 ${hasTotp ? form('totp', 'mfa.totp', 'one-time-code') : ''}
+${passkeySecondFactor(h, options.pending_token, options.methods)}
 ${options.methods.includes('backup_code') ? html`<details${method === 'backup_code' || !hasTotp ? html` open` : ''}><summary>${t('mfa.use_backup_code')}</summary>${form('backup_code', 'mfa.backup_code', 'off')}</details>` : ''}`,
   );
 }
