@@ -15,12 +15,13 @@ import { linkIn, startSmtpSink } from './helpers/smtp.ts';
  * against the WCAG 2.1 A and AA rules (no violation allowed), with a screenshot of each kept under test-artifacts/
  * (gitignored): sign-in, the waiting page, the magic link's landing, "confirmed elsewhere", the second factor,
  * consent documents, the account page, the authenticator app's enrolment, backup codes, sign-out, an error and 404.
- * The server's base URL `gatehouse.test` is mapped by Chromium's resolver rules.
+ * The server's base URL `localhost` is mapped to the test server by Chromium's resolver rules.
  */
 if (!hasChromium) console.warn('browser-hosted: /usr/bin/chromium not found, the real-browser test is skipped.');
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');
-const BASE = 'http://gatehouse.test';
+/** localhost: a secure context, so the pages' passkey parts (WebAuthn) show and are checked too. */
+const BASE = 'http://localhost';
 const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
 const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -41,9 +42,10 @@ describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-c
   beforeAll(async () => {
     await mkdir(ARTIFACTS, { recursive: true });
     smtp = await startSmtpSink();
-    server = await startServer({ smtpUrl: smtp.url });
+    server = await startServer({ smtpUrl: smtp.url, baseUrl: BASE });
     for (const theme of ['light', 'dark'] as const) {
-      const app = await server.createApp({ name: 'Acme Notes' });
+      // The pages' origin allowed: passkeys are offered (sign-in, second factor, the account page's section).
+      const app = await server.createApp({ name: 'Acme Notes', allowed_origins: [BASE] });
       apps[theme] = app;
       for (const locale of ['en', 'fr']) {
         const email = uniqueEmail(`a11y-${theme}-${locale}`);
@@ -62,7 +64,7 @@ describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-c
         }),
       );
     }
-    browser = await launchChromium(`MAP gatehouse.test ${new URL(server.url).host}`);
+    browser = await launchChromium(`MAP localhost:80 ${new URL(server.url).host}`);
   });
 
   afterAll(async () => {
