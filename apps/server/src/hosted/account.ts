@@ -277,6 +277,7 @@ export async function showAccount(h: Hosted) {
 <p>${t('account.signed_in_as', { email: account.me.primary_email ?? '' })}</p>
 ${needsStepUp ? stepUp(h) : ''}
 ${sections}
+<p><a href="${h.base}/organization">${t('organization.link')}</a></p>
 ${signOutForm(h)}`,
       { wide: true },
     ),
@@ -408,7 +409,8 @@ async function confirmTotp(h: Hosted, form: Form) {
     return redirect(h, `${h.base}${account.me.mfa_enrollment_required ? '/account/totp' : '/account'}`);
   }
   const { totp: _done, ...rest } = flow;
-  if (account.me.mfa_enrollment_required && flow.interaction) return continueSignedIn(h, rest);
+  // A required enrolment continues the sign-in: the organization picker, the OAuth client that asked.
+  if (account.me.mfa_enrollment_required && (rest.interaction || rest.organization)) return continueSignedIn(h, rest);
   writeFlow(h.services, h.reply, h.application.id, { ...rest, flash: 'account.done.totp_added' });
   return redirect(h, `${h.base}/account`);
 }

@@ -13,6 +13,6 @@ export async function enrolmentRequired(h: Hosted, accessToken: string): Promise
 /** Starts enrolling an authenticator app: the seed waits in the sealed flow cookie until a first code confirms it. */
 export async function startTotpEnrolment(h: Hosted, flow: Flow, accessToken: string) {
   const totp = await signedInApi(h, accessToken).auth.mfa.totp.enroll({});
-  writeFlow(h.services, h.reply, h.application.id, { interaction: flow.interaction, totp });
+  writeFlow(h.services, h.reply, h.application.id, { interaction: flow.interaction, organization: flow.organization, totp });
   return redirect(h, `${h.base}/account/totp`);
 }

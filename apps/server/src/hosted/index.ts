@@ -4,6 +4,7 @@ import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
+import { registerFederatedRoutes } from './federated-routes.ts';
 import { errorPage } from './pages.ts';
 import { registerPasskeyRoutes } from './passkeys.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, type Routes, send } from './request.ts';
@@ -109,5 +110,6 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/sign-out', post(signOut));
     registerAccountRoutes(pages, { open, post });
     registerPasskeyRoutes(pages, { post });
+    registerFederatedRoutes(pages, { open, post });
   });
 }

@@ -13,7 +13,7 @@ const alert = (h: Hosted, key: MessageKey | undefined) =>
   key ? html`<p class="error" role="alert">${h.frame.t(key, { app: appName(h) })}</p>` : '';
 const appName = (h: Hosted) => h.frame.branding.display_name ?? h.frame.appName;
 
-export function signInPage(h: Hosted, options: { email?: string; error?: MessageKey }): string {
+export function signInPage(h: Hosted, options: { email?: string; error?: MessageKey; below?: Html }): string {
   const { t } = h.frame;
   return page(
     h.frame,
@@ -25,7 +25,8 @@ ${csrfField(h)}
 <input id="email" name="email" type="email" autocomplete="username webauthn" required value="${options.email ?? ''}"${options.email ? '' : html` autofocus`}>
 <button type="submit">${t('sign_in.continue')}</button>
 </form>
-${passkeySignIn(h)}`,
+${passkeySignIn(h)}
+${options.below}`,
   );
 }
 

@@ -1,5 +1,6 @@
 import { attachBrowserSession, endBrowserSession, errorBody } from '@gatehouse/api';
 import { enrolmentRequired, startTotpEnrolment } from './enrolment.ts';
+import { federatedBlock, organizationRequested, rememberSignUpName, startSsoIfConnected } from './federated.ts';
 import {
   checkEmailPage,
   consentPage,
@@ -22,17 +23,23 @@ export async function showSignIn(h: Hosted) {
   const query = h.request.query as Record<string, string | undefined>;
   const flow = readFlow(h.services, h.request, h.application.id);
   if (query.interaction && query.interaction !== flow.interaction) {
-    writeFlow(h.services, h.reply, h.application.id, { interaction: query.interaction });
+    const organization = (await organizationRequested(h, query)) ? 'select' : undefined;
+    writeFlow(h.services, h.reply, h.application.id, { interaction: query.interaction, organization });
   } else if (!query.interaction && (await currentSession(h))) {
-    return redirect(h, `${h.base}/account`);
+    return redirect(h, query.organization === 'select' ? `${h.base}/organization` : `${h.base}/account`);
+  } else if (!query.interaction && query.organization === 'select' && flow.organization !== 'select') {
+    writeFlow(h.services, h.reply, h.application.id, { organization: 'select' });
   }
-  return send(h, 200, signInPage(h, { email: query.login_hint }));
+  return send(h, 200, signInPage(h, { email: query.login_hint, below: await federatedBlock(h, 'sign_in') }));
 }
 
 export async function startSignIn(h: Hosted, form: Form) {
   const email = (form.email ?? '').trim();
   const flow = readFlow(h.services, h.request, h.application.id);
   try {
+    // Identifier first: an email whose domain has an SSO connection goes to that IdP.
+    const sso = await startSsoIfConnected(h, email, { interaction: flow.interaction, organization: flow.organization });
+    if (sso) return redirect(h, sso);
     const started = await h.api.auth.magicLink.start({
       email,
       // The link opens on the service's own host (also from a custom domain: that tab then collects the sign-in).
@@ -40,6 +47,7 @@ export async function startSignIn(h: Hosted, form: Form) {
     });
     writeFlow(h.services, h.reply, h.application.id, {
       interaction: flow.interaction,
+      organization: flow.organization,
       verification_id: started.verification_id,
       poll_secret: started.poll_secret ?? undefined,
       email,
@@ -47,7 +55,7 @@ export async function startSignIn(h: Hosted, form: Form) {
     return redirect(h, `${h.base}/sign-in/wait`);
   } catch (error) {
     const { status, key } = messageFor(error, 'error.email_invalid');
-    return send(h, status, signInPage(h, { email, error: key }));
+    return send(h, status, signInPage(h, { email, error: key, below: await federatedBlock(h, 'sign_in') }));
   }
 }
 
@@ -148,6 +156,7 @@ export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
   const previous = browserToken(h.request, h.application.id);
   if (previous) await endBrowserSession(em, h.application.id, previous);
   setBrowserToken(h.services, h.reply, h.application.id, token);
+  await rememberSignUpName(h, flow, result);
   // A second factor the application requires and the person lacks: enrolled before anything else.
   if (await enrolmentRequired(h, result.tokens.access_token)) return startTotpEnrolment(h, flow, result.tokens.access_token);
   return continueSignedIn(h, flow);
@@ -155,6 +164,11 @@ export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
 
 /** Signed in: back to the OAuth client that asked (its interaction), else the account page. */
 export function continueSignedIn(h: Hosted, flow: Flow) {
+  // The organization picker first, when the sign-in asked for one (it continues here without it).
+  if (flow.organization === 'select') {
+    writeFlow(h.services, h.reply, h.application.id, { interaction: flow.interaction, organization: 'select' });
+    return redirect(h, `${h.base}/organization`);
+  }
   if (flow.interaction) {
     writeFlow(h.services, h.reply, h.application.id, { interaction: flow.interaction });
     return redirect(h, `${h.base}/sign-in?interaction=${encodeURIComponent(flow.interaction)}`);

@@ -23,6 +23,15 @@ export interface Flow {
   flash?: string;
   /** An authenticator app being enrolled: the seed is shown until a first code confirms it (account-totp.ts). */
   totp?: { factor_id: string; secret: string; otpauth_uri: string };
+  /** An SSO hop this browser started: the secret in its redirect_uri (the code is spent only with it). */
+  sso_hop?: string;
+  /** A social sign-in this browser started: its provider and the SHA-256 of its state. */
+  oauth_provider?: string;
+  oauth_state_hash?: string;
+  /** The name typed on the sign-up page, stored in the new account's profile once signed in. */
+  name?: string;
+  /** The organization picker comes before continuing (`organization=select`, or the client's `organization` scope). */
+  organization?: 'select';
 }
 
 const secure = (services: Services) => services.baseUrl.startsWith('https:');
