@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
-import { uniqueEmail } from './helpers/fixtures.ts';
+import { createOrg, uniqueEmail } from './helpers/fixtures.ts';
 import { enrolTotp, totpCode } from './helpers/mfa.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { endUser, type SmtpSink, signIn } from './helpers/sign-in.ts';
@@ -13,8 +13,9 @@ import { linkIn, startSmtpSink } from './helpers/smtp.ts';
 /**
  * Every hosted page in Debian's Chromium, in English and French, on a light and a dark theme, checked by axe-core
  * against the WCAG 2.1 A and AA rules (no violation allowed), with a screenshot of each kept under test-artifacts/
- * (gitignored): sign-in, the waiting page, the magic link's landing, "confirmed elsewhere", the second factor,
- * consent documents, the account page, the authenticator app's enrolment, backup codes, sign-out, an error and 404.
+ * (gitignored): sign-up, sign-in, the waiting page, the magic link's landing, "confirmed elsewhere", the second
+ * factor, consent documents, the account page, the authenticator app's enrolment, backup codes, the organization
+ * picker, sign-out, an error and 404.
  * The server's base URL `localhost` is mapped to the test server by Chromium's resolver rules.
  */
 if (!hasChromium) console.warn('browser-hosted: /usr/bin/chromium not found, the real-browser test is skipped.');
@@ -49,8 +50,13 @@ describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-c
       apps[theme] = app;
       for (const locale of ['en', 'fr']) {
         const email = uniqueEmail(`a11y-${theme}-${locale}`);
-        const { tokens } = await signIn(server, smtp, app, email);
+        const { tokens, user } = await signIn(server, smtp, app, email);
         const { secret } = await enrolTotp(app, tokens.access_token);
+        // A member of two organizations: the organization picker has a choice to show.
+        for (const name of ['Acme Research', 'Acme Sales']) {
+          const org = await createOrg(app, { name });
+          await ok(app.rest('POST', `/v1/organizations/${org.id}/members`, { user_id: user.id }), 201);
+        }
         await smtp.next(email); // the notice that a second factor was added
         people.set(`${theme}/${locale}`, { email, secret });
       }
@@ -119,7 +125,10 @@ describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-c
         // Pages without an application's theme (404) follow the system's: the same as the application's here.
         await page.emulateMedia({ colorScheme: theme });
 
-        // The sign-in page, then the page that waits for the link.
+        // The sign-up page (sign-up is open by default), the sign-in page, then the page that waits for the link.
+        await page.goto(`${base}/sign-up`);
+        await page.waitForSelector('form[action$="/sign-up"]');
+        await check(page, 'sign-up', locale, theme);
         await page.goto(`${base}/sign-in`);
         await check(page, 'sign-in', locale, theme);
         await page.fill('#email', person.email);
@@ -160,6 +169,11 @@ describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-c
         await page.click('form[action$="/account/backup-codes"] button');
         await page.waitForSelector('ul.codes');
         await check(page, 'backup-codes', locale, theme);
+
+        // The organization picker.
+        await page.goto(`${base}/organization`);
+        await page.waitForSelector('form[action$="/organization"]');
+        await check(page, 'organization', locale, theme);
 
         // An action's outcome on the account page (here: the profile saved).
         await page.goto(`${base}/account`);
