@@ -20,9 +20,6 @@ import {
 } from './sign-in.ts';
 import { csrfValid } from './state.ts';
 
-// How a feature's routes are declared: in request.ts, so a feature's file imports it without a cycle through here.
-export type { Routes } from './request.ts';
-
 /**
  * The hosted pages of every application (CONTRACT §9) under `/a/{application_id}/`: server-rendered HTML, forms that
  * post back here with a CSRF token, a CSP with nonces and no framing. They hold no rule of their own: each step calls
@@ -109,7 +106,7 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.post('/a/:applicationId/sign-out', post(signOut));
     registerAccountRoutes(pages, { open, post });
-    registerPasskeyRoutes(pages, { post });
+    registerPasskeyRoutes(pages, { open, post });
     registerFederatedRoutes(pages, { open, post });
   });
 }

@@ -103,12 +103,6 @@ export function signedInApi(h: Hosted, accessToken: string): Caller {
   return appRouter.createCaller(ctx);
 }
 
-/** How a feature's routes are declared (index.ts makes them): `open` for a page, `post` for a form (its CSRF token checked first). */
-export interface Routes {
-  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-}
-
 export const send = (h: Hosted, status: number, body: string) =>
   h.reply.code(status).type('text/html').header('cache-control', 'no-store').send(body);
 export const redirect = (h: Hosted, location: string) => h.reply.code(303).header('cache-control', 'no-store').redirect(location);
@@ -139,4 +133,10 @@ export function messageFor(error: unknown, fallback: MessageKey): { status: numb
 async function domainApplication(services: Services, host: string | undefined) {
   if (!host || host === new URL(services.baseUrl).host) return undefined;
   return applicationIdForDomain(services.orm.em.fork(), host);
+}
+
+/** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */
+export interface Routes {
+  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
