@@ -6,7 +6,7 @@ import {
   organizationsOfUser,
   sha256,
 } from '@gatehouse/api';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { MessageKey } from './catalog.ts';
 import {
   federatedBlock,
@@ -21,16 +21,9 @@ import {
 import { html } from './html.ts';
 import { page } from './page.ts';
 import { errorPage } from './pages.ts';
-import { currentSession, type Form, type Hosted, messageFor, redirect, send, signedInApi } from './request.ts';
+import { currentSession, type Form, type Hosted, messageFor, type Routes, redirect, send, signedInApi } from './request.ts';
 import { continueSignedIn, proceed } from './sign-in.ts';
 import { type Flow, readFlow, writeFlow } from './state.ts';
-
-type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-/** index.ts's `Routes` (restated here: importing index.ts would make a cycle). */
-interface Routes {
-  open(handler: (h: Hosted) => Promise<unknown>): Handler;
-  post(handler: (h: Hosted, form: Form) => Promise<unknown>): Handler;
-}
 
 /**
  * The hosted pages' federated factors and what comes around them: enterprise SSO's way back (`/sso/callback`), social

@@ -2,12 +2,12 @@ import cookie from '@fastify/cookie';
 import helmet from '@fastify/helmet';
 import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { showAccount } from './account.ts';
+import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { registerFederatedRoutes } from './federated-routes.ts';
 import { errorPage } from './pages.ts';
 import { registerPasskeyRoutes } from './passkeys.ts';
-import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
+import { bareFrame, type Form, type Hosted, hostedRequest, type Routes, send } from './request.ts';
 import {
   acceptConsent,
   confirmMagicLink,
@@ -19,12 +19,6 @@ import {
   waitForLink,
 } from './sign-in.ts';
 import { csrfValid } from './state.ts';
-
-/** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */
-export interface Routes {
-  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-}
 
 /**
  * The hosted pages of every application (CONTRACT §9) under `/a/{application_id}/`: server-rendered HTML, forms that
@@ -110,9 +104,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/magic-link', post(confirmMagicLink));
     pages.post('/a/:applicationId/mfa', post(verifySecondFactor));
     pages.post('/a/:applicationId/consent', post(acceptConsent));
-    pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
-    registerPasskeyRoutes(pages, { post });
+    registerAccountRoutes(pages, { open, post });
+    registerPasskeyRoutes(pages, { open, post });
     registerFederatedRoutes(pages, { open, post });
   });
 }

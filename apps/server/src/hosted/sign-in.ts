@@ -1,4 +1,5 @@
 import { attachBrowserSession, endBrowserSession, errorBody } from '@gatehouse/api';
+import { enrolmentRequired, startTotpEnrolment } from './enrolment.ts';
 import { federatedBlock, organizationRequested, rememberSignUpName, startSsoIfConnected } from './federated.ts';
 import {
   checkEmailPage,
@@ -156,6 +157,8 @@ export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
   if (previous) await endBrowserSession(em, h.application.id, previous);
   setBrowserToken(h.services, h.reply, h.application.id, token);
   await rememberSignUpName(h, flow, result);
+  // A second factor the application requires and the person lacks: enrolled before anything else.
+  if (await enrolmentRequired(h, result.tokens.access_token)) return startTotpEnrolment(h, flow, result.tokens.access_token);
   return continueSignedIn(h, flow);
 }
 
