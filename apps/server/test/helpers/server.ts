@@ -107,6 +107,8 @@ export async function rawRequest(
 }
 
 let copies = 0;
+/** The migrated snapshot, read once per worker (a worker runs many files: vitest.config.ts). */
+let snapshot: Promise<Blob> | undefined;
 
 /** Runs one statement on the PostgreSQL server of the run (outside any test database). */
 async function onPostgres(statement: string): Promise<void> {
@@ -132,8 +134,8 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
       dispose: () => onPostgres(`drop database if exists ${name} with (force)`),
     };
   }
-  const snapshot = await readFile(inject('pgliteSnapshot'));
-  const pglite = await openPglite(new Blob([snapshot]));
+  snapshot ??= readFile(inject('pgliteSnapshot')).then((bytes) => new Blob([bytes]));
+  const pglite = await openPglite(await snapshot);
   return { config: { kind: 'pglite', pglite }, dispose: () => pglite.close() };
 }
 
