@@ -47,6 +47,8 @@ export interface GatehouseServerOptions {
   cnameTarget?: string;
   /** `GATEHOUSE_DNS_SERVERS`: resolvers (`ip` or `ip:port`) for outbound requests and domain verification. */
   dnsServers?: readonly string[];
+  /** The clock TOTP codes are judged by (default the system's): set only by tests that construct the server in-process. */
+  totpClock?: () => number;
 }
 
 /**
@@ -95,6 +97,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         cnameTarget: options.cnameTarget,
         dnsServers: options.dnsServers,
         oauth: options.oauth,
+        totpClock: options.totpClock,
       }),
     logLevel: options.logLevel ?? 'info',
     logStream: options.logStream,

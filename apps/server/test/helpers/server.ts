@@ -5,6 +5,7 @@ import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehous
 import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
+import { totpNow } from './clock.ts';
 import { WAIT_MS } from './limits.ts';
 
 export interface Envelope<T = any> {
@@ -184,6 +185,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     cnameTarget: options.cnameTarget,
     dnsServers: options.dnsServers,
     oauth: options.oauth,
+    totpClock: totpNow,
   });
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   const address = server.app.server.address();

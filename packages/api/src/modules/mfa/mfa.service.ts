@@ -79,13 +79,9 @@ export async function requireStepUpWhenEnrolled(ctx: SignedInContext) {
 }
 
 /** The time step a code belongs to within ±1 step of now, or null. The seed is decrypted only for this check. */
-function matchingStep(
-  services: Services,
-  factor: Pick<MfaFactor, 'id' | 'secretSealed'>,
-  code: string,
-  now = Date.now(),
-): number | null {
+function matchingStep(services: Services, factor: Pick<MfaFactor, 'id' | 'secretSealed'>, code: string): number | null {
   if (!factor.secretSealed) return null;
+  const now = services.totpClock();
   const seed = services.secretBox.decrypt(factor.secretSealed, `totp:${factor.id}`);
   const totp = new TOTP({ ...TOTP_OPTIONS, secret: Secret.fromBase32(seed) });
   const delta = totp.validate({ token: code, timestamp: now, window: TOTP_WINDOW });
