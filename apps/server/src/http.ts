@@ -32,7 +32,9 @@ import { getErrorShape, getTRPCErrorFromUnknown } from '@trpc/server';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { registerHostedPages } from './hosted/index.ts';
 import { hostedInteractionHtml, hostedVerifyHtml } from './hosted-pages.ts';
+import { registerLogo } from './logo.ts';
 import { registerMetrics } from './metrics.ts';
 
 const ONE_MIB = 1024 * 1024;
@@ -213,7 +215,9 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     );
   });
 
+  await registerHostedPages(app, services);
   await registerSaml(app, services);
+  registerLogo(app, services);
   await registerOAuthRedirect(app, services);
   registerRest(app, services, restRoutes());
   return { app, services };

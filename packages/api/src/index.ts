@@ -11,14 +11,28 @@ export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
 export { runHousekeeping } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
-export { hasProductionApplications } from './modules/applications/applications.service.ts';
-export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
+export type { Application } from './modules/applications/application.entity.ts';
+export type { ApplicationSettings } from './modules/applications/applications.schema.ts';
+export { applicationById, hasProductionApplications, settingsOf } from './modules/applications/applications.service.ts';
+export { CORS_ALLOWED_HEADERS, ownOrigin, preflightAllowed } from './modules/applications/cors.ts';
+export { type StoredLogo, storedLogo } from './modules/applications/logo.service.ts';
+export { applicationIdForDomain } from './modules/domains/domains.service.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
-export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
+export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS, type OAuthProviderName, providerLabel } from './modules/oauth/oauth.providers.ts';
+export { enabledOAuthProviders } from './modules/oauth/oauth.service.ts';
 export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
 export { handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
+export { organizationsOfUser } from './modules/organizations/organizations.service.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
-export { acceptSamlResponse } from './modules/saml/sso.service.ts';
+export { acceptSamlResponse, hasSsoConnection } from './modules/saml/sso.service.ts';
+export {
+  attachBrowserSession,
+  type BrowserSession,
+  browserAccessToken,
+  browserSessionCookie,
+  endBrowserSession,
+  findBrowserSession,
+} from './modules/sessions/browser-sessions.ts';
 export {
   DEFAULT_WEBHOOK_RETRY_SCHEDULE_S,
   WebhookWorker,

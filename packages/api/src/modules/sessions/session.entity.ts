@@ -14,6 +14,8 @@ export const SessionEntity = defineEntity({
     organization: () => p.manyToOne(OrganizationEntity).mapToPk().nullable().deleteRule('set null'),
     /** SHA-256 of the one refresh token that may be used next; older ones are reuse. */
     refreshTokenHash: p.string().length(64).unique(),
+    /** SHA-256 of the hosted pages' browser token for this session (browser-sessions.ts), when it has one. */
+    browserTokenHash: p.string().length(64).nullable().unique(),
     /** Set when `settings.mfa` is `required` and the user has no second factor yet. */
     mfaEnrollmentRequired: p.boolean().default(false),
     /** The host this session signed in to (host access rules): every access token of the session carries it as `host`. */

@@ -50,6 +50,7 @@ export function sessionOpening(application: Application, account: string, option
     aal: options.aal,
     organization: null,
     refreshTokenHash: sha256(refreshToken),
+    browserTokenHash: null,
     mfaEnrollmentRequired: options.mfaEnrollmentRequired,
     hostId: options.hostId ?? null,
     userAgent: options.userAgent?.slice(0, 512) ?? null,
@@ -240,6 +241,10 @@ async function revokeWhere(em: EntityManager, applicationId: string, where: { id
   });
 }
 
+/** Revokes one session of the application (when live), with its `session.revoked` event. */
+export const revokeSession = (em: EntityManager, applicationId: string, id: string, reason: string) =>
+  revokeWhere(em, applicationId, { id }, reason);
+
 export const revokeUserSessions = (em: EntityManager, applicationId: string, userId: string, reason: string) =>
   revokeWhere(em, applicationId, { user: userId }, reason);
 
@@ -380,6 +385,7 @@ const sessionFromRow = (s: JsonRow): Session => ({
   aal: s.aal,
   organization: s.organization_id,
   refreshTokenHash: s.refresh_token_hash,
+  browserTokenHash: s.browser_token_hash,
   mfaEnrollmentRequired: s.mfa_enrollment_required,
   hostId: s.host_id,
   userAgent: s.user_agent,

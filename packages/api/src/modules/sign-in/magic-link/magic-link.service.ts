@@ -7,6 +7,7 @@ import { newId } from '../../../lib/ids.ts';
 import type { Application } from '../../applications/application.entity.ts';
 import { settingsOf } from '../../applications/applications.service.ts';
 import type { TenantContext } from '../../applications/contexts.ts';
+import { isOwnHostedPage } from '../../applications/cors.ts';
 import { recordEvent } from '../../events/events.service.ts';
 import { sendTemplate } from '../../templates/templates.service.ts';
 import { UserEntity } from '../../users/user.entity.ts';
@@ -16,10 +17,13 @@ import { MagicLinkEntity } from './magic-link.entity.ts';
 
 /**
  * The link's base: the request's `redirect_url` (on an allowed origin), the setting, else the hosted page (then
- * `hosted` is true: the starting device polls for the result).
+ * `hosted` is true: the starting device polls for the result). The application's own hosted pages
+ * (`{base}/a/{id}/…`) may always be the base, and keep the polling: they sign in whichever device asked.
  */
 function linkFor(ctx: Context, application: Application, token: string, redirectUrl: string | undefined) {
-  if (redirectUrl && !application.allowedOrigins.includes(new URL(redirectUrl).origin)) {
+  const target = redirectUrl ? new URL(redirectUrl) : undefined;
+  const ownPages = !!target && isOwnHostedPage(ctx.services, application.id, target);
+  if (target && !ownPages && !application.allowedOrigins.includes(target.origin)) {
     throw new AppError('invalid_url', 'redirect_url must be on one of the application\u2019s allowed origins', [
       { path: 'redirect_url', message: 'origin not allowed' },
     ]);
@@ -29,7 +33,7 @@ function linkFor(ctx: Context, application: Application, token: string, redirect
   const url = new URL(configured ?? `${ctx.services.baseUrl}/sign-in/verify`);
   if (!configured) url.searchParams.set('application_id', application.id);
   url.searchParams.set('token', token);
-  return { link: url.toString(), hosted: !configured };
+  return { link: url.toString(), hosted: !configured || ownPages };
 }
 
 /**
