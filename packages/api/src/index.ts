@@ -11,12 +11,21 @@ export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
 export { runHousekeeping } from './lib/housekeeping.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';
-export { hasProductionApplications } from './modules/applications/applications.service.ts';
+export type { Application } from './modules/applications/application.entity.ts';
+export { applicationById, hasProductionApplications } from './modules/applications/applications.service.ts';
 export { CORS_ALLOWED_HEADERS, preflightAllowed } from './modules/applications/cors.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
 export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
-export { handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
+export {
+  denyHostedInteraction,
+  finishConsent,
+  finishLogin,
+  type HostedInteraction,
+  interactionFor,
+  type SessionFit,
+} from './modules/oauth2/oauth2.hosted.ts';
+export { ACR_AAL1, ACR_AAL2, handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse } from './modules/saml/sso.service.ts';
 export {
@@ -24,6 +33,8 @@ export {
   type BrowserSession,
   browserAccessToken,
   browserSessionCookie,
+  browserTokenFrom,
+  clearedBrowserSessionCookie,
   endBrowserSession,
   findBrowserSession,
 } from './modules/sessions/browser-sessions.ts';
