@@ -32,6 +32,7 @@ import { getErrorShape, getTRPCErrorFromUnknown } from '@trpc/server';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { registerHostedPages } from './hosted/index.ts';
 import { hostedVerifyHtml } from './hosted-pages.ts';
 import { registerMetrics } from './metrics.ts';
 
@@ -210,6 +211,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     );
   });
 
+  await registerHostedPages(app, services);
   await registerSaml(app, services);
   await registerOAuthRedirect(app, services);
   registerRest(app, services, restRoutes());

@@ -60,7 +60,7 @@ beforeAll(async () => {
     timeout: 240_000,
   });
   installedWithoutAsking = Object.fromEntries(
-    ['@simplewebauthn/browser', '@gatehouse/api', '@gatehouse/server'].map((name) => [
+    ['@simplewebauthn/browser', 'express', 'fastify', '@gatehouse/api', '@gatehouse/server'].map((name) => [
       name,
       existsSync(join(scratch, 'node_modules', name)),
     ]),
@@ -80,9 +80,11 @@ afterAll(async () => {
 });
 
 describe('the published packages, outside the monorepo', () => {
-  it('install without any server code, and without the browser-only passkey library', () => {
+  it('install without any server code, the browser-only passkey library or the frameworks the guards serve', () => {
     expect(installedWithoutAsking).toEqual({
       '@simplewebauthn/browser': false,
+      express: false,
+      fastify: false,
       '@gatehouse/api': false,
       '@gatehouse/server': false,
     });
@@ -118,16 +120,24 @@ describe('the published packages, outside the monorepo', () => {
 import { verifyToken } from '@gatehouse/sdk/verify';
 import { createGatehouseClient } from '@gatehouse/sdk/browser';
 import { verifyWebhook } from '@gatehouse/sdk/webhooks';
+import { requireAuth } from '@gatehouse/sdk/express';
+import { gatehouseAuth } from '@gatehouse/sdk/fastify';
+import { createNextAuth } from '@gatehouse/sdk/next';
 const [baseUrl, applicationId, secretKey, email, token] = process.argv.slice(2);
 const gatehouse = createGatehouse({ baseUrl, applicationId, secretKey });
 const user = await gatehouse.users.create({ primary_email: email });
 const { total } = await gatehouse.organizations.list();
 const claims = await verifyToken(token, { baseUrl, applicationId, issuer: 'http://gatehouse.test' });
 const failure = await gatehouse.users.get({ id: '00000000-0000-7000-8000-000000000000' }).catch((e) => e);
+const guard = createNextAuth({ baseUrl, applicationId, issuer: 'http://gatehouse.test' });
+const route = guard.withAuth(async (request, { auth }) => Response.json({ user: auth.userId }));
+const guarded = await route(new Request('https://app.example.com/me', { headers: { authorization: 'Bearer ' + token } }), {});
+const refused = await route(new Request('https://app.example.com/me'), {});
 console.log(JSON.stringify({
   user: user.primary_email, total, sub: claims.sub, error: failure instanceof GatehouseError && failure.code,
   browser: typeof createGatehouseClient,
   webhook: (() => { try { verifyWebhook('{}', { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' }, 'whsec_AAAA'); } catch (e) { return e.name; } })(),
+  guards: [typeof requireAuth, typeof gatehouseAuth, guarded.status, (await guarded.json()).user === claims.sub, refused.status, refused.headers.get('www-authenticate')],
 }));
 `,
     );
@@ -142,6 +152,8 @@ console.log(JSON.stringify({
       error: 'not_found',
       browser: 'function',
       webhook: 'WebhookVerificationError',
+      // The guards load without express or fastify installed (they only type against them), and work.
+      guards: ['function', 'function', 200, true, 401, 'Bearer'],
     });
   });
 
@@ -169,6 +181,18 @@ console.log(JSON.stringify({
 import { createGatehouseClient, type SignInResult } from '@gatehouse/sdk/browser';
 import { verifyToken } from '@gatehouse/sdk/verify';
 import { verifyWebhook, type WebhookEvent } from '@gatehouse/sdk/webhooks';
+import { getAuth, requireAuth } from '@gatehouse/sdk/express';
+import { createNextAuth, type GatehouseAuth } from '@gatehouse/sdk/next';
+const guardOptions = { baseUrl: 'https://auth.example.com', applicationId: 'app' };
+export const middleware = requireAuth({ ...guardOptions, roles: ['owner', 'admin'], minimumAal: 2 });
+// @ts-expect-error: aal is 1 or 2
+requireAuth({ ...guardOptions, minimumAal: 3 });
+export const whoami = (req: Express.Request): string => getAuth(req).userId + (req.auth?.organizationId ?? '');
+const next = createNextAuth(guardOptions);
+export const GET = next.withAuth<{ params: Promise<{ id: string }> }>(async (_request, { auth, params }) => {
+  const caller: GatehouseAuth = auth;
+  return Response.json({ user: caller.userId, role: caller.organizationRole, id: (await params).id });
+});
 const gatehouse = createGatehouse({ baseUrl: 'https://auth.example.com', applicationId: 'app', secretKey: 'sk_test_x' });
 export async function main(): Promise<string | null> {
   const user: User = await gatehouse.users.create({ primary_email: 'ada@example.com' });

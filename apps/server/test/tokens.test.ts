@@ -1,4 +1,4 @@
-import { createHmac, createPrivateKey, createPublicKey, sign as edSign, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createHmac, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SecretBox } from '@gatehouse/api';
@@ -8,6 +8,7 @@ import { expectError, rawRequest, sql, type TestApp } from './helpers/server.ts'
 import { endUser, signIn, type Tokens } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
 import { serverSuite } from './helpers/suite.ts';
+import { b64url, craft, ed25519, now, realSigningKey as signingKeyOf } from './helpers/tokens.ts';
 
 const suite = serverSuite();
 
@@ -29,31 +30,9 @@ const jwksUrl = (appId: string) => new URL(`${suite.server.url}/v1/applications/
 const wellKnownJwks = (appId: string) =>
   createRemoteJWKSet(new URL(`${suite.server.url}/v1/.well-known/jwks.json`), { headers: { 'x-application-id': appId } });
 
-// ---- crafting tokens by hand (no library between the test and the bytes it sends) ----
-
-const b64url = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
-
-function craft(header: Record<string, unknown>, payload: Record<string, unknown>, sign?: (input: Buffer) => Buffer): string {
-  const input = `${b64url(header)}.${b64url(payload)}`;
-  return `${input}.${sign ? sign(Buffer.from(input)).toString('base64url') : ''}`;
-}
-const ed25519 = (key: KeyObject) => (input: Buffer) => edSign(null, input, key);
 const hs256 = (secret: Buffer) => (input: Buffer) => createHmac('sha256', secret).update(input).digest();
+const realSigningKey = (appId: string) => signingKeyOf(suite.server, appId);
 
-/** The application's real, active signing key: read sealed from the database and opened with the master key. */
-async function realSigningKey(appId: string): Promise<{ kid: string; key: KeyObject }> {
-  const rows = await sql<{ id: string; private_key_sealed: string }>(
-    suite.server,
-    `select id, private_key_sealed from signing_keys where application_id = ? and status = 'active'`,
-    [appId],
-  );
-  expect(rows).toHaveLength(1);
-  const row = rows[0]!;
-  const pem = new SecretBox(suite.server.masterKey).decrypt(row.private_key_sealed, `signing_key:${row.id}`);
-  return { kid: row.id, key: createPrivateKey(pem) };
-}
-
-const now = () => Math.floor(Date.now() / 1000);
 const attackerKey = () => generateKeyPairSync('ed25519').privateKey;
 
 describe('JWKS: published keys, verification with jose, rotation', () => {

@@ -1,13 +1,14 @@
 /**
  * Builds the publishable @gatehouse/sdk into `packages/sdk/publish/` (then `npm pack packages/sdk/publish` or
  * `npm publish packages/sdk/publish`):
- * - JavaScript: esbuild, ESM for Node 20+ and browsers, one file per entry (`.`, `./browser`, `./verify`, `./webhooks`) with shared
- *   chunks, npm dependencies external;
+ * - JavaScript: esbuild, ESM for Node 20+ and browsers, one file per entry (`.`, `./browser`, `./verify`, `./webhooks`,
+ *   and the framework guards `./express`, `./fastify`, `./next`) with shared chunks, npm dependencies external;
  * - types: `tsc` declarations, with the server router's type made self-contained (`types/api.d.ts`: every procedure's
  *   input and output inlined by tsc; the server-only context and meta types erased), so the published types need no
  *   server code;
  * - package.json: the workspace one with `exports` to the built files, without `private` or workspace dependencies,
- *   and @simplewebauthn/browser as an optional peer (only the browser client's passkeys load it).
+ *   with @simplewebauthn/browser as an optional peer (only the browser client's passkeys load it) beside the workspace's
+ *   own optional peers (express and fastify, whose guards only type against them).
  * In the monorepo nothing changes: workspaces keep importing the TypeScript sources.
  */
 import { execFileSync } from 'node:child_process';
@@ -21,7 +22,15 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const sdk = here('..');
 const root = here('../../..');
 const out = join(sdk, 'publish');
-const ENTRIES = { index: 'src/index.ts', client: 'src/client.ts', verify: 'src/verify.ts', webhooks: 'src/webhooks.ts' };
+const ENTRIES = {
+  index: 'src/index.ts',
+  client: 'src/client.ts',
+  verify: 'src/verify.ts',
+  webhooks: 'src/webhooks.ts',
+  express: 'src/express.ts',
+  fastify: 'src/fastify.ts',
+  next: 'src/next.ts',
+};
 
 const manifest = JSON.parse(await readFile(join(sdk, 'package.json'), 'utf8'));
 await rm(out, { recursive: true, force: true });
@@ -35,7 +44,10 @@ await build({
   format: 'esm',
   platform: 'neutral',
   target: ['node20', 'es2022'],
-  external: Object.keys(manifest.dependencies).filter((name) => !name.startsWith('@gatehouse/')),
+  external: [
+    ...Object.keys(manifest.dependencies).filter((name) => !name.startsWith('@gatehouse/')),
+    ...Object.keys(manifest.peerDependencies ?? {}),
+  ],
   chunkNames: 'chunks/[name]-[hash]',
   logLevel: 'warning',
 });
@@ -101,7 +113,8 @@ const entry = (name: string) => ({ types: `./dist/types/${name}.d.ts`, import: `
 const publishable = {
   name: manifest.name,
   version: manifest.version,
-  description: 'TypeScript SDK of Gatehouse: the management client, the browser sign-in client and offline token verification',
+  description:
+    'TypeScript SDK of Gatehouse: the management client, the browser sign-in client, offline token verification and API guards for Express, Fastify and Next.js',
   license: 'MIT',
   type: 'module',
   engines: { node: '>=20' },
@@ -111,14 +124,20 @@ const publishable = {
     './browser': entry('client'),
     './verify': entry('verify'),
     './webhooks': entry('webhooks'),
+    './express': entry('express'),
+    './fastify': entry('fastify'),
+    './next': entry('next'),
     './package.json': './package.json',
   },
   files: ['dist', 'README.md', 'CHANGELOG.md', 'LICENSE'],
   dependencies: Object.fromEntries(
     Object.entries(manifest.dependencies).filter(([name]) => !name.startsWith('@gatehouse/') && !(name in BROWSER_ONLY)),
   ),
-  peerDependencies: BROWSER_ONLY,
-  peerDependenciesMeta: Object.fromEntries(Object.keys(BROWSER_ONLY).map((name) => [name, { optional: true }])),
+  peerDependencies: { ...BROWSER_ONLY, ...manifest.peerDependencies },
+  peerDependenciesMeta: {
+    ...Object.fromEntries(Object.keys(BROWSER_ONLY).map((name) => [name, { optional: true }])),
+    ...manifest.peerDependenciesMeta,
+  },
 };
 await writeFile(join(out, 'package.json'), `${JSON.stringify(publishable, null, 2)}\n`);
 for (const [from, to] of [

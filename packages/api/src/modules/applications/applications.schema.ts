@@ -33,6 +33,29 @@ const OAuth2ScopeSchema = z.strictObject({
   description: text().max(300).default(''),
 });
 
+/** A colour as `#rrggbb`; either case is accepted and kept lower-case. */
+const ColorSchema = text()
+  .regex(/^#[0-9a-fA-F]{6}$/, 'a colour as #rrggbb')
+  .toLowerCase()
+  .meta({ pattern: '^#[0-9a-f]{6}$', example: '#4f46e5' });
+
+/** The application's look on its hosted pages (and in the mail it sends): every field optional. */
+const BrandingSchema = z.strictObject({
+  display_name: text().trim().min(1).max(100).nullable().default(null).meta({
+    description: 'The name shown on the hosted pages (null: the application name)',
+  }),
+  logo_url: RedirectUrlSchema.nullable().default(null).meta({
+    description:
+      'An https URL of the logo, or the URL of the logo uploaded with PUT /v1/applications/{id}/branding/logo (http only for development applications)',
+  }),
+  primary_color: ColorSchema.nullable().default(null),
+  theme: z.enum(['light', 'dark', 'auto']).default('auto'),
+  support_email: text().trim().max(320).pipe(z.email()).nullable().default(null).meta({
+    description: 'The address shown to people who need help signing in',
+  }),
+});
+const BRANDING_DEFAULT = { display_name: null, logo_url: null, primary_color: null, theme: 'auto', support_email: null } as const;
+
 /** Each top-level key of the settings, with its default. PATCH replaces the keys it names and keeps the others. */
 const settingsShape = {
   consent_documents: z
@@ -108,6 +131,12 @@ const settingsShape = {
       dynamic_registration: z.boolean().default(false),
     })
     .default({ login_url: null, scopes: [], resources: [], dynamic_registration: false }),
+  /** The look of the application's hosted pages. */
+  branding: BrandingSchema.default(BRANDING_DEFAULT),
+  /** The first factors the hosted sign-in page offers (social providers and SAML connections: when enabled). */
+  sign_in: z
+    .strictObject({ magic_link: z.boolean().default(true), passkeys: z.boolean().default(true) })
+    .default({ magic_link: true, passkeys: true }),
 };
 
 export const ApplicationSettingsSchema = z.strictObject(settingsShape).meta({ id: 'ApplicationSettings' });
@@ -127,6 +156,8 @@ export const ApplicationSettingsPatchSchema = z.strictObject({
   retention: settingsShape.retention.unwrap().optional(),
   oauth: settingsShape.oauth.unwrap().optional(),
   oauth2: settingsShape.oauth2.unwrap().optional(),
+  branding: settingsShape.branding.unwrap().optional(),
+  sign_in: settingsShape.sign_in.unwrap().optional(),
 });
 export type ApplicationSettingsPatch = z.infer<typeof ApplicationSettingsPatchSchema>;
 

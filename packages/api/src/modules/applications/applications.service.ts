@@ -34,6 +34,19 @@ function checkRedirects(settings: ApplicationSettings, allowedOrigins: string[])
 }
 
 /**
+ * A logo is shown on the hosted pages: in a production application only over https (a plain-http image on an https
+ * page is mixed content). The URL already stored is kept as it is (the served logo's, under the server's base URL).
+ */
+function checkLogoUrl(settings: ApplicationSettings, environment: string, current: string | null): void {
+  const url = settings.branding.logo_url;
+  if (url && url !== current && environment === 'production' && !url.startsWith('https:')) {
+    throw new AppError('invalid_url', 'settings.branding.logo_url must be an https URL in a production application', [
+      { path: 'settings.branding.logo_url', message: 'not https' },
+    ]);
+  }
+}
+
+/**
  * Marks that the application has had traffic (a user or a session was created), in the caller's transaction if any. The
  * loaded application tells whether it is already marked, so this writes once per application, not per request.
  */
@@ -121,6 +134,7 @@ export function newApplication(
 ): Application {
   const settings = mergeSettings({}, input.settings);
   checkRedirects(settings, input.allowed_origins);
+  checkLogoUrl(settings, input.environment, null);
   return em.create(ApplicationEntity, {
     id: newId(),
     firstTrafficAt: null,
@@ -170,6 +184,7 @@ export async function updateApplication(
   const settings = input.settings ? mergeSettings(app.settings, input.settings) : ApplicationSettingsSchema.parse(app.settings);
   const origins = input.allowed_origins ?? app.allowedOrigins;
   checkRedirects(settings, origins);
+  checkLogoUrl(settings, app.environment, settingsOf(app).branding.logo_url);
   const changes = { name: input.name ?? app.name, allowedOrigins: origins, settings, updatedAt: new Date() };
   await ctx.em.nativeUpdate(ApplicationEntity, { id: app.id }, changes);
   return toApplicationRecord({ ...app, ...changes });

@@ -1,0 +1,112 @@
+import cookie from '@fastify/cookie';
+import helmet from '@fastify/helmet';
+import { describeError, type Services } from '@gatehouse/api';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { showAccount } from './account.ts';
+import { negotiateLocale } from './catalog.ts';
+import { errorPage } from './pages.ts';
+import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
+import {
+  acceptConsent,
+  confirmMagicLink,
+  showMagicLink,
+  showSignIn,
+  signOut,
+  startSignIn,
+  verifySecondFactor,
+  waitForLink,
+} from './sign-in.ts';
+import { csrfValid } from './state.ts';
+
+/** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */
+export interface Routes {
+  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+/**
+ * The hosted pages of every application (CONTRACT §9) under `/a/{application_id}/`: server-rendered HTML, forms that
+ * post back here with a CSRF token, a CSP with nonces and no framing. They hold no rule of their own: each step calls
+ * the same procedure any client calls (`api`), and a sign-in that completes becomes this browser's session
+ * (`gh_session_<id>`, browser-sessions.ts in the API).
+ */
+export async function registerHostedPages(app: FastifyInstance, services: Services) {
+  await app.register(async (pages) => {
+    await pages.register(cookie);
+    await pages.register(helmet, {
+      enableCSPNonces: true,
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'none'"],
+          // The logo may be an https URL of the customer's.
+          imgSrc: ["'self'", 'https:'],
+          connectSrc: ["'self'"],
+          baseUri: ["'none'"],
+          frameAncestors: ["'none'"],
+          // No form-action: a sign-in form's answer redirects to the client's registered redirect URI, and browsers
+          // check form-action against every redirect of a submission. The forms themselves are ours.
+        },
+      },
+      frameguard: { action: 'deny' },
+      referrerPolicy: { policy: 'no-referrer' },
+    });
+    // Every page of `/a/{id}/…` is also at the root of the applications' verified custom domains (the application is
+    // then the host's: request.ts).
+    pages.addHook('onRoute', (route) => {
+      const prefix = '/a/:applicationId/';
+      // The root route's own onRoute call returns here: its path does not start with the prefix. HEAD routes are
+      // made by fastify for each GET, the root's included.
+      if (route.url.startsWith(prefix) && route.method !== 'HEAD') {
+        pages.route({ ...route, url: route.url.slice(prefix.length - 1) });
+      }
+    });
+    pages.removeAllContentTypeParsers();
+    pages.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: 64 * 1024 },
+      (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
+    );
+    pages.setErrorHandler((error, request, reply) => {
+      const status = (error as { statusCode?: number }).statusCode;
+      if (status === undefined || status >= 500) request.log.error({ err: describeError(error) }, 'unhandled error');
+      const locale = negotiateLocale(undefined, request.headers['accept-language']);
+      return reply
+        .code(status && status < 500 ? status : 500)
+        .type('text/html')
+        .header('cache-control', 'no-store')
+        .send(errorPage(bareFrame(locale, reply), request.id, 'error.generic'));
+    });
+
+    const open: Routes['open'] =
+      (handler: (h: Hosted) => Promise<unknown>) => async (request: FastifyRequest, reply: FastifyReply) => {
+        const hosted = await hostedRequest(services, request, reply);
+        if (hosted) return handler(hosted);
+        const locale = negotiateLocale((request.query as { ui_locales?: string }).ui_locales, request.headers['accept-language']);
+        return reply
+          .code(404)
+          .type('text/html')
+          .header('cache-control', 'no-store')
+          .send(errorPage(bareFrame(locale, reply), request.id, 'error.not_found'));
+      };
+    /** A form post: its CSRF token must be this browser's, else 403 and nothing happens. */
+    const post: Routes['post'] = (handler) =>
+      open(async (h) => {
+        const form = (h.request.body ?? {}) as Form;
+        if (!csrfValid(services, h.request, h.application.id, form.csrf)) {
+          return send(h, 403, errorPage(h.frame, h.request.id, 'error.csrf', `${h.base}/sign-in`));
+        }
+        return handler(h, form);
+      });
+
+    pages.get('/a/:applicationId/sign-in', open(showSignIn));
+    pages.post('/a/:applicationId/sign-in', post(startSignIn));
+    pages.get('/a/:applicationId/sign-in/wait', open(waitForLink));
+    pages.get('/a/:applicationId/magic-link', open(showMagicLink));
+    pages.post('/a/:applicationId/magic-link', post(confirmMagicLink));
+    pages.post('/a/:applicationId/mfa', post(verifySecondFactor));
+    pages.post('/a/:applicationId/consent', post(acceptConsent));
+    pages.get('/a/:applicationId/account', open(showAccount));
+    pages.post('/a/:applicationId/sign-out', post(signOut));
+  });
+}

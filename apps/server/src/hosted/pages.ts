@@ -1,0 +1,143 @@
+import type { MessageKey } from './catalog.ts';
+import { type Html, html } from './html.ts';
+import { page } from './page.ts';
+import type { Hosted } from './request.ts';
+
+/**
+ * The hosted pages' bodies. Each form posts back to the application's pages with this browser's CSRF token; every
+ * value is escaped by `html`.
+ */
+const csrfField = (h: Hosted) => html`<input type="hidden" name="csrf" value="${h.csrf}">`;
+const alert = (h: Hosted, key: MessageKey | undefined) =>
+  key ? html`<p class="error" role="alert">${h.frame.t(key, { app: appName(h) })}</p>` : '';
+const appName = (h: Hosted) => h.frame.branding.display_name ?? h.frame.appName;
+
+export function signInPage(h: Hosted, options: { email?: string; error?: MessageKey }): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('sign_in.title', { app: appName(h) }),
+    html`${alert(h, options.error)}
+<form method="post" action="${h.base}/sign-in">
+${csrfField(h)}
+<label for="email">${t('sign_in.email')}</label>
+<input id="email" name="email" type="email" autocomplete="username webauthn" required value="${options.email ?? ''}"${options.email ? '' : html` autofocus`}>
+<button type="submit">${t('sign_in.continue')}</button>
+</form>`,
+  );
+}
+
+export function checkEmailPage(h: Hosted, email: string): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('sign_in.check_email.title'),
+    html`<p role="status">${t('sign_in.check_email.body', { email })}</p>
+<p><a class="button secondary" href="${h.base}/sign-in/wait">${t('sign_in.check_email.refresh')}</a></p>
+<p><a href="${h.base}/sign-in">${t('sign_in.other_email')}</a></p>`,
+    { headExtra: html`<meta http-equiv="refresh" content="3">` },
+  );
+}
+
+export function magicLinkPage(h: Hosted, token: string): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('magic_link.title'),
+    html`<p>${t('magic_link.body', { app: appName(h) })}</p>
+<form method="post" action="${h.base}/magic-link">
+${csrfField(h)}
+<input type="hidden" name="token" value="${token}">
+<button type="submit">${t('magic_link.confirm')}</button>
+</form>`,
+  );
+}
+
+export function elsewherePage(h: Hosted): string {
+  const { t } = h.frame;
+  return page(h.frame, t('magic_link.elsewhere.title'), html`<p role="status">${t('magic_link.elsewhere.body')}</p>`);
+}
+
+export function mfaPage(
+  h: Hosted,
+  options: { pending_token: string; methods: readonly string[]; method?: string; error?: MessageKey },
+): string {
+  const { t } = h.frame;
+  const hasTotp = options.methods.includes('totp');
+  const method = options.method ?? (hasTotp ? 'totp' : 'backup_code');
+  const form = (kind: 'totp' | 'backup_code', label: MessageKey, autocomplete: string): Html => html`
+<form method="post" action="${h.base}/mfa">
+${csrfField(h)}
+<input type="hidden" name="pending_token" value="${options.pending_token}">
+<input type="hidden" name="methods" value="${options.methods.join(',')}">
+<input type="hidden" name="method" value="${kind}">
+<label for="code-${kind}">${t(label)}</label>
+<input id="code-${kind}" name="code" type="text" autocomplete="${autocomplete}" required${kind === 'totp' ? html` inputmode="numeric" pattern="[0-9]{6}" maxlength="6"` : ''}${kind === method ? html` autofocus` : ''}>
+<button type="submit">${t('mfa.verify')}</button>
+</form>`;
+  return page(
+    h.frame,
+    t('mfa.title'),
+    html`${alert(h, options.error)}
+${hasTotp ? form('totp', 'mfa.totp', 'one-time-code') : ''}
+${options.methods.includes('backup_code') ? html`<details${method === 'backup_code' || !hasTotp ? html` open` : ''}><summary>${t('mfa.use_backup_code')}</summary>${form('backup_code', 'mfa.backup_code', 'off')}</details>` : ''}`,
+  );
+}
+
+export function consentPage(
+  h: Hosted,
+  pendingToken: string,
+  documents: ReadonlyArray<{ doc_type: string; url: string; version: string }>,
+): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('consent.title'),
+    html`<p>${t('consent.body')}</p>
+<ul>${documents.map((d) => html`<li><a href="${safeUrl(d.url)}" target="_blank" rel="noopener noreferrer">${d.doc_type}</a> <span class="muted">(${d.version})</span></li>`)}</ul>
+<form method="post" action="${h.base}/consent">
+${csrfField(h)}
+<input type="hidden" name="pending_token" value="${pendingToken}">
+<input type="hidden" name="doc_types" value="${documents.map((d) => d.doc_type).join(',')}">
+<button type="submit">${t('consent.accept')}</button>
+</form>`,
+  );
+}
+
+export function accountPage(h: Hosted, me: { primary_email: string | null }): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('account.title'),
+    html`<p>${t('account.signed_in_as', { email: me.primary_email ?? '' })}</p>
+<form method="post" action="${h.base}/sign-out">
+${csrfField(h)}
+<button type="submit" class="secondary">${t('sign_out.button')}</button>
+</form>`,
+  );
+}
+
+export function signedOutPage(h: Hosted): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('sign_out.title'),
+    html`<p role="status">${t('sign_out.body', { app: appName(h) })}</p>
+<p><a class="button" href="${h.base}/sign-in">${t('sign_out.again')}</a></p>`,
+  );
+}
+
+/** An error page: what happened in the person's language, the request id for support, no internals. */
+export function errorPage(frame: Hosted['frame'], requestId: string, key: MessageKey, startAgain?: string): string {
+  const { t } = frame;
+  return page(
+    frame,
+    t('error.title'),
+    html`<p class="error" role="alert">${t(key, { app: frame.branding.display_name ?? frame.appName })}</p>
+${startAgain ? html`<p><a class="button" href="${startAgain}">${t('error.start_again')}</a></p>` : ''}
+<p class="muted">${t('error.request_id', { id: requestId })}</p>`,
+  );
+}
+
+/** Only http(s) links are shown as links (a document URL is configuration, but `javascript:` must never be one). */
+const safeUrl = (url: string) => (/^https?:\/\//i.test(url) ? url : '#');

@@ -1,0 +1,169 @@
+import { attachBrowserSession, endBrowserSession, errorBody } from '@gatehouse/api';
+import {
+  checkEmailPage,
+  consentPage,
+  elsewherePage,
+  errorPage,
+  magicLinkPage,
+  mfaPage,
+  signedOutPage,
+  signInPage,
+} from './pages.ts';
+import { type Caller, currentSession, type Form, type Hosted, messageFor, redirect, type SignInResult, send } from './request.ts';
+import { browserToken, clearBrowserToken, clearFlow, type Flow, readFlow, setBrowserToken, writeFlow } from './state.ts';
+
+/**
+ * Signing in on the hosted pages: the identifier (an email address), the magic link (its button on this device or
+ * another; the waiting page collects it), a second factor, consent documents — and sign-out. Each step calls the
+ * procedure any client calls; `proceed` decides what a step's result leads to.
+ */
+export async function showSignIn(h: Hosted) {
+  const query = h.request.query as Record<string, string | undefined>;
+  const flow = readFlow(h.services, h.request, h.application.id);
+  if (query.interaction && query.interaction !== flow.interaction) {
+    writeFlow(h.services, h.reply, h.application.id, { interaction: query.interaction });
+  } else if (!query.interaction && (await currentSession(h))) {
+    return redirect(h, `${h.base}/account`);
+  }
+  return send(h, 200, signInPage(h, { email: query.login_hint }));
+}
+
+export async function startSignIn(h: Hosted, form: Form) {
+  const email = (form.email ?? '').trim();
+  const flow = readFlow(h.services, h.request, h.application.id);
+  try {
+    const started = await h.api.auth.magicLink.start({
+      email,
+      // The link opens on the service's own host (also from a custom domain: that tab then collects the sign-in).
+      redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
+    });
+    writeFlow(h.services, h.reply, h.application.id, {
+      interaction: flow.interaction,
+      verification_id: started.verification_id,
+      poll_secret: started.poll_secret ?? undefined,
+      email,
+    });
+    return redirect(h, `${h.base}/sign-in/wait`);
+  } catch (error) {
+    const { status, key } = messageFor(error, 'error.email_invalid');
+    return send(h, status, signInPage(h, { email, error: key }));
+  }
+}
+
+/** The page that waits for the magic link: it polls the API each time it reloads (every few seconds, no script). */
+export async function waitForLink(h: Hosted) {
+  const flow = readFlow(h.services, h.request, h.application.id);
+  if (!flow.verification_id || !flow.poll_secret) return redirect(h, `${h.base}/sign-in`);
+  let result: Awaited<ReturnType<Caller['auth']['magicLink']['poll']>>;
+  try {
+    result = await h.api.auth.magicLink.poll({ verification_id: flow.verification_id, poll_secret: flow.poll_secret });
+  } catch (error) {
+    // Collected by another tab of this browser (the link opened here): carry on as it did.
+    if (await currentSession(h)) return continueSignedIn(h, flow);
+    const { status, key } = messageFor(error, 'error.link_invalid');
+    return send(h, status, errorPage(h.frame, h.request.id, key, `${h.base}/sign-in`));
+  }
+  if (result.status === 'pending') return send(h, 200, checkEmailPage(h, flow.email ?? ''));
+  return proceed(h, flow, result);
+}
+
+export async function showMagicLink(h: Hosted) {
+  const token = (h.request.query as Record<string, string | undefined>).token ?? '';
+  return send(h, 200, magicLinkPage(h, token));
+}
+
+/**
+ * The emailed link's button. It confirms the link; when this browser is the one that asked for it, the sign-in
+ * continues here, else on the device that asked (its waiting page collects it). Opening the link does nothing:
+ * mail scanners that follow links confirm nothing.
+ */
+export async function confirmMagicLink(h: Hosted, form: Form) {
+  try {
+    await h.api.auth.magicLink.confirm({ token: form.token ?? '' });
+  } catch (error) {
+    const { status, key } = messageFor(error, 'error.link_invalid');
+    return send(h, status, errorPage(h.frame, h.request.id, key, `${h.base}/sign-in`));
+  }
+  const flow = readFlow(h.services, h.request, h.application.id);
+  if (flow.verification_id && flow.poll_secret) {
+    try {
+      const result = await h.api.auth.magicLink.poll({ verification_id: flow.verification_id, poll_secret: flow.poll_secret });
+      if (result.status !== 'pending') return proceed(h, flow, result);
+    } catch {
+      // This browser's flow is another link's, spent or expired: the link belongs to another device.
+    }
+  }
+  return send(h, 200, elsewherePage(h));
+}
+
+export async function verifySecondFactor(h: Hosted, form: Form) {
+  const flow = readFlow(h.services, h.request, h.application.id);
+  const pending_token = form.pending_token ?? '';
+  const code = (form.code ?? '').trim();
+  const method = form.method === 'backup_code' ? 'backup_code' : 'totp';
+  try {
+    const result =
+      method === 'backup_code'
+        ? await h.api.auth.mfa.backupCodes.verify({ pending_token, code })
+        : await h.api.auth.mfa.totp.verify({ pending_token, code });
+    return proceed(h, flow, result);
+  } catch (error) {
+    const { code: errorCode } = errorBody(error);
+    if (errorCode === 'invalid_pending_token') {
+      return send(h, 401, errorPage(h.frame, h.request.id, 'error.link_invalid', `${h.base}/sign-in`));
+    }
+    const { status, key } = messageFor(error, 'error.code_invalid');
+    const methods = (form.methods ?? '').split(',').filter(Boolean);
+    return send(h, status, mfaPage(h, { pending_token, methods, method, error: key }));
+  }
+}
+
+export async function acceptConsent(h: Hosted, form: Form) {
+  const flow = readFlow(h.services, h.request, h.application.id);
+  try {
+    const doc_types = (form.doc_types ?? '').split(',').filter(Boolean);
+    return proceed(h, flow, await h.api.auth.consent.accept({ pending_token: form.pending_token ?? '', doc_types }));
+  } catch (error) {
+    const { status, key } = messageFor(error, 'error.link_invalid');
+    return send(h, status, errorPage(h.frame, h.request.id, key, `${h.base}/sign-in`));
+  }
+}
+
+/**
+ * Where a sign-in step leads: a second factor or consent documents to ask for, or a complete sign-in — which becomes
+ * this browser's session. A new session always gets a new cookie and ends the one this browser had (no fixation:
+ * nothing a page or a link carries can become the session).
+ */
+export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
+  if (result.status === 'mfa_required') {
+    return send(h, 200, mfaPage(h, { pending_token: result.mfa.pending_token, methods: result.mfa.methods }));
+  }
+  if (result.status === 'consent_required') {
+    return send(h, 200, consentPage(h, result.pending_token, result.consent_documents));
+  }
+  const em = h.services.orm.em.fork();
+  const token = await attachBrowserSession(em, h.application.id, result.tokens.refresh_token);
+  if (!token) return send(h, 401, errorPage(h.frame, h.request.id, 'error.generic', `${h.base}/sign-in`));
+  const previous = browserToken(h.request, h.application.id);
+  if (previous) await endBrowserSession(em, h.application.id, previous);
+  setBrowserToken(h.services, h.reply, h.application.id, token);
+  return continueSignedIn(h, flow);
+}
+
+/** Signed in: back to the OAuth client that asked (its interaction), else the account page. */
+export function continueSignedIn(h: Hosted, flow: Flow) {
+  if (flow.interaction) {
+    writeFlow(h.services, h.reply, h.application.id, { interaction: flow.interaction });
+    return redirect(h, `${h.base}/sign-in?interaction=${encodeURIComponent(flow.interaction)}`);
+  }
+  clearFlow(h.services, h.reply, h.application.id);
+  return redirect(h, `${h.base}/account`);
+}
+
+export async function signOut(h: Hosted) {
+  const token = browserToken(h.request, h.application.id);
+  if (token) await endBrowserSession(h.services.orm.em.fork(), h.application.id, token);
+  clearBrowserToken(h.services, h.reply, h.application.id);
+  clearFlow(h.services, h.reply, h.application.id);
+  return send(h, 200, signedOutPage(h));
+}
