@@ -1,43 +1,31 @@
-import {
-  ACR_AAL1,
-  ACR_AAL2,
-  type Application,
-  applicationById,
-  attachBrowserSession,
-  browserSessionCookie,
-  findBrowserSession,
-  finishConsent,
-  finishLogin,
-  interactionFor,
-} from '@gatehouse/api';
+import { ACR_AAL1, ACR_AAL2, type Application, applicationById, browserSessionCookie, findBrowserSession } from '@gatehouse/api';
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
+import { HostedBrowser, type HostedPage, hiddenFields } from './helpers/hosted.ts';
 import { enrolTotp, totpCode } from './helpers/mfa.ts';
 import {
   API_RESOURCE,
   BASE,
-  Browser,
   createClient,
   issuerOf,
   oauthApp,
   oidc,
   type RegisteredClient,
   relyingParty,
-  startAuthorization,
   WEB_CALLBACK,
 } from './helpers/oauth2.ts';
 import { ok, rawRequest, sql, type TestApp } from './helpers/server.ts';
-import { beginSignIn, endUser, type SignInResult } from './helpers/sign-in.ts';
+import { signIn } from './helpers/sign-in.ts';
+import { linkIn } from './helpers/smtp.ts';
 import { serverSuite } from './helpers/suite.ts';
 
 /**
  * The application's OpenID provider with the hosted sign-in page as its login (an application without
- * `settings.oauth2.login_url`): single sign-on across clients tied to the hosted browser session, `prompt`,
- * `max_age`, `acr_values`, the real `acr`/`amr`/`aal` in the tokens, RP-initiated logout, and the binding of an
- * interaction to the browser that started it. The page is played in process: it signs the person in through the API
- * (a magic link, and a TOTP code when asked), attaches a browser session (its cookie in the test's browser), and calls
- * the functions the hosted pages call (`interactionFor`, `finishLogin`, `finishConsent`) with the browser's cookies.
+ * `settings.oauth2.login_url`), over plain HTTP as a browser uses them (helpers/hosted.ts): single sign-on across
+ * clients tied to the hosted browser session, `prompt`, `max_age`, `login_hint`, `acr_values`, the real
+ * `acr`/`amr`/`auth_time`/`aal` in the tokens, RP-initiated logout, and the binding of an interaction to the browser
+ * that started it.
  */
 const suite = serverSuite();
 
@@ -47,75 +35,26 @@ const application = async (app: TestApp): Promise<Application> => {
   if (!found) throw new Error('no application');
   return found;
 };
-const cookieHeader = (browser: Browser) => [...browser.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-const signInPage = (app: TestApp) => `${BASE}/a/${app.id}/sign-in`;
+const signInPath = (app: TestApp) => `/a/${app.id}/sign-in`;
 
 /** The interaction uid of a redirect to the hosted sign-in page (and that it is that page, exactly). */
 function hostedUid(app: TestApp, location: string): string {
-  const url = new URL(location);
-  expect(`${url.origin}${url.pathname}`).toBe(signInPage(app));
+  const url = new URL(location, BASE);
+  expect(`${url.origin}${url.pathname}`).toBe(`${BASE}${signInPath(app)}`);
   return url.searchParams.get('interaction')!;
 }
 
-/** Time passes: the browser's session was signed in `interval` ago (the database clock judges it). */
-async function signedInAgo(app: TestApp, browser: Browser, interval: string) {
-  const session = await browserSession(app, browser);
-  await sql(suite.server, `update sessions set created_at = now() - ?::interval where id = ?`, [interval, session!.id]);
-}
-
-/** The browser's live hosted session, as the page finds it from its cookie. */
-async function browserSession(app: TestApp, browser: Browser) {
+/** The browser's live hosted session (what its cookie names), read in process. */
+async function browserSession(app: TestApp, browser: HostedBrowser) {
   const token = browser.cookies.get(browserSessionCookie(app.id));
   return token ? findBrowserSession(services().orm.em.fork(), await application(app), token) : undefined;
 }
 
-/**
- * What the sign-in page does when it signs someone in: the sign-in (a magic link; the TOTP code when asked), then a
- * browser session for it, replacing the one the browser had (revoked), in the browser's cookie.
- */
-async function pageSignIn(app: TestApp, browser: Browser, email: string, totpSecret?: string) {
-  const attempt = await beginSignIn(suite.server, suite.smtp, app, email);
-  let result: SignInResult = attempt.result;
-  if (result.status === 'mfa_required') {
-    if (!totpSecret) throw new Error('a second factor was asked');
-    // The next step's code: the current one was spent confirming the factor.
-    result = await ok(
-      endUser(app, 'POST', '/v1/auth/mfa/totp/verify', {
-        pending_token: result.pending_token,
-        code: totpCode(totpSecret, 30_000),
-      }),
-    );
-  }
-  if (result.status !== 'complete') throw new Error(`sign-in ended ${result.status}`);
-  const name = browserSessionCookie(app.id);
-  const token = await attachBrowserSession(
-    services().orm.em.fork(),
-    app.id,
-    result.tokens.refresh_token,
-    browser.cookies.get(name),
-  );
-  if (!token) throw new Error('no browser session');
-  browser.cookies.set(name, token);
-  return result;
+/** Time passes: the browser's session was signed in `interval` ago (the database clock judges it). */
+async function signedInAgo(app: TestApp, browser: HostedBrowser, interval: string) {
+  const session = await browserSession(app, browser);
+  await sql(suite.server, `update sessions set created_at = now() - ?::interval where id = ?`, [interval, session!.id]);
 }
-
-const page = {
-  async interaction(app: TestApp, browser: Browser, uid: string) {
-    return interactionFor(services(), await application(app), uid, cookieHeader(browser), await browserSession(app, browser));
-  },
-  async finishLogin(app: TestApp, browser: Browser, uid: string) {
-    const session = await browserSession(app, browser);
-    if (!session) throw new Error('no browser session');
-    return finishLogin(services(), await application(app), uid, cookieHeader(browser), session);
-  },
-  async finishConsent(app: TestApp, browser: Browser, uid: string, scopes?: string[]) {
-    const session = await browserSession(app, browser);
-    if (!session) throw new Error('no browser session');
-    const interaction = await interactionFor(services(), await application(app), uid, cookieHeader(browser), session);
-    const approve = scopes ?? interaction.scopes.map((s) => s.name);
-    return finishConsent(services(), await application(app), uid, cookieHeader(browser), session, approve);
-  },
-};
 
 interface Setup {
   app: TestApp;
@@ -123,55 +62,101 @@ interface Setup {
   config: oidc.Configuration;
 }
 
+const SIGNED_OUT = 'https://thirdparty.example.test/signed-out';
+
 async function hostedApp(): Promise<Setup> {
   const app = await oauthApp(suite.server, { login_url: null });
-  const client = await createClient(app, { post_logout_redirect_uris: ['https://thirdparty.example.test/signed-out'] });
+  const client = await createClient(app, { post_logout_redirect_uris: [SIGNED_OUT] });
   return { app, client, config: await relyingParty(suite.server, app, client) };
 }
 
-/**
- * One authorization through the hosted page, the browser as it is: the page signs in when asked (unless the
- * browser's session satisfies the request), consents when asked. Answers the callback and what the page saw.
- */
-async function throughThePage(
-  setup: Setup,
-  browser: Browser,
-  options: { email?: string; totpSecret?: string; parameters?: Record<string, string> } = {},
-) {
-  const { app, config } = setup;
+async function secondClient(setup: Setup): Promise<Setup> {
+  const client = await createClient(setup.app, { name: 'Second app' });
+  return { ...setup, client, config: await relyingParty(suite.server, setup.app, client) };
+}
+
+/** What the browser was shown on the way: the hosted pages by kind. */
+type Seen = 'sign_in' | 'second_factor' | 'authorize' | 'select_account';
+
+async function authorizationUrl(setup: Setup, parameters: Record<string, string> = {}) {
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
-  const url = oidc.buildAuthorizationUrl(config, {
+  const url = oidc.buildAuthorizationUrl(setup.config, {
     redirect_uri: WEB_CALLBACK,
     scope: 'openid email',
     state,
     code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
     code_challenge_method: 'S256',
-    ...options.parameters,
+    ...parameters,
   });
-  const seen: Array<{ prompt: string; reasons: string[]; session: string }> = [];
-  let location = (await browser.follow(url.href)).location;
-  for (let step = 0; step < 4 && location.startsWith(signInPage(app)); step++) {
-    const uid = hostedUid(app, location);
-    let interaction = await page.interaction(app, browser, uid);
-    seen.push({ prompt: interaction.prompt, reasons: interaction.reasons, session: interaction.session });
-    let next: string;
-    if (interaction.prompt === 'consent') next = await page.finishConsent(app, browser, uid);
-    else {
-      if (interaction.session !== 'satisfies') {
-        await pageSignIn(app, browser, options.email ?? uniqueEmail('hosted'), options.totpSecret);
-        interaction = await page.interaction(app, browser, uid);
-        expect(interaction.session).toBe('satisfies');
-      }
-      next = await page.finishLogin(app, browser, uid);
-    }
-    location = (await browser.follow(next)).location;
-  }
-  const callback = new URL(location);
-  return { callback, seen, verifier, state };
+  return { url: url.href, verifier, state };
 }
 
-async function exchange(setup: Setup, flow: Awaited<ReturnType<typeof throughThePage>>, resource?: string) {
+/** Follows redirects from `page` until the client's callback (not fetched) or a page of ours that is not a redirect. */
+async function until(browser: HostedBrowser, page: HostedPage): Promise<HostedPage | URL> {
+  let current = page;
+  for (let hops = 0; current.location; hops++) {
+    if (hops > 10) throw new Error('too many redirects');
+    const next = new URL(current.location, BASE);
+    if (next.href.startsWith(WEB_CALLBACK)) return next;
+    current = await browser.get(next.href);
+  }
+  return current;
+}
+
+/**
+ * An authorization through the hosted pages, the browser as it is, a person who does what each page asks: signs in
+ * with a magic link (`email`, else the page's prefilled `login_hint`) and a TOTP code, continues as themselves,
+ * allows. Answers the callback and what the pages showed.
+ */
+async function authorize(
+  setup: Setup,
+  browser: HostedBrowser,
+  options: { email?: string; totpSecret?: string; parameters?: Record<string, string> } = {},
+) {
+  const { app } = setup;
+  const start = await authorizationUrl(setup, options.parameters);
+  const seen: Seen[] = [];
+  let at = await until(browser, await browser.get(start.url));
+  for (let step = 0; !(at instanceof URL); step++) {
+    if (step > 8) throw new Error(`stuck on ${at.status}: ${at.html}`);
+    const page: HostedPage = at;
+    expect(page.status, page.html).toBe(200);
+    if (page.html.includes(`action="${signInPath(app)}/authorize"`)) {
+      seen.push('authorize');
+      const scopes = Object.fromEntries([...page.html.matchAll(/name="(scope:[^"]+)"/g)].map((m) => [m[1]!, 'on']));
+      at = await until(browser, await browser.submit(page, `${signInPath(app)}/authorize`, { decision: 'allow', ...scopes }));
+    } else if (page.html.includes(`action="${signInPath(app)}/continue"`)) {
+      seen.push('select_account');
+      at = await until(browser, await browser.submit(page, `${signInPath(app)}/continue`));
+    } else if (page.html.includes(`action="/a/${app.id}/mfa"`)) {
+      seen.push('second_factor');
+      if (!options.totpSecret) throw new Error('a second factor was asked');
+      // The next step's code: the current one was spent confirming the factor.
+      at = await until(browser, await browser.submit(page, `/a/${app.id}/mfa`, { code: totpCode(options.totpSecret, 30_000) }));
+    } else if (page.html.includes(`action="${signInPath(app)}"`)) {
+      seen.push('sign_in');
+      const prefilled = /name="email"[^>]*value="([^"]*)"/.exec(page.html)?.[1];
+      const email = options.email ?? (prefilled || uniqueEmail('hosted'));
+      const started = await browser.submit(page, signInPath(app), { email });
+      expect(started.status, started.html).toBe(303);
+      const link = linkIn(await suite.smtp.next(email));
+      const landing = await browser.get(link.pathname + link.search);
+      at = await until(browser, await browser.submit(landing, `/a/${app.id}/magic-link`));
+    } else if (page.html.includes('/session/end/confirm')) {
+      // The provider's own form (posted by its script in a browser): signing in as another account ends the provider's
+      // session of the previous one, then the login resumes.
+      const action = /<form method="post" action="([^"]+)"/.exec(page.html)![1]!;
+      const fields = Object.fromEntries(
+        [...page.html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/>/g)].map((m) => [m[1]!, m[2]!]),
+      );
+      at = await until(browser, await browser.post(action, fields));
+    } else throw new Error(`an unexpected page: ${page.html}`);
+  }
+  return { callback: at, seen, verifier: start.verifier, state: start.state };
+}
+
+async function exchange(setup: Setup, flow: Awaited<ReturnType<typeof authorize>>, resource?: string) {
   return oidc.authorizationCodeGrant(
     setup.config,
     flow.callback,
@@ -180,23 +165,39 @@ async function exchange(setup: Setup, flow: Awaited<ReturnType<typeof throughThe
   );
 }
 
+const emailOf = async (setup: Setup, userId: string): Promise<string> =>
+  (await ok(setup.app.rest('GET', `/v1/users/${userId}`))).primary_email;
+
+/** Signs `email` in on the hosted pages themselves (no client asking): the browser lands on the account page. */
+async function signInOnPages(app: TestApp, browser: HostedBrowser, email: string) {
+  const form = await browser.get(signInPath(app));
+  await browser.submit(form, signInPath(app), { email });
+  const link = linkIn(await suite.smtp.next(email));
+  const landing = await browser.get(link.pathname + link.search);
+  const account = await browser.submit(landing, `/a/${app.id}/magic-link`);
+  expect(account.location).toBe(`/a/${app.id}/account`);
+}
+
+/** The first answer of the provider to an authorization request in this browser: where it sends it. */
+async function firstStop(setup: Setup, browser: HostedBrowser, parameters: Record<string, string> = {}) {
+  const { url } = await authorizationUrl(setup, parameters);
+  const answer = await browser.get(url);
+  expect(answer.status, answer.html).toBe(303);
+  return new URL(answer.location!, BASE);
+}
+
 describe('the OpenID provider with the hosted sign-in page', () => {
-  it('sends an authorization request without a session to /a/{id}/sign-in; discovery advertises acr values and prompts', async () => {
+  it('sends an authorization request without a session to /a/{id}/sign-in; discovery advertises acr values and logout', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
-    const { first } = await startAuthorization(suite.server, setup.config, { prompt: null, scope: 'openid' }, browser);
-    expect(first.response.status).toBe(303);
-    const uid = hostedUid(setup.app, first.location);
-    const interaction = await page.interaction(setup.app, browser, uid);
-    expect(interaction).toMatchObject({
-      uid,
-      prompt: 'login',
-      client: { id: setup.client.id, name: 'Third-party app', logo_url: null },
-      scopes: [{ name: 'openid', description: expect.any(String) }],
-      account_id: null,
-      required_aal: 1,
-      session: 'sign_in',
-    });
+    const browser = new HostedBrowser(suite.server);
+    const stop = await firstStop(setup, browser, { login_hint: 'ada@example.test', ui_locales: 'fr' });
+    hostedUid(setup.app, stop.href);
+    const page = await browser.get(stop.href);
+    expect(page.status).toBe(200);
+    // The sign-in form, in the language the client asked for, the email prefilled from login_hint.
+    expect(page.html).toContain('<html lang="fr">');
+    expect(page.html).toMatch(/name="email"[^>]*value="ada@example.test"/);
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     const discovery = await rawRequest(suite.server.url, 'GET', `/oauth2/${setup.app.id}/.well-known/openid-configuration`);
     expect(discovery.body.acr_values_supported).toEqual([ACR_AAL1, ACR_AAL2]);
     expect(discovery.body.end_session_endpoint).toBe(`${issuerOf(setup.app)}/session/end`);
@@ -205,143 +206,133 @@ describe('the OpenID provider with the hosted sign-in page', () => {
 
   it('a second client signs in without a prompt: only its consent is asked, then nothing at all', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
-    const email = uniqueEmail('sso');
-    const first = await throughThePage(setup, browser, { email });
-    expect(first.seen.map((s) => s.prompt)).toEqual(['login', 'consent']);
+    const browser = new HostedBrowser(suite.server);
+    const first = await authorize(setup, browser, { email: uniqueEmail('sso') });
+    expect(first.seen).toEqual(['sign_in', 'authorize']);
     expect(first.callback.href.startsWith(`${WEB_CALLBACK}?code=`)).toBe(true);
-    const tokens = await exchange(setup, first);
-    const claims = tokens.claims()!;
+    const claims = (await exchange(setup, first)).claims()!;
     // The real sign-in: a magic link, aal 1, when it happened.
     expect(claims.acr).toBe(ACR_AAL1);
     expect(claims.amr).toEqual(['email']);
     const session = await browserSession(setup.app, browser);
     expect(claims.auth_time).toBe(Math.floor(session!.authTime.getTime() / 1000));
 
-    // Client B, same application, same browser: no sign-in, only B's consent.
-    const other = await createClient(setup.app, { name: 'Second app' });
-    const second = { ...setup, client: other, config: await relyingParty(suite.server, setup.app, other) };
-    const flow = await throughThePage(second, browser, { email: uniqueEmail('never-used') });
-    expect(flow.seen.map((s) => s.prompt)).toEqual(['consent']);
+    // Client B, same application, same browser: no sign-in, only B's consent; the same person.
+    const second = await secondClient(setup);
+    const flow = await authorize(second, browser);
+    expect(flow.seen).toEqual(['authorize']);
     const secondClaims = (await exchange(second, flow)).claims()!;
     expect(secondClaims.sub).toBe(claims.sub);
     expect(secondClaims.auth_time).toBe(claims.auth_time);
-    // And once consented, no page at all.
-    const again = await throughThePage(second, browser);
+    // Once consented, no page at all.
+    const again = await authorize(second, browser);
     expect(again.seen).toEqual([]);
     expect(again.callback.searchParams.get('code')).toBeTruthy();
   });
 
-  it('a live browser session satisfies a provider that has none: the page finishes the login with no UI', async () => {
+  it('a browser signed in on the hosted pages is not asked to sign in by a client (the page finishes the login)', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
-    // Signed in on the hosted pages (say, the account page) before any client asked.
-    await pageSignIn(setup.app, browser, uniqueEmail('account-page'));
-    const flow = await throughThePage(setup, browser);
-    expect(flow.seen).toEqual([
-      { prompt: 'login', reasons: ['no_session'], session: 'satisfies' },
-      { prompt: 'consent', reasons: expect.any(Array), session: 'satisfies' },
-    ]);
-    expect(flow.callback.searchParams.get('code')).toBeTruthy();
+    const browser = new HostedBrowser(suite.server);
+    // Signed in on the hosted pages (the account page) before any client asked.
+    await signInOnPages(setup.app, browser, uniqueEmail('account-page'));
+    const flow = await authorize(setup, browser);
+    expect(flow.seen).toEqual(['authorize']);
   });
 
-  it('prompt=login forces the page: the old session does not satisfy it, a new sign-in does (and replaces it)', async () => {
+  it('prompt=login forces the sign-in form: the old session does not satisfy it, a new sign-in does and replaces it', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
+    const browser = new HostedBrowser(suite.server);
     const email = uniqueEmail('relogin');
-    await throughThePage(setup, browser, { email });
+    await authorize(setup, browser, { email });
     await signedInAgo(setup.app, browser, '1 minute');
     const before = await browserSession(setup.app, browser);
     const oldToken = browser.cookies.get(browserSessionCookie(setup.app.id))!;
 
-    const { first } = await startAuthorization(suite.server, setup.config, { prompt: 'login', scope: 'openid email' }, browser);
-    const uid = hostedUid(setup.app, first.location);
-    const interaction = await page.interaction(setup.app, browser, uid);
-    expect(interaction.prompt).toBe('login');
-    expect(interaction.reasons).toContain('login_prompt');
-    expect(interaction.session).toBe('sign_in');
-    // The page cannot finish it with the old session.
-    await expect(page.finishLogin(setup.app, browser, uid)).rejects.toMatchObject({ code: 'validation_failed' });
-
-    await pageSignIn(setup.app, browser, email);
-    expect((await page.interaction(setup.app, browser, uid)).session).toBe('satisfies');
-    const back = await browser.follow(await page.finishLogin(setup.app, browser, uid));
-    expect(back.location.startsWith(`${WEB_CALLBACK}?code=`)).toBe(true);
+    const flow = await authorize(setup, browser, { email, parameters: { prompt: 'login' } });
+    expect(flow.seen).toEqual(['sign_in']);
+    const claims = (await exchange(setup, flow)).claims()!;
     // A new cookie names a new session; the old one is revoked.
     const after = await browserSession(setup.app, browser);
     expect(after!.id).not.toBe(before!.id);
+    expect(claims.auth_time).toBe(Math.floor(after!.authTime.getTime() / 1000));
     expect(await findBrowserSession(services().orm.em.fork(), await application(setup.app), oldToken)).toBeUndefined();
   });
 
-  it('prompt=none: login_required without a session, or once the browser signed out; consent_required for a new client', async () => {
+  it('prompt=none: login_required without a session or once the session is revoked; consent_required for a new client', async () => {
     const setup = await hostedApp();
-    const none = { prompt: 'none', scope: 'openid email' };
-    const fresh = await startAuthorization(suite.server, setup.config, none);
-    const refused = new URL(fresh.first.location);
+    const none = { prompt: 'none' };
+    const refused = await firstStop(setup, new HostedBrowser(suite.server), none);
     expect(`${refused.origin}${refused.pathname}`).toBe(WEB_CALLBACK);
     expect(refused.searchParams.get('error')).toBe('login_required');
 
-    const browser = new Browser(suite.server);
-    await throughThePage(setup, browser);
-    const silent = await startAuthorization(suite.server, setup.config, none, browser);
-    expect(new URL(silent.first.location).searchParams.get('code')).toBeTruthy();
+    const browser = new HostedBrowser(suite.server);
+    await authorize(setup, browser);
+    expect((await firstStop(setup, browser, none)).searchParams.get('code')).toBeTruthy();
+    const second = await secondClient(setup);
+    expect((await firstStop(second, browser, none)).searchParams.get('error')).toBe('consent_required');
 
-    const other = await createClient(setup.app, { name: 'Second app' });
-    const otherConfig = await relyingParty(suite.server, setup.app, other);
-    const unconsented = await startAuthorization(suite.server, otherConfig, none, browser);
-    expect(new URL(unconsented.first.location).searchParams.get('error')).toBe('consent_required');
-
-    // Signing out of the hosted pages (the session revoked) ends single sign-on: the provider's session no longer counts.
+    // The session revoked (support signs the user out everywhere): single sign-on ends with it.
     const session = await browserSession(setup.app, browser);
     await ok(setup.app.rest('POST', `/v1/users/${session!.userId}/sessions/revoke`));
-    const after = await startAuthorization(suite.server, setup.config, none, browser);
-    expect(new URL(after.first.location).searchParams.get('error')).toBe('login_required');
-    const { first } = await startAuthorization(suite.server, setup.config, { prompt: null, scope: 'openid email' }, browser);
-    const interaction = await page.interaction(setup.app, browser, hostedUid(setup.app, first.location));
-    expect(interaction.reasons).toContain('hosted_session');
-    expect(interaction.session).toBe('sign_in');
+    expect((await firstStop(setup, browser, none)).searchParams.get('error')).toBe('login_required');
+    const again = await authorize(setup, browser, { email: await emailOf(setup, session!.userId) });
+    expect(again.seen).toEqual(['sign_in']);
   });
 
-  it('max_age: a sign-in older than it sends the browser to the page, which signs in again', async () => {
+  it('signing out on the hosted pages ends single sign-on too; then another account can sign in', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
-    const email = uniqueEmail('max-age');
-    // The browser session is two hours old when the provider's login is finished with it.
-    await pageSignIn(setup.app, browser, email);
-    await signedInAgo(setup.app, browser, '2 hours');
-    const first = await throughThePage(setup, browser);
-    const oldAuthTime = (await exchange(setup, first)).claims()!.auth_time!;
-    expect(Math.floor(Date.now() / 1000) - oldAuthTime).toBeGreaterThan(3600);
+    const browser = new HostedBrowser(suite.server);
+    const first = await authorize(setup, browser);
+    const firstSub = (await exchange(setup, first)).claims()!.sub;
+    const account = await browser.get(`/a/${setup.app.id}/account`);
+    expect((await browser.submit(account, `/a/${setup.app.id}/sign-out`)).status).toBe(200);
+    // Another person on this browser: the provider ends the first one's session on the way, not the new hosted one.
+    const other = await authorize(setup, browser, { email: uniqueEmail('next-person') });
+    expect(other.seen).toEqual(['sign_in', 'authorize']);
+    const claims = (await exchange(setup, other)).claims()!;
+    expect(claims.sub).not.toBe(firstSub);
+    expect((await browserSession(setup.app, browser))!.userId).toBe(claims.sub);
+    expect((await authorize(setup, browser)).seen).toEqual([]);
+  });
 
-    const flow = await throughThePage(setup, browser, { email, parameters: { max_age: '3600' } });
-    expect(flow.seen).toEqual([{ prompt: 'login', reasons: expect.arrayContaining(['max_age']), session: 'sign_in' }]);
+  it('max_age: a sign-in older than it sends the browser to the sign-in form', async () => {
+    const setup = await hostedApp();
+    const browser = new HostedBrowser(suite.server);
+    const email = uniqueEmail('max-age');
+    // Signed in two hours ago (on the hosted pages); a client's first login takes that time as the sign-in's.
+    await signInOnPages(setup.app, browser, email);
+    await signedInAgo(setup.app, browser, '2 hours');
+    const first = await authorize(setup, browser);
+    expect(first.seen).toEqual(['authorize']);
+    const old = (await exchange(setup, first)).claims()!.auth_time!;
+    expect(Math.floor(Date.now() / 1000) - old).toBeGreaterThan(3600);
+    const flow = await authorize(setup, browser, { email, parameters: { max_age: '3600' } });
+    expect(flow.seen).toEqual(['sign_in']);
     const claims = (await exchange(setup, flow)).claims()!;
-    expect(claims.auth_time).toBeGreaterThan(oldAuthTime + 3600);
+    expect(Math.floor(Date.now() / 1000) - claims.auth_time!).toBeLessThan(3600);
+    // A larger max_age is satisfied by the new session: no page.
+    expect((await authorize(setup, browser, { parameters: { max_age: '86400' } })).seen).toEqual([]);
   });
 
   it('acr_values=urn:gatehouse:aal2 with an aal 1 session asks for the second factor; the tokens carry aal 2 and its amr', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
+    const browser = new HostedBrowser(suite.server);
     const email = uniqueEmail('step-up');
-    // Signed in by magic link before having a second factor: an aal 1 session; then a TOTP factor is enrolled.
-    const signedIn = await pageSignIn(setup.app, browser, email);
-    if (signedIn.status !== 'complete') throw new Error('not complete');
-    const { secret } = await enrolTotp(setup.app, signedIn.tokens.access_token);
-    // The security notice of the new factor.
-    expect((await suite.smtp.next(email)).html).toContain('second factor');
-    const plain = await throughThePage(setup, browser, { parameters: { resource: API_RESOURCE, scope: 'openid read:docs' } });
+    // Signed in by magic link before having a second factor (an aal 1 session); then a TOTP factor is enrolled.
+    const api = { resource: API_RESOURCE, scope: 'openid read:docs' };
+    const plain = await authorize(setup, browser, { email, parameters: api });
     const aal1 = await exchange(setup, plain, API_RESOURCE);
     expect(aal1.claims()).toMatchObject({ acr: ACR_AAL1, amr: ['email'] });
     expect(decodeJwt(aal1.access_token)).toMatchObject({ aal: 1, amr: ['email'] });
+    const signedIn = await signIn(suite.server, suite.smtp, setup.app, email);
+    const { secret } = await enrolTotp(setup.app, signedIn.tokens.access_token);
+    // The security notice of the new factor.
+    expect((await suite.smtp.next(email)).html).toContain('second factor');
     await signedInAgo(setup.app, browser, '1 minute');
     const before = await browserSession(setup.app, browser);
 
-    const flow = await throughThePage(setup, browser, {
-      email,
-      totpSecret: secret,
-      parameters: { acr_values: ACR_AAL2, resource: API_RESOURCE, scope: 'openid read:docs' },
-    });
-    expect(flow.seen).toEqual([{ prompt: 'login', reasons: ['acr_aal2'], session: 'second_factor' }]);
+    const flow = await authorize(setup, browser, { email, totpSecret: secret, parameters: { ...api, acr_values: ACR_AAL2 } });
+    expect(flow.seen).toEqual(['sign_in', 'second_factor']);
     const tokens = await exchange(setup, flow, API_RESOURCE);
     expect(tokens.claims()).toMatchObject({ acr: ACR_AAL2, amr: ['email', 'otp', 'mfa'] });
     expect(decodeJwt(tokens.access_token)).toMatchObject({ aal: 2, amr: ['email', 'otp', 'mfa'], aud: API_RESOURCE });
@@ -352,119 +343,117 @@ describe('the OpenID provider with the hosted sign-in page', () => {
     const [old] = await sql(suite.server, 'select revoked_at from sessions where id = ?', [before!.id]);
     expect(old.revoked_at).not.toBeNull();
     // Asked again, the aal 2 session satisfies it: no page.
-    const again = await throughThePage(setup, browser, {
-      parameters: { acr_values: ACR_AAL2, resource: API_RESOURCE, scope: 'openid read:docs' },
-    });
-    expect(again.seen).toEqual([]);
+    expect((await authorize(setup, browser, { parameters: { ...api, acr_values: ACR_AAL2 } })).seen).toEqual([]);
     // A refresh keeps the sign-in's assurance (plain OAuth: a refresh token without offline_access).
-    const api = await throughThePage(setup, browser, { parameters: { resource: API_RESOURCE, scope: 'read:docs' } });
-    const apiTokens = await exchange(setup, api, API_RESOURCE);
-    const refreshed = await oidc.refreshTokenGrant(setup.config, apiTokens.refresh_token!, { resource: API_RESOURCE });
+    const oauth = await authorize(setup, browser, { parameters: { resource: API_RESOURCE, scope: 'read:docs' } });
+    const oauthTokens = await exchange(setup, oauth, API_RESOURCE);
+    const refreshed = await oidc.refreshTokenGrant(setup.config, oauthTokens.refresh_token!, { resource: API_RESOURCE });
     expect(decodeJwt(refreshed.access_token)).toMatchObject({ aal: 2, amr: ['email', 'otp', 'mfa'] });
   });
 
-  it('prompt=select_account shows the page, which continues with the signed-in account', async () => {
+  it('prompt=select_account offers the signed-in account, or another one', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
-    await throughThePage(setup, browser);
-    const flow = await throughThePage(setup, browser, { parameters: { prompt: 'select_account' } });
-    expect(flow.seen).toEqual([{ prompt: 'select_account', reasons: ['select_account_prompt'], session: 'satisfies' }]);
-    expect(flow.callback.searchParams.get('code')).toBeTruthy();
+    const browser = new HostedBrowser(suite.server);
+    const first = await authorize(setup, browser);
+    const sub = (await exchange(setup, first)).claims()!.sub;
+    const same = await authorize(setup, browser, { parameters: { prompt: 'select_account' } });
+    expect(same.seen).toEqual(['select_account']);
+    expect((await exchange(setup, same)).claims()!.sub).toBe(sub);
+
+    // "Use another account": the sign-in form, then the choice shows the new account.
+    const stop = await firstStop(setup, browser, { prompt: 'select_account' });
+    const uid = hostedUid(setup.app, stop.href);
+    const chooser = await browser.get(stop.href);
+    expect(chooser.html).toContain(`interaction=${uid}&amp;another=1`);
+    const other = uniqueEmail('other-account');
+    const form = await browser.get(`${signInPath(setup.app)}?interaction=${uid}&another=1`);
+    await browser.submit(form, signInPath(setup.app), { email: other });
+    const link = linkIn(await suite.smtp.next(other));
+    const landing = await browser.get(link.pathname + link.search);
+    const back = await browser.follow(await browser.submit(landing, `/a/${setup.app.id}/magic-link`));
+    expect(back.html).toContain(other);
   });
 
-  it('login_hint, ui_locales and acr_values reach the page', async () => {
+  it('Deny sends the client access_denied', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
-    const url = oidc.buildAuthorizationUrl(setup.config, {
-      redirect_uri: WEB_CALLBACK,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-      code_challenge_method: 'S256',
-      login_hint: 'ada@example.test',
-      ui_locales: 'fr en',
-      acr_values: ACR_AAL2,
+    const browser = new HostedBrowser(suite.server);
+    await authorize(setup, browser);
+    const second = await secondClient(setup);
+    const page = await browser.get((await firstStop(second, browser)).href);
+    const denied = await browser.post(`${signInPath(setup.app)}/authorize`, {
+      ...hiddenFields(page.html, `${signInPath(setup.app)}/authorize`),
+      decision: 'deny',
     });
-    const { location } = await browser.follow(url.href);
-    const interaction = await page.interaction(setup.app, browser, hostedUid(setup.app, location));
-    expect(interaction).toMatchObject({
-      login_hint: 'ada@example.test',
-      ui_locales: ['fr', 'en'],
-      acr_values: [ACR_AAL2],
-      required_aal: 2,
-    });
+    const callback = await until(browser, denied);
+    expect(callback instanceof URL && callback.searchParams.get('error')).toBe('access_denied');
   });
 
   it('RP-initiated logout ends the hosted browser session too; post_logout_redirect_uri must be registered exactly', async () => {
     const setup = await hostedApp();
-    const browser = new Browser(suite.server);
-    const flow = await throughThePage(setup, browser);
-    const tokens = await exchange(setup, flow);
+    const browser = new HostedBrowser(suite.server);
+    const tokens = await exchange(setup, await authorize(setup, browser));
     const token = browser.cookies.get(browserSessionCookie(setup.app.id))!;
     const end = (redirect: string) =>
-      oidc.buildEndSessionUrl(setup.config, {
-        id_token_hint: tokens.id_token!,
-        post_logout_redirect_uri: redirect,
-        state: 'bye',
-      });
+      oidc.buildEndSessionUrl(setup.config, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: redirect, state: 'bye' })
+        .href;
 
-    for (const wrong of [
-      'https://thirdparty.example.test/signed-out/',
-      'https://thirdparty.example.test/signed-out?x=1',
-      WEB_CALLBACK,
-    ]) {
-      const refused = await browser.get(end(wrong).href);
+    for (const wrong of [`${SIGNED_OUT}/`, `${SIGNED_OUT}?x=1`, WEB_CALLBACK]) {
+      const refused = await browser.get(end(wrong));
       expect(refused.status, wrong).toBe(400);
-      expect(await refused.text()).toContain('invalid_request');
+      expect(refused.html).toContain('invalid_request');
     }
 
-    const confirm = await browser.get(end('https://thirdparty.example.test/signed-out').href);
+    const confirm = await browser.get(end(SIGNED_OUT));
     expect(confirm.status).toBe(200);
-    const xsrf = /name="xsrf" value="([^"]+)"/.exec(await confirm.text())![1]!;
-    const posted = await fetch(`${suite.server.url}/oauth2/${setup.app.id}/session/end/confirm`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader(browser) },
-      body: new URLSearchParams({ xsrf, logout: 'yes' }),
-    });
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.html)![1]!;
+    const posted = await browser.post(`/oauth2/${setup.app.id}/session/end/confirm`, { xsrf, logout: 'yes' });
     expect(posted.status).toBe(303);
-    expect(posted.headers.get('location')).toBe('https://thirdparty.example.test/signed-out?state=bye');
+    expect(posted.location).toBe(`${SIGNED_OUT}?state=bye`);
     const cleared = posted.headers.getSetCookie().find((c) => c.startsWith(`${browserSessionCookie(setup.app.id)}=`));
     expect(cleared).toMatch(/Max-Age=0/);
-    expect(cleared).toMatch(/HttpOnly/);
-    // The session is revoked: the cookie is worth nothing even if the browser kept it.
+    expect(cleared).toMatch(/Path=\//);
+    expect(browser.cookies.has(browserSessionCookie(setup.app.id))).toBe(false);
+    // The session is revoked: the cookie is worth nothing even if a browser kept it.
     expect(await findBrowserSession(services().orm.em.fork(), await application(setup.app), token)).toBeUndefined();
-    // A new authorization asks to sign in again.
-    const { first } = await startAuthorization(suite.server, setup.config, { prompt: null, scope: 'openid email' }, browser);
-    expect((await page.interaction(setup.app, browser, hostedUid(setup.app, first.location))).prompt).toBe('login');
+    // The account page and a new authorization ask to sign in again (and to consent: logout revoked the grant).
+    expect((await browser.get(`/a/${setup.app.id}/account`)).location).toBe(signInPath(setup.app));
+    expect((await authorize(setup, browser)).seen).toEqual(['sign_in', 'authorize']);
   });
 
-  it('a stolen interaction uid cannot be read or finished from another browser (signed in or not)', async () => {
+  it('a stolen interaction uid cannot be shown or finished in another browser (signed in or not)', async () => {
     const setup = await hostedApp();
     // The attacker starts an authorization in their browser and sends the victim the sign-in link with its uid.
-    const attacker = new Browser(suite.server);
-    const { first } = await startAuthorization(suite.server, setup.config, { prompt: null, scope: 'openid email' }, attacker);
-    const uid = hostedUid(setup.app, first.location);
-    // The victim is signed in on the hosted pages.
-    const victim = new Browser(suite.server);
-    await throughThePage(setup, victim);
-    await expect(page.interaction(setup.app, victim, uid)).rejects.toMatchObject({ code: 'not_found' });
-    await expect(page.finishLogin(setup.app, victim, uid)).rejects.toMatchObject({ code: 'not_found' });
-    // With the uid's cookie forged onto the victim's session: the signature does not match.
-    const forged = new Browser(suite.server);
-    for (const [k, v] of victim.cookies) forged.cookies.set(k, v);
-    forged.cookies.set('_interaction', uid);
-    await expect(page.finishLogin(setup.app, forged, uid)).rejects.toMatchObject({ code: 'not_found' });
+    const attacker = new HostedBrowser(suite.server);
+    const stop = await firstStop(setup, attacker);
+    const uid = hostedUid(setup.app, stop.href);
+    // The victim is signed in on the hosted pages, and has consented to this client.
+    const victim = new HostedBrowser(suite.server);
+    await authorize(setup, victim);
+    const opened = await victim.get(stop.href);
+    expect(opened.status).toBe(400);
+    expect(opened.html).toContain('another browser');
+    expect(opened.location).toBeUndefined();
+    // Forged posts of the victim's browser (its own CSRF token) finish nothing either.
+    const csrf = hiddenFields((await victim.get(`/a/${setup.app.id}/account`)).html, `/a/${setup.app.id}/sign-out`).csrf!;
+    for (const action of ['continue', 'authorize']) {
+      const forged = await victim.post(`${signInPath(setup.app)}/${action}`, { csrf, interaction: uid, decision: 'allow' });
+      expect(forged.status, action).toBe(400);
+    }
+    // With the uid planted as the victim's interaction cookie: its signature does not match.
+    victim.cookies.set('_interaction', uid);
+    expect((await victim.get(stop.href)).status).toBe(400);
     // Nothing was recorded for the attacker's interaction: resuming it gets no code.
-    const resumed = await attacker.follow(`${issuerOf(setup.app)}/auth/${uid}`);
-    expect(resumed.location).not.toContain('code=');
+    const resumed = await attacker.get(`${issuerOf(setup.app)}/auth/${uid}`);
+    expect(resumed.location ?? '').not.toContain('code=');
   });
 
   it('redirect_uri must match exactly: a near miss is an error page, never a redirect', async () => {
     const setup = await hostedApp();
     for (const redirectUri of [`${WEB_CALLBACK}/`, `${WEB_CALLBACK}?next=1`, WEB_CALLBACK.toUpperCase()]) {
-      const { first } = await startAuthorization(suite.server, setup.config, { redirectUri, prompt: null, scope: 'openid' });
-      expect(first.location, redirectUri).toBe('');
-      expect(first.response.status, redirectUri).toBe(400);
+      const { url } = await authorizationUrl(setup, { redirect_uri: redirectUri });
+      const answer = await new HostedBrowser(suite.server).get(url);
+      expect(answer.status, redirectUri).toBe(400);
+      expect(answer.location, redirectUri).toBeUndefined();
     }
   });
 });

@@ -43,6 +43,18 @@ const en = {
   'error.access_denied': 'You cannot sign in to {app} with this account.',
   'error.email_invalid': 'Enter a valid email address.',
   'error.generic': 'We could not complete this step. Try again.',
+  'authorize.title': '{client} wants to use your {app} account',
+  'authorize.signed_in_as': 'Signed in as {email}',
+  'authorize.scopes': '{client} will be able to:',
+  'authorize.allow': 'Allow',
+  'authorize.deny': 'Deny',
+  'select_account.title': 'Choose an account',
+  'select_account.body': 'Which account do you want to use with {client}?',
+  'select_account.continue': 'Continue as {email}',
+  'select_account.another': 'Use another account',
+  'sign_in.step_up': '{client} asks you to confirm it is you with your second factor: sign in again.',
+  'error.interaction_invalid':
+    'This sign-in request has expired, was already used, or was started in another browser. Go back to the app and try again.',
   'footer.support': 'Need help?',
 } as const;
 
@@ -89,6 +101,18 @@ const fr: Record<MessageKey, string> = {
   'error.access_denied': 'Vous ne pouvez pas vous connecter à {app} avec ce compte.',
   'error.email_invalid': 'Saisissez une adresse e-mail valide.',
   'error.generic': 'Cette étape n’a pas pu aboutir. Réessayez.',
+  'authorize.title': '{client} veut utiliser votre compte {app}',
+  'authorize.signed_in_as': 'Connecté en tant que {email}',
+  'authorize.scopes': '{client} pourra :',
+  'authorize.allow': 'Autoriser',
+  'authorize.deny': 'Refuser',
+  'select_account.title': 'Choisir un compte',
+  'select_account.body': 'Quel compte voulez-vous utiliser avec {client} ?',
+  'select_account.continue': 'Continuer en tant que {email}',
+  'select_account.another': 'Utiliser un autre compte',
+  'sign_in.step_up': '{client} vous demande de confirmer votre identité avec votre second facteur : reconnectez-vous.',
+  'error.interaction_invalid':
+    'Cette demande de connexion a expiré, a déjà servi ou a été commencée dans un autre navigateur. Revenez à l’application et réessayez.',
   'footer.support': 'Besoin d’aide ?',
 };
 

@@ -4,6 +4,7 @@ import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { showAccount } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
+import { authorizeInteraction, continueInteraction } from './oauth2.ts';
 import { errorPage } from './pages.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
 import {
@@ -102,6 +103,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.get('/a/:applicationId/sign-in', open(showSignIn));
     pages.post('/a/:applicationId/sign-in', post(startSignIn));
     pages.get('/a/:applicationId/sign-in/wait', open(waitForLink));
+    // Under /sign-in: the provider's interaction cookie is scoped to that path.
+    pages.post('/a/:applicationId/sign-in/authorize', post(authorizeInteraction));
+    pages.post('/a/:applicationId/sign-in/continue', post(continueInteraction));
     pages.get('/a/:applicationId/magic-link', open(showMagicLink));
     pages.post('/a/:applicationId/magic-link', post(confirmMagicLink));
     pages.post('/a/:applicationId/mfa', post(verifySecondFactor));

@@ -80,6 +80,12 @@ async function boundInteraction(services: Services, application: Application, ui
 const stringParam = (value: unknown) => (typeof value === 'string' && value ? value : null);
 const words = (value: unknown) => (typeof value === 'string' ? value.split(' ').filter(Boolean) : []);
 
+/** When the interaction started: to the millisecond (the login policy records it), else its `iat`. */
+const startedAt = (interaction: Interaction) => {
+  const recorded = interaction.prompt.details?.started_at;
+  return typeof recorded === 'number' ? recorded : interaction.iat * 1000;
+};
+
 /**
  * Whether a browser session satisfies the interaction's login: the same account as the provider's session (when it
  * names one and the client did not ask to choose), not older than `max_age`, made after the interaction started when
@@ -91,8 +97,7 @@ export function sessionFit(interaction: Interaction, session: BrowserSession | u
   if (!session) return 'sign_in';
   const params = interaction.params;
   const prompts = words(params.prompt);
-  // The provider's `iat` is whole seconds: a sign-in in the second the interaction started counts as made during it.
-  const fresh = session.authTime.getTime() >= interaction.iat * 1000;
+  const fresh = session.authTime.getTime() >= startedAt(interaction);
   if (prompts.includes('login') && !fresh) return 'sign_in';
   const maxAge = params.max_age === undefined ? null : Number(params.max_age);
   if (maxAge !== null && Number.isFinite(maxAge) && Date.now() - session.authTime.getTime() > maxAge * 1000) return 'sign_in';
@@ -137,7 +142,7 @@ export async function interactionFor(
     acr_values: words(params.acr_values),
     ui_locales: words(params.ui_locales),
     required_aal: requestedAal(params.acr_values) === 2 ? 2 : 1,
-    started_at: new Date(interaction.iat * 1000),
+    started_at: new Date(startedAt(interaction)),
     expires_at: new Date(interaction.exp * 1000),
     session: sessionFit(interaction, session),
   };

@@ -257,8 +257,11 @@ function buildProvider(
   // once the answer is built and before it is sent. Lost to another request, the answer is `invalid_grant` instead.
   provider.use(async (ctx, next) => {
     await next();
-    if (ctx.oidc?.route === 'end_session_confirm' && ctx.status === 303 && ctx.oidc.params?.logout)
-      await endHostedSession(services, applicationId, ctx);
+    if (ctx.oidc?.route === 'end_session_confirm' && ctx.status === 303 && ctx.oidc.params?.logout) {
+      // The account signed out: the provider's session's, else the ID token hint's (the provider's session may be gone).
+      const account = ctx.oidc.session?.accountId ?? ctx.oidc.entities?.IdTokenHint?.payload?.sub;
+      await endHostedSession(services, application, ctx, typeof account === 'string' ? account : undefined);
+    }
     try {
       await writeRotation();
     } catch (error) {
@@ -308,28 +311,37 @@ function loginPolicy(services: Services, application: Application) {
         : Check.NO_NEED_TO_PROMPT;
     }),
   );
-  policy.add(
-    new Prompt(
-      { name: 'select_account', requestable: true },
-      new Check('select_account_prompt', 'account selection was requested', 'account_selection_required', (ctx) =>
-        ctx.oidc.promptPending('select_account') ? Check.REQUEST_PROMPT : Check.NO_NEED_TO_PROMPT,
-      ),
-    ),
-    1,
-  );
+  // When the interaction started, to the millisecond (its `iat` has whole seconds): a sign-in made since is fresh
+  // (`prompt=login`), one made before is not (oauth2.hosted.ts, `sessionFit`).
+  const started = () => ({ started_at: Date.now() });
+  if (login) {
+    const details = login.details;
+    login.details = async (ctx) => ({ ...(await details(ctx)), ...started() });
+  }
+  // Requestable: its check (`select_account_prompt`) asks while the login result has not answered it.
+  policy.add(new Prompt({ name: 'select_account', requestable: true }, started), 1);
   return policy;
 }
 
-/** RP-initiated logout signed the browser out of the provider: its hosted session ends too (revoked, cookie cleared). */
+/**
+ * RP-initiated logout signed `account` out of the provider: the browser's hosted session ends too (revoked, cookie
+ * cleared) when it is that account's. Another account's is left alone: the provider also logs its session out when
+ * the browser signs in as someone else (the previous account's session ends, then the new login resumes), and the
+ * hosted session then is already the new account's.
+ */
 async function endHostedSession(
   services: Services,
-  applicationId: string,
+  application: Application,
   ctx: { get(field: string): string; append(field: string, value: string): void },
+  account: string | undefined,
 ) {
-  const token = browserTokenFrom(ctx.get('cookie'), applicationId);
+  const token = browserTokenFrom(ctx.get('cookie'), application.id);
   if (!token) return;
-  await endBrowserSession(services.orm.em.fork(), applicationId, token);
-  ctx.append('set-cookie', clearedBrowserSessionCookie(applicationId, services.baseUrl));
+  const em = services.orm.em.fork();
+  const session = await findBrowserSession(em, application, token);
+  if (session && account !== undefined && session.userId !== account) return;
+  await endBrowserSession(em, application.id, token);
+  ctx.append('set-cookie', clearedBrowserSessionCookie(application.id, services.baseUrl));
 }
 
 async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {
