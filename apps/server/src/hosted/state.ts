@@ -50,7 +50,9 @@ export function csrfToken(services: Services, request: FastifyRequest, reply: Fa
  */
 export function csrfValid(services: Services, request: FastifyRequest, applicationId: string, sent: unknown): boolean {
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(services.baseUrl).origin) return false;
+  // `null`: the pages' `referrer-policy: no-referrer` makes browsers send `Origin: null` on their form posts; the
+  // token still decides.
+  if (origin !== undefined && origin !== 'null' && origin !== new URL(services.baseUrl).origin) return false;
   const id = request.cookies[CSRF_COOKIE];
   if (!id || !CSRF_ID.test(id) || typeof sent !== 'string') return false;
   return constantTimeEqual(csrfMac(services, id, applicationId), sent);
