@@ -405,6 +405,10 @@ describe('the OpenID provider with the hosted sign-in page', () => {
 
     const confirm = await browser.get(end(SIGNED_OUT));
     expect(confirm.status).toBe(200);
+    // The provider's own page: the application's name, nothing loaded from elsewhere, no framing.
+    expect(confirm.html).toContain('Sign out of Test app?');
+    expect(confirm.html).not.toContain('googleapis');
+    expect(confirm.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.html)![1]!;
     const posted = await browser.post(`/oauth2/${setup.app.id}/session/end/confirm`, { xsrf, logout: 'yes' });
     expect(posted.status).toBe(303);
@@ -454,6 +458,8 @@ describe('the OpenID provider with the hosted sign-in page', () => {
       const answer = await new HostedBrowser(suite.server).get(url);
       expect(answer.status, redirectUri).toBe(400);
       expect(answer.location, redirectUri).toBeUndefined();
+      expect(answer.html).toContain('This sign-in cannot continue');
+      expect(answer.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     }
   });
 });

@@ -225,7 +225,23 @@ function buildProvider(
       introspection: { enabled: true },
       revocation: { enabled: true },
       userinfo: { enabled: true },
-      rpInitiatedLogout: { enabled: true },
+      rpInitiatedLogout: {
+        enabled: true,
+        // The provider's own pages, plain (the defaults load web fonts from a third party).
+        logoutSource(ctx, form) {
+          ctx.type = 'html';
+          ctx.body = providerPage(
+            'Sign out',
+            `<h1>Sign out of ${escapeHtml(displayName(application))}?</h1>${form}
+<button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+<button type="submit" form="op.logoutForm">No, stay signed in</button>`,
+          );
+        },
+        postLogoutSuccessSource(ctx) {
+          ctx.type = 'html';
+          ctx.body = providerPage('Signed out', `<h1>You are signed out of ${escapeHtml(displayName(application))}.</h1>`);
+        },
+      },
       registration: {
         enabled: settings.dynamic_registration,
         idFactory: () => newId(),
@@ -256,6 +272,10 @@ function buildProvider(
   // A refresh's rotation is written with the tokens it issues (oauth2.adapter.ts, `RequestScope`): at the latest here,
   // once the answer is built and before it is sent. Lost to another request, the answer is `invalid_grant` instead.
   provider.use(async (ctx, next) => {
+    // The provider's pages (logout, errors, form posts) cannot be framed and load nothing from elsewhere; the script of
+    // its auto-submitted forms is allowed by hash (oidc-provider adds it to script-src).
+    ctx.set('content-security-policy', PROVIDER_CSP);
+    ctx.set('x-frame-options', 'DENY');
     await next();
     if (ctx.oidc?.route === 'end_session_confirm' && ctx.status === 303 && ctx.oidc.params?.logout) {
       // The account signed out: the provider's session's, else the ID token hint's (the provider's session may be gone).
@@ -363,10 +383,24 @@ function withQuery(base: string, key: string, value: string): string {
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
 
-const errorPage = (error: string, description?: string) => `<!doctype html>
+const PROVIDER_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' https:; frame-ancestors 'none'; base-uri 'none'";
+
+const displayName = (application: Application) => settingsOf(application).branding.display_name ?? application.name;
+
+/** A page of the provider's own (`body` is markup built with every value escaped). */
+const providerPage = (title: string, body: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Sign-in error</title></head>
-<body><main><h1>This sign-in cannot continue</h1><p><code>${escapeHtml(error)}</code>${description ? ` — ${escapeHtml(description)}` : ''}</p></main></body></html>`;
+<meta name="robots" content="noindex"><title>${escapeHtml(title)}</title>
+<style>body{font-family:system-ui,sans-serif;display:grid;place-items:center;min-height:100vh;margin:0}
+main{max-width:26rem;padding:2rem}button{display:block;width:100%;margin-top:.75rem;padding:.6rem;font:inherit}</style></head>
+<body><main>${body}</main></body></html>`;
+
+const errorPage = (error: string, description?: string) =>
+  providerPage(
+    'Sign-in error',
+    `<h1>This sign-in cannot continue</h1><p><code>${escapeHtml(error)}</code>${description ? ` — ${escapeHtml(description)}` : ''}</p>`,
+  );
 
 /** The form field that presents an artifact, by endpoint (and grant type at the token endpoint). */
 const presentedField = (path: string, form: URLSearchParams): string | undefined => {
