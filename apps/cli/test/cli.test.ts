@@ -909,6 +909,94 @@ describe('gatehouse CLI against a real server', () => {
     }
   });
 
+  it('apps branding show, set (only the given fields), logo upload and remove; apps sign-in-url', async () => {
+    const DEFAULT = { display_name: null, logo_url: null, primary_color: null, theme: 'auto', support_email: null };
+    expect(await json(['apps', 'branding', 'show'])).toEqual(DEFAULT);
+    const set = await json([
+      'apps',
+      'branding',
+      'set',
+      '--display-name',
+      'Shop',
+      '--primary-color',
+      '#4F46E5',
+      '--theme',
+      'dark',
+    ]);
+    expect(set).toEqual({ ...DEFAULT, display_name: 'Shop', primary_color: '#4f46e5', theme: 'dark' });
+    // Only the given flags change; an empty value clears a field.
+    const more = await json(['apps', 'branding', 'set', '--support-email', 'help@example.com']);
+    expect(more).toEqual({ ...set, support_email: 'help@example.com' });
+    const cleared = await json(['apps', 'branding', 'set', '--display-name', '']);
+    expect(cleared).toEqual({ ...more, display_name: null });
+    const plain = await gatehouse(['apps', 'branding', 'show']);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toContain('primary_color\t#4f46e5\n');
+    expect(plain.stdout).toContain('theme\tdark\n');
+
+    const none = await gatehouse(['apps', 'branding', 'set']);
+    expect([none.code, none.stderr]).toEqual([2, expect.stringContaining('nothing to change')]);
+    expect((await gatehouse(['apps', 'branding', 'set', '--theme', 'blue'])).code).toBe(2);
+    const refused = await gatehouse(['apps', 'branding', 'set', '--primary-color', 'red']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error: validation_failed: .*settings\.branding\.primary_color/);
+    expect(await json(['apps', 'branding', 'show'])).toEqual(cleared);
+
+    // The logo: its type read from the file's bytes, whatever its name says.
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
+      'base64',
+    );
+    const gif = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+    await writeFile(join(tmp, 'logo.png'), png);
+    await writeFile(join(tmp, 'really-a-gif.png'), gif);
+    await writeFile(join(tmp, 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+    await writeFile(join(tmp, 'huge.png'), Buffer.concat([png.subarray(0, 8), Buffer.alloc(256 * 1024)]));
+    const logo = await json(['apps', 'branding', 'logo', join(tmp, 'logo.png')]);
+    expect(logo).toMatchObject({ application_id: app.id, content_type: 'image/png', size: png.length });
+    expect(logo.logo_url).toMatch(new RegExp(`^http://gatehouse\\.test/a/${app.id}/logo\\?v=[0-9a-f]{12}$`));
+    expect((await json(['apps', 'branding', 'show'])).logo_url).toBe(logo.logo_url);
+    const served = await fetch(`${url}/a/${app.id}/logo`);
+    expect([served.status, served.headers.get('content-type')]).toEqual([200, 'image/png']);
+    expect(Buffer.from(await served.arrayBuffer()).equals(png)).toBe(true);
+    const sniffed = await json(['apps', 'branding', 'logo', join(tmp, 'really-a-gif.png')]);
+    expect(sniffed.content_type).toBe('image/gif');
+    for (const [args, message] of [
+      [[join(tmp, 'logo.svg')], 'is not a PNG, JPEG, WebP or GIF image'],
+      [[join(tmp, 'huge.png')], 'at most 262144'],
+      [[join(tmp, 'missing.png')], 'cannot read'],
+      [[], 'pass the image file'],
+      [[join(tmp, 'logo.png'), '--remove'], 'not both'],
+    ] as const) {
+      const result = await gatehouse(['apps', 'branding', 'logo', ...args]);
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr).toContain(message);
+    }
+    expect((await json(['apps', 'branding', 'show'])).logo_url).toBe(sniffed.logo_url);
+    expect(await json(['apps', 'branding', 'logo', '--remove'])).toEqual({ id: app.id, deleted: true });
+    expect((await json(['apps', 'branding', 'show'])).logo_url).toBeNull();
+    const again = await gatehouse(['apps', 'branding', 'logo', '--remove']);
+    expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/^error: not_found: /)]);
+
+    // The hosted sign-in page: under the server's public base URL (not the address the CLI reaches it at) and at the
+    // root of each verified custom domain.
+    const signIn = `http://gatehouse.test/a/${app.id}/sign-in`;
+    expect(await json(['apps', 'sign-in-url'])).toEqual({ url: signIn, custom_domain_urls: [] });
+    const name = `signin-${randomBytes(4).toString('hex')}.gatehouse-test.dev`;
+    const pending = await json(['domains', 'add', name]);
+    await json(['domains', 'add', `other.${name}`]);
+    dns.zone[pending.dns_records.txt.name] = { txt: [pending.dns_records.txt.value] };
+    await json(['domains', 'verify', name]);
+    try {
+      const plainUrls = await gatehouse(['apps', 'sign-in-url']);
+      expect(plainUrls).toEqual({ code: 0, stdout: `${signIn}\nhttps://${name}/sign-in\n`, stderr: '' });
+      expect(await json(['apps', 'sign-in-url'])).toEqual({ url: signIn, custom_domain_urls: [`https://${name}/sign-in`] });
+    } finally {
+      await json(['domains', 'remove', name, '--yes']);
+      await json(['domains', 'remove', `other.${name}`, '--yes']);
+    }
+  });
+
   it('runs from the TypeScript sources with tsx (development)', async () => {
     const result = await gatehouse(['users', 'get', userId, '--json'], {}, 'source');
     expect(result.stderr).toBe('');

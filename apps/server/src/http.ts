@@ -34,6 +34,7 @@ import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerHostedPages } from './hosted/index.ts';
 import { hostedVerifyHtml } from './hosted-pages.ts';
+import { registerLogo } from './logo.ts';
 import { registerMetrics } from './metrics.ts';
 
 const ONE_MIB = 1024 * 1024;
@@ -213,6 +214,7 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
 
   await registerHostedPages(app, services);
   await registerSaml(app, services);
+  registerLogo(app, services);
   await registerOAuthRedirect(app, services);
   registerRest(app, services, restRoutes());
   return { app, services };

@@ -13,6 +13,8 @@ export const PROCEDURES = {
   'apiKeys.create': 'create',
   'apiKeys.list': 'query',
   'apiKeys.revoke': 'mutation',
+  'applications.branding.removeLogo': 'mutation',
+  'applications.branding.setLogo': 'create',
   'applications.create': 'create',
   'applications.delete': 'mutation',
   'applications.get': 'query',

@@ -6,6 +6,7 @@ import { applicationClient, operatorClient } from '../context.ts';
 import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
+import { registerBranding } from './branding.ts';
 
 const columns: Column<Application>[] = [
   { key: 'id', header: 'ID', value: (a) => a.id },
@@ -15,11 +16,17 @@ const columns: Column<Application>[] = [
   { key: 'created_at', header: 'CREATED', value: (a) => a.created_at },
 ];
 
-/** Applications are the operator's: these commands use the operator token, not a secret key. */
+/**
+ * Applications are the operator's: create, list and delete use the operator token; get, update, branding and
+ * sign-in-url act on the logged-in application with its secret key.
+ */
 export function registerApps(program: Command): void {
   const apps = program
     .command('apps')
-    .description('Create, list and delete applications (operator token: GATEHOUSE_OPERATOR_TOKEN or <data dir>/operator-token)');
+    .description(
+      'Create, list and delete applications (operator token: GATEHOUSE_OPERATOR_TOKEN or <data dir>/operator-token); ' +
+        'get, update, branding and sign-in-url act on the logged-in application (secret key)',
+    );
 
   apps
     .command('create')
@@ -143,4 +150,6 @@ export function registerApps(program: Command): void {
         (deleted) => ({ kind: 'message', text: `Deleted application ${deleted.id}` }),
       );
     });
+
+  registerBranding(apps);
 }

@@ -1,5 +1,6 @@
 import { browserAccessToken } from '@gatehouse/api';
 import { accountPage } from './pages.ts';
+import { accountPasskeys } from './passkeys.ts';
 import { currentSession, type Hosted, redirect, send, signedInApi } from './request.ts';
 
 /** The account page: who is signed in in this browser (the API's own `auth.me.get`, with the session's access token). */
@@ -7,6 +8,7 @@ export async function showAccount(h: Hosted) {
   const session = await currentSession(h);
   if (!session) return redirect(h, `${h.base}/sign-in`);
   const { access_token } = await browserAccessToken(h.services.orm.em.fork(), h.services, h.application, session);
-  const me = await signedInApi(h, access_token).auth.me.get();
-  return send(h, 200, accountPage(h, me));
+  const api = signedInApi(h, access_token);
+  const me = await api.auth.me.get();
+  return send(h, 200, accountPage(h, me, await accountPasskeys(h, api)));
 }

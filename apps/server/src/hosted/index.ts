@@ -6,6 +6,7 @@ import { showAccount } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { authorizeInteraction, continueInteraction } from './oauth2.ts';
 import { errorPage } from './pages.ts';
+import { registerPasskeyRoutes } from './passkeys.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
 import {
   acceptConsent,
@@ -50,7 +51,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
         },
       },
       frameguard: { action: 'deny' },
-      referrerPolicy: { policy: 'no-referrer' },
+      // Not no-referrer: under it browsers send `Origin: null` with a form post, which csrfValid refuses. same-origin
+      // sends no referrer to other sites (the magic link's token stays here) and the real Origin with our own posts.
+      referrerPolicy: { policy: 'same-origin' },
     });
     // Every page of `/a/{id}/…` is also at the root of the applications' verified custom domains (the application is
     // then the host's: request.ts).
@@ -112,5 +115,6 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
+    registerPasskeyRoutes(pages, { post });
   });
 }

@@ -1,6 +1,7 @@
 import type { MessageKey } from './catalog.ts';
 import { type Html, html } from './html.ts';
 import { page } from './page.ts';
+import { passkeySecondFactor, passkeySignIn } from './passkeys-ui.ts';
 import type { Hosted } from './request.ts';
 
 /**
@@ -27,7 +28,8 @@ ${csrfField(h)}
 <label for="email">${t('sign_in.email')}</label>
 <input id="email" name="email" type="email" autocomplete="username webauthn" required value="${options.email ?? ''}"${options.email ? '' : html` autofocus`}>
 <button type="submit">${t('sign_in.continue')}</button>
-</form>`,
+</form>
+${passkeySignIn(h)}`,
   );
 }
 
@@ -84,6 +86,7 @@ ${csrfField(h)}
     t('mfa.title'),
     html`${alert(h, options.error)}
 ${hasTotp ? form('totp', 'mfa.totp', 'one-time-code') : ''}
+${passkeySecondFactor(h, options.pending_token, options.methods)}
 ${options.methods.includes('backup_code') ? html`<details${method === 'backup_code' || !hasTotp ? html` open` : ''}><summary>${t('mfa.use_backup_code')}</summary>${form('backup_code', 'mfa.backup_code', 'off')}</details>` : ''}`,
   );
 }
@@ -108,12 +111,13 @@ ${csrfField(h)}
   );
 }
 
-export function accountPage(h: Hosted, me: { primary_email: string | null }): string {
+export function accountPage(h: Hosted, me: { primary_email: string | null }, sections: Html | string = ''): string {
   const { t } = h.frame;
   return page(
     h.frame,
     t('account.title'),
     html`<p>${t('account.signed_in_as', { email: me.primary_email ?? '' })}</p>
+${sections}
 <form method="post" action="${h.base}/sign-out">
 ${csrfField(h)}
 <button type="submit" class="secondary">${t('sign_out.button')}</button>

@@ -50,9 +50,11 @@ export function csrfToken(services: Services, request: FastifyRequest, reply: Fa
  */
 export function csrfValid(services: Services, request: FastifyRequest, applicationId: string, sent: unknown): boolean {
   const origin = request.headers.origin;
-  // `null`: the pages' `referrer-policy: no-referrer` makes browsers send `Origin: null` on their form posts; the
-  // token still decides.
-  if (origin !== undefined && origin !== 'null' && origin !== new URL(services.baseUrl).origin) return false;
+  const base = new URL(services.baseUrl);
+  // The pages' own origin: the service's, or the custom domain's the browser posts to (its Host, with the base URL's
+  // scheme). A cross-site post names the attacker's origin, never the host it is sent to.
+  const own = origin === base.origin || origin === `${base.protocol}//${request.headers.host ?? ''}`;
+  if (origin !== undefined && !own) return false;
   const id = request.cookies[CSRF_COOKIE];
   if (!id || !CSRF_ID.test(id) || typeof sent !== 'string') return false;
   return constantTimeEqual(csrfMac(services, id, applicationId), sent);
@@ -97,4 +99,35 @@ export function writeFlow(services: Services, reply: FastifyReply, applicationId
 
 export function clearFlow(services: Services, reply: FastifyReply, applicationId: string) {
   reply.clearCookie(flowCookie(applicationId), cookieOptions(services, '/'));
+}
+
+/**
+ * A value bound to this browser: an HMAC of it under this browser's CSRF cookie and the application (undefined when
+ * the browser has no CSRF cookie). A passkey ceremony's state is handed out with its binding and accepted back only
+ * with it: a state taken from another browser does not verify here.
+ */
+export function bindToBrowser(
+  services: Services,
+  request: FastifyRequest,
+  applicationId: string,
+  purpose: string,
+  value: string,
+): string | undefined {
+  const id = request.cookies[CSRF_COOKIE];
+  if (!id || !CSRF_ID.test(id)) return undefined;
+  return createHmac('sha256', services.secretBox.deriveKey('hosted-binding'))
+    .update(`${purpose}:${applicationId}:${id}:${value}`)
+    .digest('base64url');
+}
+
+export function boundToBrowser(
+  services: Services,
+  request: FastifyRequest,
+  applicationId: string,
+  purpose: string,
+  value: string,
+  binding: unknown,
+): boolean {
+  const expected = bindToBrowser(services, request, applicationId, purpose, value);
+  return expected !== undefined && typeof binding === 'string' && constantTimeEqual(expected, binding);
 }

@@ -17,7 +17,8 @@ import { Migration20261125045533_billing_access_rules } from './Migration2026112
 import { Migration20261125060000_sign_in_hosts } from './Migration20261125060000_sign_in_hosts.ts';
 import { Migration20261125100000_oauth2_uid_partial } from './Migration20261125100000_oauth2_uid_partial.ts';
 import { Migration20261127040000_browser_sessions } from './Migration20261127040000_browser_sessions.ts';
-import { Migration20261127050000_session_amr } from './Migration20261127050000_session_amr.ts';
+import { Migration20261127050000_application_logos } from './Migration20261127050000_application_logos.ts';
+import { Migration20261127060000_session_amr } from './Migration20261127060000_session_amr.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
@@ -40,5 +41,6 @@ export const migrationsList = [
   { name: 'Migration20261125060000_sign_in_hosts', class: Migration20261125060000_sign_in_hosts },
   { name: 'Migration20261125100000_oauth2_uid_partial', class: Migration20261125100000_oauth2_uid_partial },
   { name: 'Migration20261127040000_browser_sessions', class: Migration20261127040000_browser_sessions },
-  { name: 'Migration20261127050000_session_amr', class: Migration20261127050000_session_amr },
+  { name: 'Migration20261127050000_application_logos', class: Migration20261127050000_application_logos },
+  { name: 'Migration20261127060000_session_amr', class: Migration20261127060000_session_amr },
 ];

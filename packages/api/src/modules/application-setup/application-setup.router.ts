@@ -1,4 +1,4 @@
-import { IdParamSchema } from '../../lib/schemas.ts';
+import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
@@ -8,6 +8,8 @@ import {
 } from '../applications/applications.schema.ts';
 import { getApplication, updateApplication } from '../applications/applications.service.ts';
 import { operatorProcedure } from '../applications/callers.ts';
+import { LogoSchema, PutLogoInputSchema } from '../applications/logo.schema.ts';
+import { deleteLogo, putLogo } from '../applications/logo.service.ts';
 import { EventPageSchema, ListEventsInputSchema } from '../events/events.schema.ts';
 import { listEvents } from '../events/events.service.ts';
 import { CreatedApplicationSchema } from './application-setup.schema.ts';
@@ -51,6 +53,38 @@ export const keyApplicationProcedures = {
     .input(UpdateApplicationInputSchema)
     .output(ApplicationSchema)
     .mutation(({ ctx, input }) => updateApplication(ctx, input)),
+  /** The logo we serve for the hosted pages (`settings.branding.logo_url` points at it). */
+  branding: {
+    setLogo: secretKeyProcedure('settings:write')
+      .meta({
+        idempotent: true,
+        openapi: {
+          method: 'PUT',
+          path: '/v1/applications/{id}/branding/logo',
+          tags,
+          summary: 'Upload the logo (PNG, JPEG, WebP or GIF, at most 256 KiB)',
+          description:
+            'Stores the image and sets settings.branding.logo_url to where it is served ({base}/a/{id}/logo?v=…). ' +
+            'The bytes must be the declared type (SVG is refused); 422 validation_failed at `data` otherwise.',
+        },
+      })
+      .input(PutLogoInputSchema)
+      .output(LogoSchema)
+      .mutation(({ ctx, input }) => putLogo(ctx, input)),
+    removeLogo: secretKeyProcedure('settings:write')
+      .meta({
+        openapi: {
+          method: 'DELETE',
+          path: '/v1/applications/{id}/branding/logo',
+          tags,
+          summary: 'Remove the logo (uploaded or linked)',
+          description: 'Sets settings.branding.logo_url to null; 404 when the application has no logo.',
+        },
+      })
+      .input(IdParamSchema)
+      .output(DeletedSchema)
+      .mutation(({ ctx, input }) => deleteLogo(ctx, input.id)),
+  },
 };
 
 /** The event log (`events`). */

@@ -1,5 +1,6 @@
 import { defineModule } from '../../lib/modules.ts';
 import { ApplicationEntity } from './application.entity.ts';
+import { ApplicationLogoEntity } from './application-logo.entity.ts';
 import { applicationProcedures } from './applications.router.ts';
 import { EditableTenantRowEntity, TenantRowEntity } from './tenant-row.entity.ts';
 
@@ -7,7 +8,7 @@ import { EditableTenantRowEntity, TenantRowEntity } from './tenant-row.entity.ts
 export const applicationsModule = defineModule({
   name: 'applications',
   // The abstract bases too: MikroORM discovers the entities that extend them through them.
-  entities: [ApplicationEntity, TenantRowEntity, EditableTenantRowEntity],
+  entities: [ApplicationEntity, ApplicationLogoEntity, TenantRowEntity, EditableTenantRowEntity],
   procedures: { applications: applicationProcedures },
   tag: {
     name: 'Applications',

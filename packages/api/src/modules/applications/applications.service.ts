@@ -3,6 +3,7 @@ import { AppError, notFound } from '../../errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
 import { type Application, ApplicationEntity } from './application.entity.ts';
+import { ApplicationLogoEntity } from './application-logo.entity.ts';
 import {
   type ApplicationRecord,
   type ApplicationSettings,
@@ -45,6 +46,15 @@ function checkLogoUrl(settings: ApplicationSettings, environment: string, curren
     ]);
   }
 }
+
+/** Where an application's uploaded logo is served (without its version). */
+export const logoPath = (applicationId: string) => `/a/${applicationId}/logo`;
+
+/** Whether `url` is the application's served logo (any version): a PATCH that keeps it keeps the stored bytes. */
+const isServedLogoUrl = (baseUrl: string, applicationId: string, url: string): boolean => {
+  const served = `${baseUrl}${logoPath(applicationId)}`;
+  return url === served || url.startsWith(`${served}?`);
+};
 
 /**
  * Marks that the application has had traffic (a user or a session was created), in the caller's transaction if any. The
@@ -186,6 +196,15 @@ export async function updateApplication(
   checkRedirects(settings, origins);
   checkLogoUrl(settings, app.environment, settingsOf(app).branding.logo_url);
   const changes = { name: input.name ?? app.name, allowedOrigins: origins, settings, updatedAt: new Date() };
-  await ctx.em.nativeUpdate(ApplicationEntity, { id: app.id }, changes);
+  const logoUrl = settings.branding.logo_url;
+  // A logo URL set elsewhere replaces the uploaded logo: its bytes go.
+  const dropsLogo =
+    logoUrl !== settingsOf(app).branding.logo_url && !(logoUrl && isServedLogoUrl(ctx.services.baseUrl, app.id, logoUrl));
+  if (dropsLogo) {
+    await ctx.em.transactional(async (em) => {
+      await em.nativeUpdate(ApplicationEntity, { id: app.id }, changes);
+      await em.nativeDelete(ApplicationLogoEntity, { application: app.id });
+    });
+  } else await ctx.em.nativeUpdate(ApplicationEntity, { id: app.id }, changes);
   return toApplicationRecord({ ...app, ...changes });
 }
