@@ -388,6 +388,20 @@ describe('the OpenID provider with the hosted sign-in page', () => {
     expect(callback instanceof URL && callback.searchParams.get('error')).toBe('access_denied');
   });
 
+  it('a consent page whose person is no longer signed in on this browser says to start again', async () => {
+    const setup = await hostedApp();
+    const browser = new HostedBrowser(suite.server);
+    await authorize(setup, browser);
+    const second = await secondClient(setup);
+    const consent = (await firstStop(second, browser)).href;
+    expect((await browser.get(consent)).html).toContain(`action="${signInPath(setup.app)}/authorize"`);
+    const session = await browserSession(setup.app, browser);
+    await ok(setup.app.rest('POST', `/v1/users/${session!.userId}/sessions/revoke`));
+    const gone = await browser.get(consent);
+    expect(gone.status).toBe(400);
+    expect(gone.html).not.toContain('/authorize"');
+  });
+
   it('RP-initiated logout ends the hosted browser session too; post_logout_redirect_uri must be registered exactly', async () => {
     const setup = await hostedApp();
     const browser = new HostedBrowser(suite.server);

@@ -26,7 +26,8 @@ export async function showInteraction(h: Hosted, uid: string, options: { another
   const locale = negotiateLocale(interaction.ui_locales.join(' '), h.request.headers['accept-language']);
   h.frame = { ...h.frame, locale, t: translator(locale) };
   if (interaction.prompt === 'consent') {
-    if (!session || session.userId !== interaction.account_id) return signInFor(h, interaction);
+    // The person who signed in for it is no longer this browser's (signed out, or another account since): start again.
+    if (!session || session.userId !== interaction.account_id) return interactionGone(h);
     return send(h, 200, authorizePage(h, interaction, await emailOf(h, session)));
   }
   if (session && interaction.session === 'satisfies' && !options.another) {
@@ -56,7 +57,7 @@ export async function authorizeInteraction(h: Hosted, form: Form) {
   if (form.decision !== 'allow') {
     return redirect(h, await denyHostedInteraction(h.services, h.application, uid, h.request.headers.cookie));
   }
-  if (!session || session.userId !== interaction.account_id) return signInFor(h, interaction);
+  if (!session || session.userId !== interaction.account_id) return interactionGone(h);
   // `openid` is not optional for an OpenID Connect client: it is what signing in is.
   const approved = interaction.scopes.map((s) => s.name).filter((name) => name === 'openid' || form[`scope:${name}`] === 'on');
   return redirect(h, await finishConsent(h.services, h.application, uid, h.request.headers.cookie, session, approved));
