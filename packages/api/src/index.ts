@@ -18,7 +18,8 @@ export { CORS_ALLOWED_HEADERS, ownOrigin, preflightAllowed } from './modules/app
 export { type StoredLogo, storedLogo } from './modules/applications/logo.service.ts';
 export { applicationIdForDomain } from './modules/domains/domains.service.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
-export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS } from './modules/oauth/oauth.providers.ts';
+export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS, type OAuthProviderName, providerLabel } from './modules/oauth/oauth.providers.ts';
+export { enabledOAuthProviders } from './modules/oauth/oauth.service.ts';
 export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
 export {
   denyHostedInteraction,
@@ -29,8 +30,9 @@ export {
   type SessionFit,
 } from './modules/oauth2/oauth2.hosted.ts';
 export { ACR_AAL1, ACR_AAL2, handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
+export { organizationsOfUser } from './modules/organizations/organizations.service.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
-export { acceptSamlResponse } from './modules/saml/sso.service.ts';
+export { acceptSamlResponse, hasSsoConnection } from './modules/saml/sso.service.ts';
 export {
   attachBrowserSession,
   type BrowserSession,

@@ -4,10 +4,11 @@ import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { showAccount } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
+import { registerFederatedRoutes } from './federated-routes.ts';
 import { authorizeInteraction, continueInteraction } from './oauth2.ts';
 import { errorPage } from './pages.ts';
 import { registerPasskeyRoutes } from './passkeys.ts';
-import { bareFrame, type Form, type Hosted, hostedRequest, send } from './request.ts';
+import { bareFrame, type Form, type Hosted, hostedRequest, type Routes, send } from './request.ts';
 import {
   acceptConsent,
   confirmMagicLink,
@@ -19,12 +20,6 @@ import {
   waitForLink,
 } from './sign-in.ts';
 import { csrfValid } from './state.ts';
-
-/** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */
-export interface Routes {
-  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-}
 
 /**
  * The hosted pages of every application (CONTRACT §9) under `/a/{application_id}/`: server-rendered HTML, forms that
@@ -115,6 +110,7 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/consent', post(acceptConsent));
     pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
-    registerPasskeyRoutes(pages, { post });
+    registerPasskeyRoutes(pages, { open, post });
+    registerFederatedRoutes(pages, { open, post });
   });
 }

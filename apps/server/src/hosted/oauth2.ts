@@ -8,6 +8,7 @@ import {
   interactionFor,
 } from '@gatehouse/api';
 import { negotiateLocale, translator } from './catalog.ts';
+import { federatedBlock } from './federated.ts';
 import { authorizePage, chooseAccountPage, errorPage, signInPage } from './pages.ts';
 import { currentSession, type Form, type Hosted, redirect, send, signedInApi } from './request.ts';
 
@@ -72,7 +73,7 @@ async function readInteraction(h: Hosted, uid: string, session: BrowserSession |
 }
 
 /** The sign-in form, its email prefilled from `login_hint`; a step-up says why the person signs in again. */
-const signInFor = (h: Hosted, interaction: HostedInteraction) =>
+const signInFor = async (h: Hosted, interaction: HostedInteraction) =>
   send(
     h,
     200,
@@ -80,6 +81,7 @@ const signInFor = (h: Hosted, interaction: HostedInteraction) =>
       email: interaction.login_hint ?? undefined,
       notice: interaction.session === 'second_factor' ? 'sign_in.step_up' : undefined,
       client: interaction.client.name,
+      below: await federatedBlock(h, 'sign_in'),
     }),
   );
 

@@ -15,7 +15,7 @@ const appName = (h: Hosted) => h.frame.branding.display_name ?? h.frame.appName;
 
 export function signInPage(
   h: Hosted,
-  options: { email?: string; error?: MessageKey; notice?: MessageKey; client?: string },
+  options: { email?: string; error?: MessageKey; notice?: MessageKey; client?: string; below?: Html },
 ): string {
   const { t } = h.frame;
   return page(
@@ -29,7 +29,8 @@ ${csrfField(h)}
 <input id="email" name="email" type="email" autocomplete="username webauthn" required value="${options.email ?? ''}"${options.email ? '' : html` autofocus`}>
 <button type="submit">${t('sign_in.continue')}</button>
 </form>
-${passkeySignIn(h)}`,
+${passkeySignIn(h)}
+${options.below}`,
   );
 }
 
@@ -118,6 +119,7 @@ export function accountPage(h: Hosted, me: { primary_email: string | null }, sec
     t('account.title'),
     html`<p>${t('account.signed_in_as', { email: me.primary_email ?? '' })}</p>
 ${sections}
+<p><a href="${h.base}/organization">${t('organization.link')}</a></p>
 <form method="post" action="${h.base}/sign-out">
 ${csrfField(h)}
 <button type="submit" class="secondary">${t('sign_out.button')}</button>

@@ -1,16 +1,22 @@
 import { browserAccessToken, errorBody } from '@gatehouse/api';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { errorPage, mfaPage, signInPage } from './pages.ts';
 import { passkeysOffered, passkeysSection, relyingPartyFits } from './passkeys-ui.ts';
-import { type Caller, currentSession, type Form, type Hosted, messageFor, redirect, send, signedInApi } from './request.ts';
+import {
+  type Caller,
+  currentSession,
+  type Form,
+  type Hosted,
+  messageFor,
+  type Routes,
+  redirect,
+  send,
+  signedInApi,
+} from './request.ts';
 import { proceed } from './sign-in.ts';
 import { bindToBrowser, boundToBrowser, readFlow } from './state.ts';
 
 type Handler = (h: Hosted, form: Form) => Promise<unknown>;
-/** index.ts's `Routes` (only `post` is used; declared here, as an import of index.ts would be a cycle). */
-interface PostRoutes {
-  post(handler: Handler): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-}
 
 /**
  * Passkeys on the hosted pages. Each ceremony has two routes: `…/options` (the script's fetch, CSRF-checked; it
@@ -18,7 +24,7 @@ interface PostRoutes {
  * submits with the credential, which checks the binding, calls the API's finish and continues as every factor does
  * (`proceed` for a sign-in or second factor; the account page for a new passkey). The API spends each state once.
  */
-export function registerPasskeyRoutes(pages: FastifyInstance, { post }: PostRoutes) {
+export function registerPasskeyRoutes(pages: FastifyInstance, { post }: Routes) {
   pages.post('/a/:applicationId/passkeys/sign-in/options', post(offered(signInOptions)));
   pages.post('/a/:applicationId/passkeys/sign-in', post(offered(signInFinish)));
   pages.post('/a/:applicationId/passkeys/mfa/options', post(fits(mfaOptions)));

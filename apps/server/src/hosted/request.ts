@@ -134,3 +134,9 @@ async function domainApplication(services: Services, host: string | undefined) {
   if (!host || host === new URL(services.baseUrl).host) return undefined;
   return applicationIdForDomain(services.orm.em.fork(), host);
 }
+
+/** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */
+export interface Routes {
+  open(handler: (h: Hosted) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  post(handler: (h: Hosted, form: Form) => Promise<unknown>): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}

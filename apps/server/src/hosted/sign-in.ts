@@ -1,4 +1,5 @@
 import { attachBrowserSession, endBrowserSession, errorBody } from '@gatehouse/api';
+import { federatedBlock, organizationRequested, rememberSignUpName, startSsoIfConnected } from './federated.ts';
 import { showInteraction } from './oauth2.ts';
 import {
   checkEmailPage,
@@ -22,19 +23,25 @@ export async function showSignIn(h: Hosted) {
   const query = h.request.query as Record<string, string | undefined>;
   const flow = readFlow(h.services, h.request, h.application.id);
   if (query.interaction && query.interaction !== flow.interaction) {
-    writeFlow(h.services, h.reply, h.application.id, { interaction: query.interaction });
+    const organization = (await organizationRequested(h, query)) ? 'select' : undefined;
+    writeFlow(h.services, h.reply, h.application.id, { interaction: query.interaction, organization });
   } else if (!query.interaction && (await currentSession(h))) {
-    return redirect(h, `${h.base}/account`);
+    return redirect(h, query.organization === 'select' ? `${h.base}/organization` : `${h.base}/account`);
+  } else if (!query.interaction && query.organization === 'select' && flow.organization !== 'select') {
+    writeFlow(h.services, h.reply, h.application.id, { organization: 'select' });
   }
   // The login (and consent) of the application's OpenID provider: oauth2.ts.
   if (query.interaction) return showInteraction(h, query.interaction, { another: query.another === '1' });
-  return send(h, 200, signInPage(h, { email: query.login_hint }));
+  return send(h, 200, signInPage(h, { email: query.login_hint, below: await federatedBlock(h, 'sign_in') }));
 }
 
 export async function startSignIn(h: Hosted, form: Form) {
   const email = (form.email ?? '').trim();
   const flow = readFlow(h.services, h.request, h.application.id);
   try {
+    // Identifier first: an email whose domain has an SSO connection goes to that IdP.
+    const sso = await startSsoIfConnected(h, email, { interaction: flow.interaction, organization: flow.organization });
+    if (sso) return redirect(h, sso);
     const started = await h.api.auth.magicLink.start({
       email,
       // The link opens on the service's own host (also from a custom domain: that tab then collects the sign-in).
@@ -42,6 +49,7 @@ export async function startSignIn(h: Hosted, form: Form) {
     });
     writeFlow(h.services, h.reply, h.application.id, {
       interaction: flow.interaction,
+      organization: flow.organization,
       verification_id: started.verification_id,
       poll_secret: started.poll_secret ?? undefined,
       email,
@@ -49,7 +57,7 @@ export async function startSignIn(h: Hosted, form: Form) {
     return redirect(h, `${h.base}/sign-in/wait`);
   } catch (error) {
     const { status, key } = messageFor(error, 'error.email_invalid');
-    return send(h, status, signInPage(h, { email, error: key }));
+    return send(h, status, signInPage(h, { email, error: key, below: await federatedBlock(h, 'sign_in') }));
   }
 }
 
@@ -149,11 +157,17 @@ export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
   const token = await attachBrowserSession(h.services.orm.em.fork(), h.application.id, result.tokens.refresh_token, previous);
   if (!token) return send(h, 401, errorPage(h.frame, h.request.id, 'error.generic', `${h.base}/sign-in`));
   setBrowserToken(h.services, h.reply, h.application.id, token);
+  await rememberSignUpName(h, flow, result);
   return continueSignedIn(h, flow);
 }
 
 /** Signed in: back to the OAuth client that asked (its interaction), else the account page. */
 export function continueSignedIn(h: Hosted, flow: Flow) {
+  // The organization picker first, when the sign-in asked for one (it continues here without it).
+  if (flow.organization === 'select') {
+    writeFlow(h.services, h.reply, h.application.id, { interaction: flow.interaction, organization: 'select' });
+    return redirect(h, `${h.base}/organization`);
+  }
   if (flow.interaction) {
     writeFlow(h.services, h.reply, h.application.id, { interaction: flow.interaction });
     return redirect(h, `${h.base}/sign-in?interaction=${encodeURIComponent(flow.interaction)}`);

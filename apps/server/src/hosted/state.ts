@@ -19,6 +19,15 @@ export interface Flow {
   verification_id?: string;
   poll_secret?: string;
   email?: string;
+  /** An SSO hop this browser started: the secret in its redirect_uri (the code is spent only with it). */
+  sso_hop?: string;
+  /** A social sign-in this browser started: its provider and the SHA-256 of its state. */
+  oauth_provider?: string;
+  oauth_state_hash?: string;
+  /** The name typed on the sign-up page, stored in the new account's profile once signed in. */
+  name?: string;
+  /** The organization picker comes before continuing (`organization=select`, or the client's `organization` scope). */
+  organization?: 'select';
 }
 
 const secure = (services: Services) => services.baseUrl.startsWith('https:');

@@ -19,6 +19,7 @@ import { Migration20261125100000_oauth2_uid_partial } from './Migration202611251
 import { Migration20261127040000_browser_sessions } from './Migration20261127040000_browser_sessions.ts';
 import { Migration20261127050000_application_logos } from './Migration20261127050000_application_logos.ts';
 import { Migration20261127060000_session_amr } from './Migration20261127060000_session_amr.ts';
+import { Migration20261127061500_saml_code_redirect } from './Migration20261127061500_saml_code_redirect.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
@@ -43,4 +44,5 @@ export const migrationsList = [
   { name: 'Migration20261127040000_browser_sessions', class: Migration20261127040000_browser_sessions },
   { name: 'Migration20261127050000_application_logos', class: Migration20261127050000_application_logos },
   { name: 'Migration20261127060000_session_amr', class: Migration20261127060000_session_amr },
+  { name: 'Migration20261127061500_saml_code_redirect', class: Migration20261127061500_saml_code_redirect },
 ];

@@ -10,6 +10,27 @@ export const CORS_EXPOSED_HEADERS = 'x-request-id, retry-after, ratelimit-limit,
 export const ownOrigin = (services: Services): string => new URL(services.baseUrl).origin;
 
 /**
+ * A URL on the application's own hosted pages (`{base}/a/{id}/…`, no credentials in it): always a place the browser
+ * may be sent back to (a magic link, an SSO or social sign-in's return), whatever the allowed origins.
+ */
+export const isOwnHostedPage = (services: Services, applicationId: string, url: URL): boolean =>
+  url.origin === ownOrigin(services) && !url.username && !url.password && url.pathname.startsWith(`/a/${applicationId}/`);
+
+/**
+ * `isOwnHostedPage`, or a page at the root of one of the application's verified custom domains (where the same pages
+ * are served), with the service's scheme: where an SSO or social sign-in started on those pages returns.
+ */
+export async function isHostedPageOf(em: EntityManager, services: Services, applicationId: string, url: URL): Promise<boolean> {
+  if (isOwnHostedPage(services, applicationId, url)) return true;
+  if (url.username || url.password || url.protocol !== new URL(services.baseUrl).protocol) return false;
+  const rows = await em.execute<Array<{ id: string }>>(
+    `select id from custom_domains where application_id = ? and domain = ? and status = 'verified'`,
+    [applicationId, url.hostname],
+  );
+  return rows.length > 0;
+}
+
+/**
  * CORS for end-user routes, on the actual request: the `Origin` must be one of the resolved application's allowed
  * origins, compared exactly (scheme, host, port). A request without `Origin` is not a browser's and is not subject
  * to CORS. Allowed requests get the headers that let the browser read the answer.

@@ -11,6 +11,7 @@ import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { EndUserInStatementContext } from '../applications/callers.ts';
 import type { TenantContext } from '../applications/contexts.ts';
+import { isHostedPageOf } from '../applications/cors.ts';
 import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
 import type { SignedInContext } from '../sessions/contexts.ts';
 import {
@@ -78,9 +79,13 @@ async function start(
     [{ name: 'oauth_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
     ctx.response.headers,
   );
-  // SECURITY 10: the browser only ever returns to an allowed origin, compared exactly.
+  // SECURITY 10: the browser only ever returns to an allowed origin, compared exactly, or to the application's own
+  // hosted pages (their social sign-in buttons).
   const target = new URL(input.redirect_uri);
-  if (!application.allowedOrigins.includes(target.origin)) {
+  if (
+    !application.allowedOrigins.includes(target.origin) &&
+    !(await isHostedPageOf(ctx.em, ctx.services, application.id, target))
+  ) {
     throw new AppError('invalid_url', 'redirect_uri must be on one of the application\u2019s allowed origins', [
       { path: 'redirect_uri', message: 'origin not allowed' },
     ]);

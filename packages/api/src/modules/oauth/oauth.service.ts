@@ -1,5 +1,5 @@
 import type { Context } from '../../context.ts';
-import { preparedQuery } from '../../db/orm.ts';
+import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
@@ -46,6 +46,19 @@ export async function listOAuthProviders(ctx: TenantContext, id: string): Promis
   const rows = await ctx.em.find(OAuthProviderEntity, { application: application.id });
   const byName = new Map(rows.map((row) => [row.provider, row]));
   return OAUTH_PROVIDERS.map((provider) => toRecord(provider, byName.get(provider)));
+}
+
+/**
+ * The providers a person may sign in with on the application's hosted pages (enabled ones, in the catalog's order):
+ * a button each. Nothing secret is read.
+ */
+export async function enabledOAuthProviders(em: EntityManager, applicationId: string): Promise<OAuthProviderName[]> {
+  const rows = await em.execute<Array<{ provider: string }>>(
+    'select provider from oauth_providers where application_id = ? and enabled',
+    [applicationId],
+  );
+  const enabled = new Set(rows.map((row) => row.provider));
+  return OAUTH_PROVIDERS.filter((provider) => enabled.has(provider));
 }
 
 const invalid = (path: string, message: string) => new AppError('validation_failed', message, [{ path, message }]);

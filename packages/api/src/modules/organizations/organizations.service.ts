@@ -14,6 +14,23 @@ import { type Organization, OrganizationEntity } from './organization.entity.ts'
 import { runMemberAddChecks, subscriptionSummaries } from './organizations.hooks.ts';
 import type { MemberRecord, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
 
+/**
+ * The organizations a user of the application belongs to, by name, with their role (the hosted pages' organization
+ * picker lists them; `auth.session.switchOrganization` checks the membership again when one is chosen).
+ */
+export async function organizationsOfUser(
+  em: EntityManager,
+  applicationId: string,
+  userId: string,
+): Promise<Array<{ id: string; name: string; role: string }>> {
+  return em.execute<Array<{ id: string; name: string; role: string }>>(
+    `select o.id, o.name, m.role from organization_members m
+       join organizations o on o.id = m.organization_id and o.application_id = m.application_id
+      where m.application_id = ? and m.user_id = ? order by o.name, o.id`,
+    [applicationId, userId],
+  );
+}
+
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
 export function slugify(name: string): string {
   const slug = name

@@ -18,6 +18,8 @@ export const SamlCodeEntity = defineEntity({
     displayName: p.string().length(200).nullable(),
     /** Sign-in: the host named at the start (host access rules), carried to the session. */
     hostId: p.uuid().nullable(),
+    /** Where the ACS sent the code (`sso/complete` given a `redirect_uri` requires this one). */
+    redirectUri: p.string().length(2048).nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
   },

@@ -135,4 +135,11 @@ export const StartSsoInputSchema = z
 export const StartSsoOutputSchema = z
   .object({ redirect_url: text().meta({ description: "The IdP's sign-in page, carrying our AuthnRequest" }) })
   .meta({ id: 'SsoStarted' });
-export const CompleteSsoInputSchema = z.strictObject({ code: text().min(1).max(200) });
+export const CompleteSsoInputSchema = z.strictObject({
+  code: text().min(1).max(200),
+  redirect_uri: RedirectUrlSchema.optional().meta({
+    description:
+      'When sent, the code must have been issued for exactly this `redirect_uri` (as given to sso/start): a page that ' +
+      'puts a per-browser value in its redirect_uri binds the code to the browser that started',
+  }),
+});

@@ -8,6 +8,7 @@ import { isUuid, newId } from '../../lib/ids.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
+import { isHostedPageOf } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
 import { IdentityEntity } from '../users/identity.entity.ts';
@@ -36,6 +37,17 @@ const CODE_TTL_MS = 60_000;
 const usable = (c: SamlConnection | null): c is SamlConnection => !!c && c.enabled && !!c.idpCertificate;
 
 /**
+ * Whether an email's domain signs in through SAML: an enabled connection of the application, with an IdP
+ * certificate, names that domain (`email_domain`). The hosted sign-in page asks before it offers a magic link.
+ */
+export async function hasSsoConnection(em: EntityManager, applicationId: string, email: string): Promise<boolean> {
+  const domain = normalizeEmail(email).split('@').pop() ?? '';
+  if (!domain || !email.includes('@')) return false;
+  const connections = await em.find(SamlConnectionEntity, { application: applicationId, emailDomain: domain, enabled: true });
+  return connections.some(usable);
+}
+
+/**
  * `sso/start`: finds the connection (by id, or among enabled connections by the email's domain), stores the
  * AuthnRequest's ID with where to return, and answers the IdP URL carrying the request (HTTP-Redirect).
  */
@@ -48,7 +60,12 @@ export async function startSso(
     [{ name: 'sso_start', key: `${application.id}:${ctx.ip}`, points: 100, windowS: 300 }],
     ctx.response.headers,
   );
-  if (!application.allowedOrigins.includes(new URL(input.redirect_uri).origin)) {
+  // An allowed origin, or the application's own hosted pages (their sign-in form starts SSO too).
+  const target = new URL(input.redirect_uri);
+  if (
+    !application.allowedOrigins.includes(target.origin) &&
+    !(await isHostedPageOf(ctx.em, ctx.services, application.id, target))
+  ) {
     throw new AppError('invalid_url', 'redirect_uri must be on one of the application\u2019s allowed origins', [
       { path: 'redirect_uri', message: 'origin not allowed' },
     ]);
@@ -182,13 +199,13 @@ export async function acceptSamlResponse(
     const code = randomSecret('sso_');
     // The assertion ID enters the replay cache (a unique insert: of 20 concurrent posts one wins) and the code is stored
     // by one statement: the code exists only if the assertion was new.
-    const recordAssertion = async (em: EntityManager, hostId: string | null) => {
+    const recordAssertion = async (em: EntityManager, hostId: string | null, redirectUri: string) => {
       const stored = await em.execute<Array<{ id: string }>>(
         `with fresh as (
            insert into saml_assertions (id, connection_id, assertion_id, expires_at, created_at)
            values (?, ?, ?, ?, now()) on conflict do nothing returning id)
-         insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, host_id, expires_at, created_at)
-         select ?, ?, ?, ?, ?, ?, ?, ?, ?, now() from fresh returning id`,
+         insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, host_id, redirect_uri, expires_at, created_at)
+         select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now() from fresh returning id`,
         [
           newId(),
           connection.id,
@@ -202,6 +219,7 @@ export async function acceptSamlResponse(
           email,
           displayNameOf(assertion, connection.nameAttribute ?? null),
           hostId,
+          redirectUri,
           new Date(Date.now() + CODE_TTL_MS),
         ],
       );
@@ -219,14 +237,14 @@ export async function acceptSamlResponse(
           [inResponseTo, connection.id, application.id],
         );
         if (!rows[0]) throw new SamlRejection('InResponseTo names no live request of this connection');
-        await recordAssertion(em, rows[0].host_id);
+        await recordAssertion(em, rows[0].host_id, rows[0].redirect_uri);
         return rows[0].redirect_uri;
       });
     } else {
       const landing = idpInitiatedTarget(application, relayState);
       if (!landing) throw new SamlRejection('no allowed origin to land an IdP-initiated sign-in on');
       // An unsolicited response answers no start, so it names no host.
-      await recordAssertion(ctx.em, null);
+      await recordAssertion(ctx.em, null, landing);
       target = landing;
     }
     return { location: withParam(target, 'code', code) };
@@ -245,15 +263,20 @@ interface CodeRow {
   host_id: string | null;
 }
 
-/** `sso/complete`: spends the ACS's code (once, within a minute, by the database clock) and signs the person in. */
-export async function completeSso(ctx: TenantContext, input: { code: string }) {
+/**
+ * `sso/complete`: spends the ACS's code (once, within a minute, by the database clock) and signs the person in. With
+ * a `redirect_uri`, only a code the ACS sent there is spent (the hosted pages put a secret of the browser's flow
+ * cookie in theirs, so a code copied into another browser is refused there).
+ */
+export async function completeSso(ctx: TenantContext, input: { code: string; redirect_uri?: string }) {
   const application = ctx.application;
   return completeSignIn(ctx, application, async (em) => {
     const rows = await em.execute<CodeRow[]>(
       `update saml_codes set consumed_at = now()
         where code_hash = ? and application_id = ? and consumed_at is null and expires_at > now()
+          and (?::text is null or redirect_uri = ?)
         returning connection_id, name_id, email, display_name, host_id`,
-      [sha256(input.code), application.id],
+      [sha256(input.code), application.id, input.redirect_uri ?? null, input.redirect_uri ?? null],
     );
     const row = rows[0];
     if (!row) throw new AppError('invalid_verification', 'The sign-in code is invalid, expired or already used');

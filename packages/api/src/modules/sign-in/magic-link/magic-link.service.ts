@@ -7,6 +7,7 @@ import { newId } from '../../../lib/ids.ts';
 import type { Application } from '../../applications/application.entity.ts';
 import { settingsOf } from '../../applications/applications.service.ts';
 import type { TenantContext } from '../../applications/contexts.ts';
+import { isOwnHostedPage } from '../../applications/cors.ts';
 import { recordEvent } from '../../events/events.service.ts';
 import { sendTemplate } from '../../templates/templates.service.ts';
 import { UserEntity } from '../../users/user.entity.ts';
@@ -21,7 +22,7 @@ import { MagicLinkEntity } from './magic-link.entity.ts';
  */
 function linkFor(ctx: Context, application: Application, token: string, redirectUrl: string | undefined) {
   const target = redirectUrl ? new URL(redirectUrl) : undefined;
-  const ownPages = target?.origin === new URL(ctx.services.baseUrl).origin && target.pathname.startsWith(`/a/${application.id}/`);
+  const ownPages = !!target && isOwnHostedPage(ctx.services, application.id, target);
   if (target && !ownPages && !application.allowedOrigins.includes(target.origin)) {
     throw new AppError('invalid_url', 'redirect_url must be on one of the application\u2019s allowed origins', [
       { path: 'redirect_url', message: 'origin not allowed' },
