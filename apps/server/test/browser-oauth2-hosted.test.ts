@@ -115,6 +115,7 @@ describe.skipIf(!hasChromium)('the hosted sign-in page as the OpenID provider lo
     );
     await page.click('button[value=yes]');
     expect((await signedOut).searchParams.get('state')).toBe('bye');
+    await page.waitForURL((url) => url.href.startsWith(SIGNED_OUT));
     expect((await browser.context.cookies()).find((c) => c.name === cookie)).toBeUndefined();
     await page.goto(`http://gatehouse.test/a/${app.id}/account`);
     await page.waitForURL((url) => url.pathname === `/a/${app.id}/sign-in`);
