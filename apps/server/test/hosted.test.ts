@@ -141,7 +141,8 @@ describe('signing in with a magic link', () => {
     expect(started.location).toBe(`/a/${app.id}/sign-in/wait`);
     const waiting = await laptop.get(started.location!);
     expect(waiting.status).toBe(200);
-    expect(waiting.html).toContain('<meta http-equiv="refresh" content="3">');
+    expect(waiting.html).toContain('setTimeout(() => location.reload(), 3000);');
+    expect(waiting.html).toContain('<noscript><meta http-equiv="refresh" content="3"></noscript>');
     expect(waiting.html).toContain(email);
 
     const phone = new HostedBrowser(suite.server);

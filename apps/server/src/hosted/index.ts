@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import helmet from '@fastify/helmet';
 import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { showAccount } from './account.ts';
+import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { registerFederatedRoutes } from './federated-routes.ts';
 import { authorizeInteraction, continueInteraction } from './oauth2.ts';
@@ -108,8 +108,8 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.post('/a/:applicationId/magic-link', post(confirmMagicLink));
     pages.post('/a/:applicationId/mfa', post(verifySecondFactor));
     pages.post('/a/:applicationId/consent', post(acceptConsent));
-    pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
+    registerAccountRoutes(pages, { open, post });
     registerPasskeyRoutes(pages, { open, post });
     registerFederatedRoutes(pages, { open, post });
   });

@@ -1,4 +1,5 @@
 import { attachBrowserSession, endBrowserSession, errorBody } from '@gatehouse/api';
+import { enrolmentRequired, startTotpEnrolment } from './enrolment.ts';
 import { federatedBlock, organizationRequested, rememberSignUpName, startSsoIfConnected } from './federated.ts';
 import { showInteraction } from './oauth2.ts';
 import {
@@ -158,6 +159,8 @@ export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
   if (!token) return send(h, 401, errorPage(h.frame, h.request.id, 'error.generic', `${h.base}/sign-in`));
   setBrowserToken(h.services, h.reply, h.application.id, token);
   await rememberSignUpName(h, flow, result);
+  // A second factor the application requires and the person lacks: enrolled before anything else.
+  if (await enrolmentRequired(h, result.tokens.access_token)) return startTotpEnrolment(h, flow, result.tokens.access_token);
   return continueSignedIn(h, flow);
 }
 
