@@ -1133,6 +1133,11 @@ describe('gatehouse oauth2 clients and users grants', () => {
     expect(plain.stdout).not.toContain(client.client_secret);
     expect((await json(['oauth2', 'clients', 'show', client.id], env)).client_secret).toBeUndefined();
     expect(await json(['oauth2', 'clients', 'update', client.id, '--name', 'Renamed'], env)).toMatchObject({ name: 'Renamed' });
+    const signedOut = 'https://partner.example/signed-out';
+    expect(await json(['oauth2', 'clients', 'update', client.id, '--post-logout-redirect-uri', signedOut], env)).toMatchObject({
+      post_logout_redirect_uris: [signedOut],
+      redirect_uris: ['https://partner.example/cb'],
+    });
     const rotated = await json(['oauth2', 'clients', 'rotate-secret', client.id], env);
     expect(rotated.client_secret).not.toBe(client.client_secret);
     const bad = await gatehouse(

@@ -295,6 +295,9 @@ describe('backup codes', () => {
     const pending = await mfaRequired(suite, app, address, ['backup_code']);
     const signedIn = expectAal2(await verifyBackupCode(app, pending, codes[0]!));
     expect(signedIn.user.id).toBe(user.id);
+    // The session records its methods (RFC 8176): a magic link, then a one-time code.
+    const [opened] = await sql(suite.server, 'select amr from sessions where id = ?', [signedIn.tokens.session_id]);
+    expect(opened.amr).toEqual(['email', 'otp', 'mfa']);
     // Used once: the same code again fails, and consumes nothing (the pending token then takes another code, typed
     // loosely: upper case, a space for the hyphen).
     const again = await mfaRequired(suite, app, address, ['backup_code']);

@@ -2,9 +2,10 @@ import cookie from '@fastify/cookie';
 import helmet from '@fastify/helmet';
 import { describeError, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { showAccount } from './account.ts';
+import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { registerFederatedRoutes } from './federated-routes.ts';
+import { authorizeInteraction, continueInteraction } from './oauth2.ts';
 import { errorPage } from './pages.ts';
 import { registerPasskeyRoutes } from './passkeys.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, type Routes, send } from './request.ts';
@@ -100,12 +101,15 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.get('/a/:applicationId/sign-in', open(showSignIn));
     pages.post('/a/:applicationId/sign-in', post(startSignIn));
     pages.get('/a/:applicationId/sign-in/wait', open(waitForLink));
+    // Under /sign-in: the provider's interaction cookie is scoped to that path.
+    pages.post('/a/:applicationId/sign-in/authorize', post(authorizeInteraction));
+    pages.post('/a/:applicationId/sign-in/continue', post(continueInteraction));
     pages.get('/a/:applicationId/magic-link', open(showMagicLink));
     pages.post('/a/:applicationId/magic-link', post(confirmMagicLink));
     pages.post('/a/:applicationId/mfa', post(verifySecondFactor));
     pages.post('/a/:applicationId/consent', post(acceptConsent));
-    pages.get('/a/:applicationId/account', open(showAccount));
     pages.post('/a/:applicationId/sign-out', post(signOut));
+    registerAccountRoutes(pages, { open, post });
     registerPasskeyRoutes(pages, { open, post });
     registerFederatedRoutes(pages, { open, post });
   });

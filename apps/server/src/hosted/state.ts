@@ -19,6 +19,10 @@ export interface Flow {
   verification_id?: string;
   poll_secret?: string;
   email?: string;
+  /** The result of the last account action, shown once by the account page (a catalog key, `account.done.*`/`.failed.*`). */
+  flash?: string;
+  /** An authenticator app being enrolled: the seed is shown until a first code confirms it (account-totp.ts). */
+  totp?: { factor_id: string; secret: string; otpauth_uri: string };
   /** An SSO hop this browser started: the secret in its redirect_uri (the code is spent only with it). */
   sso_hop?: string;
   /** A social sign-in this browser started: its provider and the SHA-256 of its state. */

@@ -17,6 +17,7 @@ import {
   type PendingRef,
   releaseSecondFactorAttempt,
   reserveSecondFactorAttempt,
+  type SecondFactorKind,
   type SecondFactorSource,
   type Statement,
   secondFactorMethods,
@@ -255,6 +256,8 @@ export async function deleteFactor(ctx: SignedInContext, id: string) {
 
 /** How one kind of second factor checks an attempt. */
 export interface SecondFactor {
+  /** Which second factor this is (the session's `amr`). */
+  kind: SecondFactorKind;
   /** A query of the factor the attempt is checked against; it may refer to the pending user as `p.user_id`. */
   lookup: Statement;
   /**
@@ -297,6 +300,7 @@ export async function secondFactorAttempt(ctx: TenantContext, ref: PendingRef, f
     const result = await completeSignIn(ctx, application, async (em) => ({
       ...(await consumePendingToken(em, application, { id: reserved.pendingId }, 'mfa', gates)),
       aal: 2,
+      secondFactor: factor.kind,
     }));
     await ctx.services.rateLimits.refund(limits);
     return result;
@@ -325,6 +329,7 @@ export function verifyTotp(ctx: TenantContext, input: { pending_token: string; c
     ctx,
     { token: input.pending_token },
     {
+      kind: 'totp',
       lookup: confirmedFactorLookup(ctx.application.id, 'totp'),
       check: async (factor) => {
         const step = factor
@@ -342,6 +347,7 @@ export function verifyBackupCode(ctx: TenantContext, input: { pending_token: str
     ctx,
     { token: input.pending_token },
     {
+      kind: 'backup_code',
       lookup: confirmedFactorLookup(ctx.application.id, 'backup_code'),
       check: async (set) => {
         if (!set || !canonical) return null;
