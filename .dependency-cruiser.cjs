@@ -62,8 +62,9 @@ module.exports = {
       from: { path: LAYERS.features.map(folder) },
       to: {
         path: [...LAYERS['sign-in'], 'sessions'].map(folder),
-        // The signed-in caller (its procedure builder and context) is a credential, not the session machinery.
-        pathNot: '^packages/api/src/modules/sessions/(signed-in|contexts)[.]ts$',
+        // The signed-in caller (its procedure builder and context) and the hosted pages' browser session (which the
+        // OpenID provider's login policy reads) are credentials, not the session machinery.
+        pathNot: '^packages/api/src/modules/sessions/(signed-in|contexts|browser-sessions)[.]ts$',
       },
     },
     ...upward,

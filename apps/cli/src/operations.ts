@@ -8,6 +8,8 @@ export const OPERATION_COMMANDS: Record<string, string> = {
   'applications-get': 'apps get',
   'applications-update': 'apps update',
   'applications-delete': 'apps delete',
+  'applications-branding-setLogo': 'apps branding logo',
+  'applications-branding-removeLogo': 'apps branding logo',
   'apiKeys-create': 'api-keys create',
   'apiKeys-list': 'api-keys list',
   'apiKeys-revoke': 'api-keys revoke',

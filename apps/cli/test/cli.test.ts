@@ -39,11 +39,16 @@ let baseEnv: Record<string, string>;
 let firstMigration: Promise<Result>;
 
 /** Runs the CLI as a child process with exactly this environment (nothing inherited but PATH), never throwing. */
-function gatehouse(args: string[], env: Record<string, string | undefined> = {}, entry: 'bundle' | 'source' = 'bundle') {
+function gatehouse(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  entry: 'bundle' | 'source' = 'bundle',
+  timeout = 60_000,
+) {
   const argv = entry === 'bundle' ? [BIN, ...args] : [TSX, SOURCE, ...args];
   const merged = Object.fromEntries(Object.entries({ ...baseEnv, ...env }).filter(([, v]) => v !== undefined));
   return new Promise<Result>((resolve) => {
-    execFile(process.execPath, argv, { env: merged, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, argv, { env: merged, timeout }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
     });
   });
@@ -87,7 +92,8 @@ beforeAll(async () => {
   configFile = join(tmp, 'config', 'gatehouse', 'config.json');
   baseEnv = { PATH: process.env.PATH ?? '', HOME: tmp, CI: '1', GATEHOUSE_CONFIG: configFile };
   // The first `migrate` builds a new embedded database (seconds of CPU): run it beside the server's start-up.
-  firstMigration = gatehouse(['migrate', '--json'], { GATEHOUSE_DATA_DIR: join(tmp, 'migrate', 'data') });
+  // A new embedded database is seconds of CPU (initdb): on a busy two-core machine that took over a minute.
+  firstMigration = gatehouse(['migrate', '--json'], { GATEHOUSE_DATA_DIR: join(tmp, 'migrate', 'data') }, 'bundle', 240_000);
 
   const database = await openDatabase();
   closeDatabase = database.close;
@@ -1127,6 +1133,11 @@ describe('gatehouse oauth2 clients and users grants', () => {
     expect(plain.stdout).not.toContain(client.client_secret);
     expect((await json(['oauth2', 'clients', 'show', client.id], env)).client_secret).toBeUndefined();
     expect(await json(['oauth2', 'clients', 'update', client.id, '--name', 'Renamed'], env)).toMatchObject({ name: 'Renamed' });
+    const signedOut = 'https://partner.example/signed-out';
+    expect(await json(['oauth2', 'clients', 'update', client.id, '--post-logout-redirect-uri', signedOut], env)).toMatchObject({
+      post_logout_redirect_uris: [signedOut],
+      redirect_uris: ['https://partner.example/cb'],
+    });
     const rotated = await json(['oauth2', 'clients', 'rotate-secret', client.id], env);
     expect(rotated.client_secret).not.toBe(client.client_secret);
     const bad = await gatehouse(

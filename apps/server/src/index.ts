@@ -9,6 +9,7 @@ import {
   type Orm,
   pendingMigrations,
   runHousekeeping,
+  type Services,
   WebhookWorker,
   type WebhookWorkerOptions,
 } from '@gatehouse/api';
@@ -47,6 +48,8 @@ export interface GatehouseServerOptions {
   cnameTarget?: string;
   /** `GATEHOUSE_DNS_SERVERS`: resolvers (`ip` or `ip:port`) for outbound requests and domain verification. */
   dnsServers?: readonly string[];
+  /** The clock TOTP codes are judged by (default the system's): set only by tests that construct the server in-process. */
+  totpClock?: () => number;
 }
 
 /**
@@ -58,6 +61,8 @@ const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
 export interface GatehouseServer {
   app: FastifyInstance;
   orm: Orm;
+  /** The process's services (what the hosted pages call; in-process tests call them too). */
+  services: Services;
   /** One housekeeping run now (the process also runs one every 10 minutes). */
   housekeeping: () => ReturnType<typeof runHousekeeping>;
   /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
@@ -95,6 +100,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         cnameTarget: options.cnameTarget,
         dnsServers: options.dnsServers,
         oauth: options.oauth,
+        totpClock: options.totpClock,
       }),
     logLevel: options.logLevel ?? 'info',
     logStream: options.logStream,
@@ -112,6 +118,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
   return {
     app,
     orm,
+    services,
     housekeeping: () => runHousekeeping(services),
     close: async () => {
       clearInterval(housekeeping);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { HostedBrowser, type HostedPage, hiddenFields, signInOnHostedPages } from './helpers/hosted.ts';
 import { totpCode } from './helpers/mfa.ts';
-import { authorize, createClient, oauthApp, relyingParty } from './helpers/oauth2.ts';
+import { authorize, createClient, oauthApp, oidc, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
 import { sql, type TestApp } from './helpers/server.ts';
 import { signIn } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
@@ -418,13 +418,24 @@ describe("enrolment when the application requires a second factor (settings.mfa:
     const app = await suite.server.createApp({ settings: { mfa: 'required' } });
     const email = uniqueEmail('account-required-interaction');
     const browser = new HostedBrowser(suite.server);
-    const landed = await signInOnHostedPages(browser, suite.smtp, app, email, '?interaction=abc123');
+    // A client's authorization request, from this browser (an interaction belongs to the browser that started it).
+    const config = await relyingParty(suite.server, app, await createClient(app, { scopes: ['openid'] }));
+    const started = await browser.get(
+      oidc.buildAuthorizationUrl(config, {
+        redirect_uri: WEB_CALLBACK,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      }).href,
+    );
+    const uid = new URL(started.location ?? '').searchParams.get('interaction') ?? '';
+    const landed = await signInOnHostedPages(browser, suite.smtp, app, email, `?interaction=${uid}`);
     expect(landed.location).toBe(`/a/${app.id}/account/totp`);
     const enrolment = await browser.get(landed.location!);
     const secret = (/<code class="secret">([A-Z2-7 ]+)<\/code>/.exec(enrolment.html)?.[1] ?? '').replace(/ /g, '');
     const done = await browser.submit(enrolment, `/a/${app.id}/account/totp/confirm`, { code: totpCode(secret) });
     expect(done.status).toBe(303);
-    expect(done.location).toBe(`/a/${app.id}/sign-in?interaction=abc123`);
+    expect(done.location).toBe(`/a/${app.id}/sign-in?interaction=${uid}`);
     expect(await factorsOf(email)).toEqual([{ kind: 'totp', confirmed: true }]);
   });
 });

@@ -536,14 +536,17 @@ describe('the organization picker', () => {
     const config = await relyingParty(server, app, client);
     const email = uniqueEmail('oauth-orgs');
     await member(app, email, ['North', 'South']);
-    const uidFor = async (scope: string) => {
-      const { first } = await startAuthorization(server, config, { scope, prompt: null });
-      const location = new URL(first.location);
+    // The authorization request from the browser that then signs in (an interaction belongs to the browser that
+    // started it).
+    const uidFor = async (scope: string, browser: HostedBrowser) => {
+      const { url } = await startAuthorization(server, config, { scope, prompt: null });
+      const started = await browser.get(url.href);
+      const location = new URL(started.location ?? '', BASE);
       expect(`${location.origin}${location.pathname}`).toBe(`${BASE}/a/${app.id}/sign-in`);
       return location.searchParams.get('interaction') ?? '';
     };
     const browser = new HostedBrowser(server);
-    const askedUid = await uidFor('openid email organization');
+    const askedUid = await uidFor('openid email organization', browser);
     const asked = await signInOnHostedPages(browser, smtp, app, email, `?interaction=${askedUid}`);
     expect(asked.location).toBe(`/a/${app.id}/organization`);
     // The choice made, the sign-in goes on with the client's interaction.
@@ -551,8 +554,9 @@ describe('the organization picker', () => {
     const choice = hiddenFields(picker.html, `/a/${app.id}/organization`).organization_id ?? '';
     const chosen = await browser.submit(picker, `/a/${app.id}/organization`, { organization_id: choice });
     expect(chosen.location).toBe(`/a/${app.id}/sign-in?interaction=${askedUid}`);
-    const uid = await uidFor('openid email');
-    const notAsked = await signInOnHostedPages(new HostedBrowser(server), smtp, app, email, `?interaction=${uid}`);
+    const other = new HostedBrowser(server);
+    const uid = await uidFor('openid email', other);
+    const notAsked = await signInOnHostedPages(other, smtp, app, email, `?interaction=${uid}`);
     expect(notAsked.location).toBe(`/a/${app.id}/sign-in?interaction=${uid}`);
   });
 

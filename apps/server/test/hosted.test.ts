@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createUser, uniqueEmail } from './helpers/fixtures.ts';
 import { HostedBrowser, hiddenFields, signInOnHostedPages } from './helpers/hosted.ts';
 import { enrolTotp, mfaRequired, totpCode } from './helpers/mfa.ts';
+import { createClient, oauthApp, oidc, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
 import { ok, sql, type TestApp } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
@@ -216,7 +217,7 @@ describe('forged posts and planted cookies', () => {
   });
 
   it('session fixation: a planted session cookie is replaced at sign-in and its session ended', async () => {
-    const app = await suite.server.createApp();
+    const app = await oauthApp(suite.server, { login_url: null });
     const attackerEmail = uniqueEmail('hosted-fixer');
     const attacker = new HostedBrowser(suite.server);
     await signInOnHostedPages(attacker, suite.smtp, app, attackerEmail);
@@ -224,8 +225,16 @@ describe('forged posts and planted cookies', () => {
     const victim = new HostedBrowser(suite.server);
     victim.cookies.set(sessionCookie(app), planted);
     const victimEmail = uniqueEmail('hosted-victim');
-    // A browser with a session cookie signs in again from the sign-in page of an OAuth interaction; here directly.
-    const form = await victim.get(`/a/${app.id}/sign-in?interaction=x`);
+    // A browser with a session cookie signs in again: the sign-in page of an OpenID client's prompt=login.
+    const config = await relyingParty(suite.server, app, await createClient(app));
+    const authorization = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: WEB_CALLBACK,
+      scope: 'openid',
+      prompt: 'login',
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
+    });
+    const form = await victim.follow(await victim.get(authorization.href));
     await victim.submit(form, `/a/${app.id}/sign-in`, { email: victimEmail });
     const link = linkIn(await suite.smtp.next(victimEmail));
     await victim.submit(await victim.get(link.pathname + link.search), `/a/${app.id}/magic-link`);

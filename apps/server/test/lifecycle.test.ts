@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
+import { seedEmbeddedDatabase } from './helpers/processes.ts';
 
 /** The process as operators run it: the real entry point (or `npm start`), on the embedded database. */
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -31,6 +32,13 @@ afterAll(async () => {
 async function dataDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'gatehouse-lifecycle-'));
   dirs.push(dir);
+  return dir;
+}
+
+/** A data directory that already holds a migrated database (the first start on an empty one is main.test.ts's). */
+async function seededDataDir(): Promise<string> {
+  const dir = await dataDir();
+  await seedEmbeddedDatabase(dir);
   return dir;
 }
 
@@ -88,11 +96,11 @@ const processGone = (pid: number) => {
 
 const noStack = (text: string) => expect(text).not.toMatch(/^\s+at /m);
 
-// Real `npm start` and server processes on fresh embedded databases: a test may boot two (BOOT_MS each).
+// Real `npm start` and server processes on embedded databases: a test may boot two (BOOT_MS each).
 describe('process lifecycle', { timeout: 600_000 }, () => {
   it('SIGTERM to `npm start` stops the server within 10 s and frees the port (no orphan)', async () => {
     const port = await freePort();
-    const npm = run('npm', ['start', '--silent'], { PORT: String(port), GATEHOUSE_DATA_DIR: await dataDir() });
+    const npm = run('npm', ['start', '--silent'], { PORT: String(port), GATEHOUSE_DATA_DIR: await seededDataDir() });
     await ready(port, npm);
     // The server's pid, from its own JSON log lines: standard output carries nothing else.
     const lines = npm
@@ -113,7 +121,7 @@ describe('process lifecycle', { timeout: 600_000 }, () => {
   });
 
   it('a second server, or migrate, on the same embedded database is refused before it opens it; a dead holder is taken over', async () => {
-    const dir = await dataDir();
+    const dir = await seededDataDir();
     const port = await freePort();
     const first = serve({ PORT: String(port), GATEHOUSE_DATA_DIR: dir });
     await ready(port, first);

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
+import { seedEmbeddedDatabase } from './helpers/processes.ts';
 import { rawRequest, sql, startServer, type TestServer, until } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
@@ -83,7 +85,7 @@ describe('mail goes through a durable outbox', () => {
 });
 
 /** The real entry point, killed with SIGKILL while a mail waits; the next process sends it. */
-// Real server processes, each opening an embedded database (migrations included): more than the default 30 s when
+// Real server processes, each opening an embedded database: more than the default 30 s when
 // the suite's other files load the same two cores.
 describe('durable across kill -9', { timeout: 600_000 }, () => {
   const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -117,9 +119,13 @@ describe('durable across kill -9', { timeout: 600_000 }, () => {
 
   it('a magic link queued while SMTP is down is mailed by the next process after the first is killed', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-outbox-'));
-    const smtpPort = await freePort();
+    await seedEmbeddedDatabase(dataDir);
+    // SMTP is down: its port is held by a listener that hangs up at once, so every attempt fails and the mail stays
+    // queued. Held, not merely picked: a free port can meanwhile become some connection's ephemeral port (EADDRINUSE).
+    const down = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    const smtpPort = (down.address() as AddressInfo).port;
     const port = await freePort();
-    // Nothing listens on the SMTP port yet: every attempt fails and the mail stays queued.
     const first = await start(port, `smtp://127.0.0.1:${smtpPort}`);
     const url = `http://127.0.0.1:${port}`;
     const token = (await readFile(join(dataDir, 'operator-token'), 'utf8')).trim();
@@ -139,6 +145,7 @@ describe('durable across kill -9', { timeout: 600_000 }, () => {
     first.kill('SIGKILL');
     await killed;
 
+    await new Promise((resolve) => down.close(resolve));
     const smtp = await startSmtpSink({ port: smtpPort });
     servers.push(smtp);
     await start(port, smtp.url);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { startOfTotpStep, TOTP_STEP_MS } from './helpers/clock.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { expectAal2, mfaRequired, totpCode } from './helpers/mfa.ts';
 import { acrossServers, expectError, ok, sql, type TestApp, UUID } from './helpers/server.ts';
@@ -9,16 +10,9 @@ import { serverSuite } from './helpers/suite.ts';
 const suite = serverSuite();
 
 const UNKNOWN_ID = '01890000-0000-7000-8000-000000000000';
-const STEP_MS = 30_000;
-
-/**
- * Tests that compare steps must not straddle a step boundary (a code computed in one step and checked in the next
- * would be one step off): when less than 10 s of the current step remain, wait for the next one.
- */
-async function awayFromStepBoundary() {
-  const left = STEP_MS - (Date.now() % STEP_MS);
-  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
-}
+// Tests that compare steps must not straddle a step boundary (a code computed in one step and checked in the next
+// would be one step off): they start at the beginning of a step of the servers' TOTP clock (`startOfTotpStep`).
+const STEP_MS = TOTP_STEP_MS;
 
 /** As if the authenticators' last use were long ago (no step spent yet): SQL, as other tests move time. */
 const forgetUsedSteps = (userId: string) =>
@@ -126,7 +120,7 @@ describe('TOTP', () => {
     ])) as [{ n: number }];
     expect(Number(n)).toBe(0);
 
-    await awayFromStepBoundary();
+    startOfTotpStep();
     const done = expectAal2(await verifyTotp(app, pending, totpCode(enrolled.secret, STEP_MS)));
     expect(done.user.id).toBe(user.id);
     const [session] = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, done.tokens.access_token));
@@ -140,7 +134,7 @@ describe('TOTP', () => {
   it('a code is accepted once: the same code again, even within its step, is 401 assertion_failed', async () => {
     const app = await suite.server.createApp();
     const address = uniqueEmail('replay');
-    await awayFromStepBoundary();
+    startOfTotpStep();
     const { secret, user } = await withTotp(app, address);
     // The confirmation spent the current step: its code cannot sign in.
     const first = await mfaRequired(suite, app, address, ['totp']);
@@ -158,7 +152,7 @@ describe('TOTP', () => {
   it('±1 step is accepted, ±2 refused; a step older than the last accepted one is refused', async () => {
     const app = await suite.server.createApp();
     const address = uniqueEmail('drift');
-    await awayFromStepBoundary();
+    startOfTotpStep();
     const { secret, user } = await withTotp(app, address);
     // As if the confirmation were long ago: no step spent yet.
     await forgetUsedSteps(user.id);
@@ -180,7 +174,7 @@ describe('TOTP', () => {
       settings: { rate_limits: { magic_link_per_email: 100, magic_link_per_address: 1000, window_s: 900 } },
     });
     const address = uniqueEmail('race');
-    await awayFromStepBoundary();
+    startOfTotpStep();
     const { secret } = await withTotp(app, address);
     const pendings: string[] = [];
     for (let i = 0; i < 20; i++) pendings.push(await mfaRequired(suite, app, address, ['totp']));
@@ -201,7 +195,7 @@ describe('attempt limits', () => {
   it('5 wrong codes revoke the pending token: the 6th call and a right code afterwards are 401 invalid_pending_token', async () => {
     const app = await suite.server.createApp();
     const address = uniqueEmail('guess');
-    await awayFromStepBoundary();
+    startOfTotpStep();
     const { secret, user } = await withTotp(app, address);
     await forgetUsedSteps(user.id);
     const pending = await mfaRequired(suite, app, address, ['totp']);
@@ -301,6 +295,9 @@ describe('backup codes', () => {
     const pending = await mfaRequired(suite, app, address, ['backup_code']);
     const signedIn = expectAal2(await verifyBackupCode(app, pending, codes[0]!));
     expect(signedIn.user.id).toBe(user.id);
+    // The session records its methods (RFC 8176): a magic link, then a one-time code.
+    const [opened] = await sql(suite.server, 'select amr from sessions where id = ?', [signedIn.tokens.session_id]);
+    expect(opened.amr).toEqual(['email', 'otp', 'mfa']);
     // Used once: the same code again fails, and consumes nothing (the pending token then takes another code, typed
     // loosely: upper case, a space for the hyphen).
     const again = await mfaRequired(suite, app, address, ['backup_code']);

@@ -211,6 +211,9 @@ describe('sign-in with a real OpenID Connect server', () => {
       expect(result.user.id).toBe(userId);
       const me = await ok(endUser(app, 'GET', '/v1/auth/me', undefined, result.tokens.access_token));
       expect(me.id).toBe(userId);
+      // A federated sign-in (RFC 8176 `fed`), for a new user and a returning one alike.
+      const [session] = await sql(server, 'select amr from sessions where id = ?', [result.tokens.session_id]);
+      expect(session.amr, `round ${round}`).toEqual(['fed']);
       // The state is single use.
       expectError(await callback(app, 'oidc', { code, state }), 401, 'invalid_verification');
     }

@@ -36,6 +36,7 @@ describe('OAuth clients', () => {
       name: 'Partner',
       type: 'confidential',
       redirect_uris: [WEB_CALLBACK],
+      post_logout_redirect_uris: [],
       scopes: ['openid', 'read:docs'],
       logo_url: 'https://thirdparty.example.test/logo.png',
       dynamic: false,
@@ -54,6 +55,19 @@ describe('OAuth clients', () => {
       app.rest('PATCH', `/v1/oauth2/clients/${created.id}`, { name: 'Renamed', redirect_uris: [NATIVE_CALLBACK] }),
     );
     expect(patched).toMatchObject({ name: 'Renamed', redirect_uris: [NATIVE_CALLBACK], scopes: ['openid', 'read:docs'] });
+    // Where RP-initiated logout may return: URIs like redirect URIs (no fragment, https or loopback).
+    const loggedOut = 'https://thirdparty.example.test/signed-out';
+    expect(
+      await ok(app.rest('PATCH', `/v1/oauth2/clients/${created.id}`, { post_logout_redirect_uris: [loggedOut, loggedOut] })),
+    ).toMatchObject({ post_logout_redirect_uris: [loggedOut], redirect_uris: [NATIVE_CALLBACK] });
+    const bad = await app.rest('PATCH', `/v1/oauth2/clients/${created.id}`, {
+      post_logout_redirect_uris: ['http://thirdparty.example.test/out', `${loggedOut}#x`],
+    });
+    expectError(bad, 422, 'invalid_url');
+    expect(bad.body.error.details!.map((d) => d.path).sort()).toEqual([
+      'post_logout_redirect_uris.0',
+      'post_logout_redirect_uris.1',
+    ]);
     expect(await ok(app.rest('DELETE', `/v1/oauth2/clients/${created.id}`))).toEqual({ id: created.id, deleted: true });
     expectError(await app.rest('GET', `/v1/oauth2/clients/${created.id}`), 404, 'not_found');
   });

@@ -11,7 +11,6 @@ import {
   oidc,
   relyingParty,
   resourceTokens,
-  startAuthorization,
   storedTokens,
   WEB_CALLBACK,
 } from './helpers/oauth2.ts';
@@ -58,27 +57,6 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     expect(forged.body.token_endpoint).toBe(`${issuerOf(app)}/token`);
   });
 
-  it('without settings.oauth2.login_url the provider sends the browser to the hosted interaction page', async () => {
-    const app = await oauthApp(suite.server, { login_url: null });
-    const client = await createClient(app);
-    const config = await relyingParty(suite.server, app, client);
-    const { first } = await startAuthorization(suite.server, config, { scope: 'openid' });
-    // The browser followed the provider's redirect to the page (under the issuer's path) and stopped there.
-    const hosted = new URL(first.response.url);
-    expect(hosted.pathname.startsWith(`/oauth2/${app.id}/interaction/`)).toBe(true);
-    const page = first.response;
-    expect(page.status).toBe(200);
-    expect(page.headers.get('content-type')).toContain('text/html');
-    expect(page.headers.get('cache-control')).toBe('no-store');
-    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
-    const html = await page.text();
-    expect(html).toContain('/v1/oauth2/interactions/');
-    // The interaction it names is live: the page's first call answers the client and the scopes.
-    const uid = hosted.pathname.split('/').pop()!;
-    const interaction = await ok(endUser(app, 'GET', `/v1/oauth2/interactions/${uid}`));
-    expect(interaction.scopes).toEqual([{ name: 'openid', description: expect.any(String) }]);
-  });
-
   it('an unknown application has no provider (404)', async () => {
     const res = await rawRequest(
       suite.server.url,
@@ -107,6 +85,11 @@ describe('OAuth 2.1 / OpenID Connect provider: the third-party flow', () => {
     expect(claims.aud).toBe(client.id);
     // Scope claims go to userinfo when an access token is issued (OIDC Core 5.4): the ID token identifies.
     expect(claims.email).toBeUndefined();
+    // The Gatehouse session that completed the interaction: a magic link at aal 1, and when it signed in.
+    expect(claims.acr).toBe('urn:gatehouse:aal1');
+    expect(claims.amr).toEqual(['email']);
+    const session = await ok(endUser(app, 'GET', '/v1/auth/session', undefined, flow.accessToken));
+    expect(claims.auth_time).toBe(Math.floor(Date.parse(session.created_at) / 1000));
 
     // The ID token verifies against the application's JWKS with jose (EdDSA only).
     const jwks = createRemoteJWKSet(new URL(`${suite.server.url}/v1/applications/${app.id}/jwks.json`));

@@ -278,6 +278,9 @@ describe('passkey sign-in (first factor)', () => {
     expect(decodeJwt(done.tokens.access_token).sub).toBe(user.id);
     const [session] = await ok(endUser(app, 'GET', '/v1/auth/sessions', undefined, done.tokens.access_token));
     expect(session.aal).toBe(2);
+    // Its methods (RFC 8176): proof of possession of a key, the person verified by the authenticator.
+    const [opened] = await sql(suite.server, 'select amr from sessions where id = ?', [done.tokens.session_id]);
+    expect(opened.amr).toEqual(['pop', 'user', 'mfa']);
 
     const [listed] = await ok(listPasskeys(app, done.tokens.access_token));
     expect(listed.id).toBe(passkey.id);
@@ -542,6 +545,8 @@ describe('passkey as second factor (S5)', () => {
       await mfaFinish(app, { credential: await authenticator.get(started.options, ORIGIN), state: started.state }),
     );
     expect(done.user.id).toBe(user.id);
+    const [opened] = await sql(suite.server, 'select amr from sessions where id = ?', [done.tokens.session_id]);
+    expect(opened.amr).toEqual(['email', 'pop', 'user', 'mfa']);
     // The pending token is spent.
     expectError(await mfaStart(app, pending), 401, 'invalid_pending_token');
     expectError(await mfaStart(app, 'pt_unknown'), 401, 'invalid_pending_token');

@@ -32,6 +32,8 @@ describe('SAML sign-in with a real IdP', () => {
       expect(result.user.primary_email).toBe(email);
       expect(result.user.email_verified).toBe(true);
       expect(result.tokens.access_token).toBeTruthy();
+      const [session] = await sql(suite.server, 'select amr from sessions where id = ?', [result.tokens.session_id]);
+      expect(session.amr).toEqual(['fed']);
       // The code is single use.
       expectError(await complete(app, acs.code!), 401, 'invalid_verification', `round ${round}`);
     }

@@ -32,6 +32,11 @@ export interface Services {
   /** `GATEHOUSE_DNS_SERVERS`: the resolvers of outbound requests and domain verification; unset: the system's. */
   dnsServers: readonly string[] | undefined;
   oauth: OAuthConfig;
+  /**
+   * The time TOTP codes are judged at (ms since the epoch): the system clock. A test that constructs the server
+   * in-process may pass one shifted to the start of a step, so its codes never straddle a step boundary.
+   */
+  totpClock: () => number;
   /** The registries the modules fill (merge steps, sign-in checks, …), composed once from the module list. */
   hooks: Hooks;
 }
@@ -95,6 +100,7 @@ export interface ServicesOptions {
   cnameTarget?: string;
   dnsServers?: readonly string[];
   oauth?: Partial<Omit<OAuthConfig, 'dnsServers'>>;
+  totpClock?: () => number;
   hooks: Hooks;
 }
 
@@ -119,6 +125,7 @@ export function createServices(options: ServicesOptions): Services {
       allowInsecureIssuers: options.oauth?.allowInsecureIssuers === true,
       dnsServers: options.dnsServers,
     },
+    totpClock: options.totpClock ?? Date.now,
     hooks: options.hooks,
   };
 }

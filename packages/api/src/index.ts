@@ -21,7 +21,15 @@ export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS, type OAuthProviderName, providerLabel } from './modules/oauth/oauth.providers.ts';
 export { enabledOAuthProviders } from './modules/oauth/oauth.service.ts';
 export { relayRedirect } from './modules/oauth/oauth-flow.service.ts';
-export { handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
+export {
+  denyHostedInteraction,
+  finishConsent,
+  finishLogin,
+  type HostedInteraction,
+  interactionFor,
+  type SessionFit,
+} from './modules/oauth2/oauth2.hosted.ts';
+export { ACR_AAL1, ACR_AAL2, handleProviderRequest } from './modules/oauth2/oauth2.provider.ts';
 export { organizationsOfUser } from './modules/organizations/organizations.service.ts';
 export { samlMetadata } from './modules/saml/saml.service.ts';
 export { acceptSamlResponse, hasSsoConnection } from './modules/saml/sso.service.ts';
@@ -30,6 +38,8 @@ export {
   type BrowserSession,
   browserAccessToken,
   browserSessionCookie,
+  browserTokenFrom,
+  clearedBrowserSessionCookie,
   endBrowserSession,
   findBrowserSession,
 } from './modules/sessions/browser-sessions.ts';

@@ -23,6 +23,7 @@ const secretNote = (c: { client_secret: string | null }) =>
 interface ClientOptions {
   name?: string;
   redirectUri?: string[];
+  postLogoutRedirectUri?: string[];
   scope?: string[];
   logoUrl?: string;
 }
@@ -30,6 +31,7 @@ interface ClientOptions {
 const clientInput = (o: ClientOptions) => ({
   ...(o.name !== undefined ? { name: o.name } : {}),
   ...(o.redirectUri !== undefined ? { redirect_uris: splitList(o.redirectUri) } : {}),
+  ...(o.postLogoutRedirectUri !== undefined ? { post_logout_redirect_uris: splitList(o.postLogoutRedirectUri) } : {}),
   ...(o.scope !== undefined ? { scopes: splitList(o.scope) } : {}),
   ...(o.logoUrl !== undefined ? { logo_url: o.logoUrl === '' ? null : o.logoUrl } : {}),
 });
@@ -45,6 +47,7 @@ export function registerOAuth2(program: Command): void {
     .description('Register a client; a confidential one gets a secret, shown once')
     .requiredOption('--name <name>', 'the name users see on the consent page')
     .requiredOption('--redirect-uri <uri...>', 'exact redirect URIs: https, or http://127.0.0.1 for native apps')
+    .option('--post-logout-redirect-uri <uri...>', 'where sign-out (RP-initiated logout) may send the browser back, exactly')
     .option('--type <type>', 'public (PKCE only: SPAs, native apps, CLIs, agents) or confidential (a server)', 'confidential')
     .option('--scope <scope...>', 'scopes the client may ask for (default openid)')
     .option('--logo-url <url>', 'a logo for the consent page')
@@ -98,6 +101,7 @@ export function registerOAuth2(program: Command): void {
     .argument('<id>', 'client id')
     .option('--name <name>', 'new name')
     .option('--redirect-uri <uri...>', 'the new list of redirect URIs (replaces the old one)')
+    .option('--post-logout-redirect-uri <uri...>', 'the new list of logout redirect URIs (replaces the old one)')
     .option('--scope <scope...>', 'the new list of scopes (replaces the old one)')
     .option('--logo-url <url>', 'a logo URL ("" removes it)')
     .action(async (id: string, options: ClientOptions, command: Command) => {

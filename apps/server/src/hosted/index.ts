@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { registerFederatedRoutes } from './federated-routes.ts';
+import { authorizeInteraction, continueInteraction } from './oauth2.ts';
 import { errorPage } from './pages.ts';
 import { registerPasskeyRoutes } from './passkeys.ts';
 import { bareFrame, type Form, type Hosted, hostedRequest, type Routes, send } from './request.ts';
@@ -100,6 +101,9 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     pages.get('/a/:applicationId/sign-in', open(showSignIn));
     pages.post('/a/:applicationId/sign-in', post(startSignIn));
     pages.get('/a/:applicationId/sign-in/wait', open(waitForLink));
+    // Under /sign-in: the provider's interaction cookie is scoped to that path.
+    pages.post('/a/:applicationId/sign-in/authorize', post(authorizeInteraction));
+    pages.post('/a/:applicationId/sign-in/continue', post(continueInteraction));
     pages.get('/a/:applicationId/magic-link', open(showMagicLink));
     pages.post('/a/:applicationId/magic-link', post(confirmMagicLink));
     pages.post('/a/:applicationId/mfa', post(verifySecondFactor));

@@ -30,11 +30,16 @@ function contrast(a: string, b: string): number {
 
 /** The style of every page: a card in the middle; the primary colour and the theme come from the branding. */
 function style(branding: Frame['branding']): string {
-  const primary = branding.primary_color && COLOR.test(branding.primary_color) ? branding.primary_color : '#1f2937';
+  const branded = branding.primary_color && COLOR.test(branding.primary_color) ? branding.primary_color : undefined;
   // Text on the primary colour: white, or near-black on a light one (contrast of 4.5:1 either way, WCAG 1.4.3).
-  const onPrimary = contrast(primary, '#ffffff') >= 4.5 ? '#fff' : '#111827';
-  const light = '--bg: #f6f7f9; --card: #fff; --text: #111827; --muted: #4b5563; --line: #d1d5db;';
-  const dark = '--bg: #0b0f17; --card: #161b26; --text: #f3f4f6; --muted: #c4c9d4; --line: #3a4150;';
+  const onPrimary = (primary: string) => (contrast(primary, '#ffffff') >= 4.5 ? '#fff' : '#111827');
+  // Without a brand colour, buttons are near-black on light pages and near-white on dark ones.
+  const primary = (fallback: string) => {
+    const chosen = branded ?? fallback;
+    return `--primary: ${chosen}; --on-primary: ${onPrimary(chosen)};`;
+  };
+  const light = `--bg: #f6f7f9; --card: #fff; --text: #111827; --muted: #4b5563; --line: #d1d5db; ${primary('#1f2937')}`;
+  const dark = `--bg: #0b0f17; --card: #161b26; --text: #f3f4f6; --muted: #c4c9d4; --line: #3a4150; ${primary('#e5e7eb')}`;
   const scheme =
     branding.theme === 'dark'
       ? `:root { ${dark} color-scheme: dark; }`
@@ -42,7 +47,6 @@ function style(branding: Frame['branding']): string {
         ? `:root { ${light} color-scheme: light; }`
         : `:root { ${light} color-scheme: light dark; } @media (prefers-color-scheme: dark) { :root { ${dark} } }`;
   return `${scheme}
-:root { --primary: ${primary}; --on-primary: ${onPrimary}; }
 * { box-sizing: border-box; }
 body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; min-height: 100vh; display: grid;
   place-items: center; padding: 1rem 0; background: var(--bg); color: var(--text); }

@@ -13,12 +13,16 @@ const alert = (h: Hosted, key: MessageKey | undefined) =>
   key ? html`<p class="error" role="alert">${h.frame.t(key, { app: appName(h) })}</p>` : '';
 const appName = (h: Hosted) => h.frame.branding.display_name ?? h.frame.appName;
 
-export function signInPage(h: Hosted, options: { email?: string; error?: MessageKey; below?: Html }): string {
+export function signInPage(
+  h: Hosted,
+  options: { email?: string; error?: MessageKey; notice?: MessageKey; client?: string; below?: Html },
+): string {
   const { t } = h.frame;
   return page(
     h.frame,
     t('sign_in.title', { app: appName(h) }),
     html`${alert(h, options.error)}
+${options.notice ? html`<p role="status">${t(options.notice, { client: options.client ?? '' })}</p>` : ''}
 <form method="post" action="${h.base}/sign-in">
 ${csrfField(h)}
 <label for="email">${t('sign_in.email')}</label>
@@ -120,6 +124,53 @@ export function signedOutPage(h: Hosted): string {
     t('sign_out.title'),
     html`<p role="status">${t('sign_out.body', { app: appName(h) })}</p>
 <p><a class="button" href="${h.base}/sign-in">${t('sign_out.again')}</a></p>`,
+  );
+}
+
+/** What an OpenID Connect client asks for (its consent): the scopes, each a checkbox (`openid` is not optional). */
+export function authorizePage(
+  h: Hosted,
+  interaction: { uid: string; client: { name: string }; scopes: ReadonlyArray<{ name: string; description: string }> },
+  email: string,
+): string {
+  const { t } = h.frame;
+  const action = `${h.base}/sign-in/authorize`;
+  const scope = (s: { name: string; description: string }) =>
+    s.name === 'openid'
+      ? html`<li>${s.description || s.name}</li>`
+      : html`<li><label><input type="checkbox" name="scope:${s.name}" value="on" checked> ${s.description || s.name}</label></li>`;
+  return page(
+    h.frame,
+    t('authorize.title', { client: interaction.client.name, app: appName(h) }),
+    html`<p class="muted">${t('authorize.signed_in_as', { email })}</p>
+<form method="post" action="${action}">
+${csrfField(h)}
+<input type="hidden" name="interaction" value="${interaction.uid}">
+<p>${t('authorize.scopes', { client: interaction.client.name })}</p>
+<ul>${interaction.scopes.map(scope)}</ul>
+<button type="submit" name="decision" value="allow">${t('authorize.allow')}</button>
+</form>
+<form method="post" action="${action}">
+${csrfField(h)}
+<input type="hidden" name="interaction" value="${interaction.uid}">
+<button type="submit" name="decision" value="deny" class="secondary">${t('authorize.deny')}</button>
+</form>`,
+  );
+}
+
+/** `prompt=select_account`: continue as the signed-in person, or sign in with another account. */
+export function chooseAccountPage(h: Hosted, interaction: { uid: string; client: { name: string } }, email: string): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('select_account.title'),
+    html`<p>${t('select_account.body', { client: interaction.client.name })}</p>
+<form method="post" action="${h.base}/sign-in/continue">
+${csrfField(h)}
+<input type="hidden" name="interaction" value="${interaction.uid}">
+<button type="submit">${t('select_account.continue', { email })}</button>
+</form>
+<p><a class="button secondary" href="${h.base}/sign-in?interaction=${encodeURIComponent(interaction.uid)}&amp;another=1">${t('select_account.another')}</a></p>`,
   );
 }
 

@@ -1,6 +1,7 @@
 import { attachBrowserSession, endBrowserSession, errorBody } from '@gatehouse/api';
 import { enrolmentRequired, startTotpEnrolment } from './enrolment.ts';
 import { federatedBlock, organizationRequested, rememberSignUpName, startSsoIfConnected } from './federated.ts';
+import { showInteraction } from './oauth2.ts';
 import {
   checkEmailPage,
   consentPage,
@@ -30,6 +31,8 @@ export async function showSignIn(h: Hosted) {
   } else if (!query.interaction && query.organization === 'select' && flow.organization !== 'select') {
     writeFlow(h.services, h.reply, h.application.id, { organization: 'select' });
   }
+  // The login (and consent) of the application's OpenID provider: oauth2.ts.
+  if (query.interaction) return showInteraction(h, query.interaction, { another: query.another === '1' });
   return send(h, 200, signInPage(h, { email: query.login_hint, below: await federatedBlock(h, 'sign_in') }));
 }
 
@@ -150,11 +153,10 @@ export async function proceed(h: Hosted, flow: Flow, result: SignInResult) {
   if (result.status === 'consent_required') {
     return send(h, 200, consentPage(h, result.pending_token, result.consent_documents));
   }
-  const em = h.services.orm.em.fork();
-  const token = await attachBrowserSession(em, h.application.id, result.tokens.refresh_token);
-  if (!token) return send(h, 401, errorPage(h.frame, h.request.id, 'error.generic', `${h.base}/sign-in`));
+  // The browser's previous session (a step-up's aal 1 one, or another account's) is revoked as this one is attached.
   const previous = browserToken(h.request, h.application.id);
-  if (previous) await endBrowserSession(em, h.application.id, previous);
+  const token = await attachBrowserSession(h.services.orm.em.fork(), h.application.id, result.tokens.refresh_token, previous);
+  if (!token) return send(h, 401, errorPage(h.frame, h.request.id, 'error.generic', `${h.base}/sign-in`));
   setBrowserToken(h.services, h.reply, h.application.id, token);
   await rememberSignUpName(h, flow, result);
   // A second factor the application requires and the person lacks: enrolled before anything else.

@@ -1,14 +1,15 @@
 import { decodeJwt } from 'jose';
 import { Secret, TOTP } from 'otpauth';
 import { expect } from 'vitest';
+import { totpNow } from './clock.ts';
 import { ok, type RestResponse, type TestApp } from './server.ts';
 import { beginSignIn, endUser, type SignInResult } from './sign-in.ts';
 import type { MailServerSuite } from './suite.ts';
 
-/** The code an authenticator app shows for `secret`, `offsetMs` away from now (±30 000 is one step). */
+/** The code an authenticator app shows for `secret`, `offsetMs` away from now (±30 000 is one step), by the servers' TOTP clock. */
 export const totpCode = (secret: string, offsetMs = 0) =>
   new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({
-    timestamp: Date.now() + offsetMs,
+    timestamp: totpNow() + offsetMs,
   });
 
 /** Enrols and confirms a TOTP factor for the signed-in user of `accessToken`; answers the enrolment (its secret). */

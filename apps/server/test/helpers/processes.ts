@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -25,6 +25,17 @@ export async function onDatabase<T = Record<string, unknown>>(url: string, state
   } finally {
     await client.end();
   }
+}
+
+let deployments = 0;
+
+/**
+ * Puts a migrated embedded database into `dataDir` (as `GATEHOUSE_DATA_DIR`), as an upgraded deployment has it: a
+ * server process started there opens it instead of creating one (initdb, seconds of CPU). The first start on an
+ * empty directory stays tested where it is the subject (main.test.ts, the README's quick start).
+ */
+export async function seedEmbeddedDatabase(dataDir: string): Promise<void> {
+  await cp(inject('pgliteDataDir'), join(dataDir, 'db'), { recursive: true });
 }
 
 /**
@@ -54,8 +65,12 @@ export function processTestbed() {
     };
     delete env.DATABASE_URL;
     const admin = inject('databaseUrl');
-    if (!admin) return { env, pgliteDir: join(dataDir, 'db') };
-    const name = `${inject('databaseTemplate')}_${label}_${process.pid}`;
+    if (!admin) {
+      await seedEmbeddedDatabase(dataDir);
+      return { env, pgliteDir: join(dataDir, 'db') };
+    }
+    // A worker runs many files in one process (vitest.config.ts): the counter keeps names apart across them.
+    const name = `${inject('databaseTemplate')}_${label}_${process.pid}_${++deployments}`;
     await onDatabase(admin, `create database ${name} template ${inject('databaseTemplate')}`);
     cleanups.push(() => onDatabase(admin, `drop database if exists ${name} with (force)`));
     const url = new URL(admin);

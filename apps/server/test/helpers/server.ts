@@ -5,6 +5,7 @@ import { createGatehouse, type GatehouseClient, GatehouseError } from '@gatehous
 import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
+import { totpNow } from './clock.ts';
 import { WAIT_MS } from './limits.ts';
 
 export interface Envelope<T = any> {
@@ -107,6 +108,8 @@ export async function rawRequest(
 }
 
 let copies = 0;
+/** The migrated snapshot, read once per worker (a worker runs many files: vitest.config.ts). */
+let snapshot: Promise<Blob> | undefined;
 
 /** Runs one statement on the PostgreSQL server of the run (outside any test database). */
 async function onPostgres(statement: string): Promise<void> {
@@ -132,8 +135,8 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
       dispose: () => onPostgres(`drop database if exists ${name} with (force)`),
     };
   }
-  const snapshot = await readFile(inject('pgliteSnapshot'));
-  const pglite = await openPglite(new Blob([snapshot]));
+  snapshot ??= readFile(inject('pgliteSnapshot')).then((bytes) => new Blob([bytes]));
+  const pglite = await openPglite(await snapshot);
   return { config: { kind: 'pglite', pglite }, dispose: () => pglite.close() };
 }
 
@@ -184,6 +187,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     cnameTarget: options.cnameTarget,
     dnsServers: options.dnsServers,
     oauth: options.oauth,
+    totpClock: totpNow,
   });
   await server.app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   const address = server.app.server.address();

@@ -45,7 +45,14 @@ export async function startSmtpSink(options: { refuse?: number; port?: number } 
       });
     },
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  // A port that cannot be had (EADDRINUSE) fails the caller at once rather than as an uncaught error later.
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.server.address() as AddressInfo;
   return {
     url: `smtp://127.0.0.1:${port}`,

@@ -72,12 +72,13 @@ export async function pendingMigrations(orm: Orm): Promise<number> {
 }
 
 /**
- * An embedded database the caller owns (tests restore a migrated snapshot with `loadDataDir`), with the same type
- * parsers MikroORM gives the instances it creates itself.
+ * An embedded database the caller owns (tests restore a migrated snapshot with `loadDataDir`), in memory or in
+ * `dataDir`, with the same type parsers MikroORM gives the instances it creates itself.
  */
-export async function openPglite(loadDataDir?: Blob): Promise<PGlite> {
+export async function openPglite(loadDataDir?: Blob, dataDir?: string): Promise<PGlite> {
   return PGlite.create({
     loadDataDir,
+    dataDir,
     extensions: PGLITE_EXTENSIONS,
     parsers: createPostgreSqlTypeParsers((s) => array.parse(s)),
   });

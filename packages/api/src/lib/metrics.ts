@@ -1,12 +1,26 @@
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
+let processRegistry: Registry | undefined;
+
 /**
- * The process's Prometheus metrics (prom-client), one registry per `Services` so that several servers in one process
- * (tests) keep theirs apart. The HTTP host records requests; the mail worker and the rate limiter their outcomes.
+ * The process's own metrics (CPU, memory, event loop, GC), collected once per process however many servers it runs:
+ * each collection starts an event-loop monitor and a GC observer that live as long as the process.
+ */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, prefix: 'gatehouse_' });
+  }
+  return processRegistry;
+}
+
+/**
+ * The server's Prometheus metrics (prom-client): the process's, and a registry of its own per `Services` so that
+ * several servers in one process (tests) keep theirs apart. The HTTP host records requests; the mail worker and the
+ * rate limiter their outcomes.
  */
 export function createMetrics() {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'gatehouse_' });
+  const registry = Registry.merge([processMetrics(), new Registry()]);
   return {
     registry,
     httpRequests: new Counter({

@@ -18,6 +18,7 @@ import { Migration20261125060000_sign_in_hosts } from './Migration20261125060000
 import { Migration20261125100000_oauth2_uid_partial } from './Migration20261125100000_oauth2_uid_partial.ts';
 import { Migration20261127040000_browser_sessions } from './Migration20261127040000_browser_sessions.ts';
 import { Migration20261127050000_application_logos } from './Migration20261127050000_application_logos.ts';
+import { Migration20261127060000_session_amr } from './Migration20261127060000_session_amr.ts';
 import { Migration20261127061500_saml_code_redirect } from './Migration20261127061500_saml_code_redirect.ts';
 import { Migration20261127070000_oauth2_grant_organization } from './Migration20261127070000_oauth2_grant_organization.ts';
 
@@ -43,6 +44,7 @@ export const migrationsList = [
   { name: 'Migration20261125100000_oauth2_uid_partial', class: Migration20261125100000_oauth2_uid_partial },
   { name: 'Migration20261127040000_browser_sessions', class: Migration20261127040000_browser_sessions },
   { name: 'Migration20261127050000_application_logos', class: Migration20261127050000_application_logos },
+  { name: 'Migration20261127060000_session_amr', class: Migration20261127060000_session_amr },
   { name: 'Migration20261127061500_saml_code_redirect', class: Migration20261127061500_saml_code_redirect },
   { name: 'Migration20261127070000_oauth2_grant_organization', class: Migration20261127070000_oauth2_grant_organization },
 ];

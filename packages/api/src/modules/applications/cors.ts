@@ -62,15 +62,21 @@ export function originCondition(ctx: Context): { sql: (alias: string) => string;
 }
 
 const PREFLIGHT_CACHE_MS = 10_000;
-const preflightCache = new Map<string, { allowed: boolean; at: number }>();
+/** Per server (a process of tests runs several, each on its own database), by origin. */
+const preflightCaches = new WeakMap<Services, Map<string, { allowed: boolean; at: number }>>();
 
 /**
  * A preflight carries no `x-application-id`, so it is allowed when the origin belongs to any application (CONTRACT
- * §2); the actual request is then checked against its own application. Answers are cached for 10 s per process.
+ * §2); the actual request is then checked against its own application. Answers are cached for 10 s per server.
  */
 export async function preflightAllowed(em: EntityManager, services: Services, origin: string): Promise<boolean> {
   if (origin === 'null') return false;
   if (origin === ownOrigin(services)) return true;
+  let preflightCache = preflightCaches.get(services);
+  if (!preflightCache) {
+    preflightCache = new Map();
+    preflightCaches.set(services, preflightCache);
+  }
   const cached = preflightCache.get(origin);
   if (cached && Date.now() - cached.at < PREFLIGHT_CACHE_MS) return cached.allowed;
   const rows = await em.execute('select 1 from applications where allowed_origins @> ?::jsonb limit 1', [

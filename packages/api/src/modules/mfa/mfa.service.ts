@@ -17,6 +17,7 @@ import {
   type PendingRef,
   releaseSecondFactorAttempt,
   reserveSecondFactorAttempt,
+  type SecondFactorKind,
   type SecondFactorSource,
   type Statement,
   secondFactorMethods,
@@ -79,13 +80,9 @@ export async function requireStepUpWhenEnrolled(ctx: SignedInContext) {
 }
 
 /** The time step a code belongs to within ±1 step of now, or null. The seed is decrypted only for this check. */
-function matchingStep(
-  services: Services,
-  factor: Pick<MfaFactor, 'id' | 'secretSealed'>,
-  code: string,
-  now = Date.now(),
-): number | null {
+function matchingStep(services: Services, factor: Pick<MfaFactor, 'id' | 'secretSealed'>, code: string): number | null {
   if (!factor.secretSealed) return null;
+  const now = services.totpClock();
   const seed = services.secretBox.decrypt(factor.secretSealed, `totp:${factor.id}`);
   const totp = new TOTP({ ...TOTP_OPTIONS, secret: Secret.fromBase32(seed) });
   const delta = totp.validate({ token: code, timestamp: now, window: TOTP_WINDOW });
@@ -259,6 +256,8 @@ export async function deleteFactor(ctx: SignedInContext, id: string) {
 
 /** How one kind of second factor checks an attempt. */
 export interface SecondFactor {
+  /** Which second factor this is (the session's `amr`). */
+  kind: SecondFactorKind;
   /** A query of the factor the attempt is checked against; it may refer to the pending user as `p.user_id`. */
   lookup: Statement;
   /**
@@ -301,6 +300,7 @@ export async function secondFactorAttempt(ctx: TenantContext, ref: PendingRef, f
     const result = await completeSignIn(ctx, application, async (em) => ({
       ...(await consumePendingToken(em, application, { id: reserved.pendingId }, 'mfa', gates)),
       aal: 2,
+      secondFactor: factor.kind,
     }));
     await ctx.services.rateLimits.refund(limits);
     return result;
@@ -329,6 +329,7 @@ export function verifyTotp(ctx: TenantContext, input: { pending_token: string; c
     ctx,
     { token: input.pending_token },
     {
+      kind: 'totp',
       lookup: confirmedFactorLookup(ctx.application.id, 'totp'),
       check: async (factor) => {
         const step = factor
@@ -346,6 +347,7 @@ export function verifyBackupCode(ctx: TenantContext, input: { pending_token: str
     ctx,
     { token: input.pending_token },
     {
+      kind: 'backup_code',
       lookup: confirmedFactorLookup(ctx.application.id, 'backup_code'),
       check: async (set) => {
         if (!set || !canonical) return null;

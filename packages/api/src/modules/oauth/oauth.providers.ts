@@ -195,7 +195,25 @@ interface Discovered {
   /** RFC 9207: the issuer sends `iss` with its authorization responses. */
   issParameter: boolean;
 }
-const discovered = new Map<string, { at: number; config: Promise<Discovered> }>();
+
+/**
+ * What a server learned from the providers: discovered issuers and their key sets, by URL. Per server (its
+ * `OAuthConfig`), not per module: a process that runs several servers (the tests) must not lend one server's
+ * discovery, made under its own outbound policy, or keys fetched from a stand-in that has since gone, to another.
+ */
+interface ProviderCaches {
+  discovered: Map<string, { at: number; config: Promise<Discovered> }>;
+  jwks: Map<string, ReturnType<typeof createRemoteJWKSet>>;
+}
+const providerCaches = new WeakMap<OAuthConfig, ProviderCaches>();
+function cachesOf(config: OAuthConfig): ProviderCaches {
+  let caches = providerCaches.get(config);
+  if (!caches) {
+    caches = { discovered: new Map(), jwks: new Map() };
+    providerCaches.set(config, caches);
+  }
+  return caches;
+}
 
 /** openid-client's fetch, through the SSRF guard (resolve, refuse private addresses, pin, follow no redirects). */
 const guardedFetch =
@@ -290,6 +308,7 @@ function discover(config: OAuthConfig, client: ProviderClient): Promise<Discover
   if (!client.issuer) return Promise.reject(unreachable('discovery: no issuer'));
   const issuer = client.issuer;
   const key = JSON.stringify([client.issuer, client.clientId, client.clientSecret]);
+  const { discovered } = cachesOf(config);
   const cached = discovered.get(key);
   if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
   const pending = loadIssuer(config, issuer, client.clientId, client.clientSecret)
@@ -411,12 +430,12 @@ function classify(error: unknown): ProviderFailure {
   return unreachable(`provider: ${errorName(error) ?? 'error'} ${error instanceof Error ? error.message : ''}`);
 }
 
-const jwksCache = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
-const remoteKeys = (url: string) => {
-  let keys = jwksCache.get(url);
+const remoteKeys = (config: OAuthConfig, url: string) => {
+  const { jwks } = cachesOf(config);
+  let keys = jwks.get(url);
   if (!keys) {
     keys = createRemoteJWKSet(new URL(url), { timeoutDuration: 10_000 });
-    jwksCache.set(url, keys);
+    jwks.set(url, keys);
   }
   return keys;
 };
@@ -430,6 +449,7 @@ function endpoint(endpoints: Endpoints, name: 'jwks' | 'issuer' | 'api'): string
 
 /** RFC 8725: the key only from the provider's JWKS, an allowlist of asymmetric algorithms (`none` never), every claim. */
 async function verifyIdToken(
+  config: OAuthConfig,
   endpoints: Endpoints,
   client: ProviderClient,
   idToken: string,
@@ -437,7 +457,7 @@ async function verifyIdToken(
 ): Promise<JWTPayload> {
   const header = decodeProtectedHeader(idToken);
   if (!header.alg || !ALGORITHMS.includes(header.alg)) throw new ProviderFailure(`id token alg ${header.alg}`, TOKEN_REFUSED);
-  const { payload } = await jwtVerify(idToken, remoteKeys(endpoint(endpoints, 'jwks')), {
+  const { payload } = await jwtVerify(idToken, remoteKeys(config, endpoint(endpoints, 'jwks')), {
     algorithms: ALGORITHMS,
     audience: client.clientId,
     requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat'],
@@ -578,7 +598,7 @@ export async function exchangeCode(
     let profile: ProviderProfile;
     if (entry.idToken) {
       if (!stored.id_token) throw new ProviderFailure('no id token', TOKEN_REFUSED);
-      profile = profileFromClaims(client.provider, await verifyIdToken(endpoints, client, stored.id_token, input.nonce));
+      profile = profileFromClaims(client.provider, await verifyIdToken(config, endpoints, client, stored.id_token, input.nonce));
     } else if (client.provider === 'github') {
       profile = await githubProfile(endpoint(endpoints, 'api'), stored.access_token);
     } else {

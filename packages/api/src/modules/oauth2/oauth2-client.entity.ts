@@ -15,6 +15,8 @@ export const OAuth2ClientEntity = defineEntity({
     type: p.string().length(16),
     redirectUris: p.json<string[]>(),
     scopes: p.json<string[]>(),
+    /** Where RP-initiated logout may send the browser back to (exact match); null reads as none. */
+    postLogoutRedirectUris: p.json<string[]>().nullable(),
     logoUrl: p.string().length(2048).nullable(),
     secretHash: p.string().length(64).nullable(),
     /** Registered by the client itself (RFC 7591) rather than by the developer. */

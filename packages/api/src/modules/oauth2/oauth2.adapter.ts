@@ -186,12 +186,13 @@ interface ClientRow {
   name: string;
   type: string;
   redirect_uris: string[];
+  post_logout_redirect_uris: string[] | null;
   scopes: string[];
   logo_url: string | null;
   secret_hash: string | null;
 }
 
-const CLIENT_COLUMNS = 'id, name, type, redirect_uris, scopes, logo_url, secret_hash';
+const CLIENT_COLUMNS = 'id, name, type, redirect_uris, post_logout_redirect_uris, scopes, logo_url, secret_hash';
 
 /**
  * The application, with what the request will ask for next as the provider reads it (see `RequestScope`), in one
@@ -243,6 +244,7 @@ function clientMetadata(row: ClientRow): Record<string, unknown> {
     client_id: row.id,
     client_name: row.name,
     redirect_uris: row.redirect_uris,
+    post_logout_redirect_uris: row.post_logout_redirect_uris ?? [],
     response_types: ['code'],
     grant_types: confidential
       ? ['authorization_code', 'refresh_token', 'client_credentials']
@@ -452,16 +454,20 @@ async function upsertGrant(em: EntityManager, applicationId: string, id: string,
 async function upsertClient(em: EntityManager, applicationId: string, id: string, payload: Payload) {
   // oidc-provider validated the client metadata before it stores it: redirect_uris is a string array.
   const redirectUris = (payload.redirect_uris as string[] | undefined) ?? [];
+  // The same (RFC 8414 / RP-Initiated Logout registration metadata, validated as URIs).
+  const logoutUris = (payload.post_logout_redirect_uris as string[] | undefined) ?? [];
   const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
   await em.execute(
-    `insert into oauth2_clients (id, application_id, name, type, redirect_uris, scopes, logo_url, secret_hash, dynamic, created_at, updated_at)
-      values (?, ?, ?, 'public', ?, ?, ?, null, true, now(), now())
+    `insert into oauth2_clients (id, application_id, name, type, redirect_uris, post_logout_redirect_uris, scopes, logo_url,
+                                 secret_hash, dynamic, created_at, updated_at)
+      values (?, ?, ?, 'public', ?, ?, ?, ?, null, true, now(), now())
       on conflict (id) do nothing`,
     [
       id,
       applicationId,
       String(payload.client_name ?? 'Unnamed client').slice(0, 200),
       JSON.stringify(redirectUris),
+      JSON.stringify(logoutUris),
       JSON.stringify(scopes),
       typeof payload.logo_uri === 'string' ? payload.logo_uri.slice(0, 2048) : null,
     ],

@@ -1,11 +1,17 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Provider, { type Configuration, errors } from 'oidc-provider';
+import Provider, { type Configuration, errors, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Services } from '../../context.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
+import {
+  browserTokenFrom,
+  clearedBrowserSessionCookie,
+  endBrowserSession,
+  findBrowserSession,
+} from '../sessions/browser-sessions.ts';
 import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
 import { adapterFor, applicationWithReads, findAccountRow, inRequestScope, writeRotation } from './oauth2.adapter.ts';
 
@@ -17,6 +23,21 @@ const DAY = 86_400;
 const MAX_PROVIDERS = 200;
 
 export const issuerOf = (services: Services, applicationId: string) => `${services.baseUrl}/oauth2/${applicationId}`;
+
+/** The application's hosted sign-in page: the provider's login and consent when it has no `login_url` of its own. */
+export const hostedSignInUrl = (services: Services, applicationId: string) => `${services.baseUrl}/a/${applicationId}/sign-in`;
+
+/**
+ * Authentication context classes (`acr`, `acr_values`): the NIST SP 800-63B assurance level of the sign-in. A relying
+ * party that needs a second factor sends `acr_values=urn:gatehouse:aal2`.
+ */
+export const ACR_AAL1 = 'urn:gatehouse:aal1';
+export const ACR_AAL2 = 'urn:gatehouse:aal2';
+export const acrOfAal = (aal: number) => (aal >= 2 ? ACR_AAL2 : ACR_AAL1);
+export const aalOfAcr = (acr: unknown) => (acr === ACR_AAL2 ? 2 : 1);
+/** The assurance level an authorization request asks for: 2 when `acr_values` names `urn:gatehouse:aal2`. */
+export const requestedAal = (acrValues: unknown) =>
+  typeof acrValues === 'string' && acrValues.split(' ').includes(ACR_AAL2) ? 2 : 1;
 
 interface Built {
   provider: Provider;
@@ -88,8 +109,10 @@ function buildProvider(
     // oidc-provider's JWK type is a union keyed by kty that the spread above cannot match; the key is an OKP Ed25519 JWK.
     jwks: { keys: [jwk as never] },
     scopes: [...STANDARD_SCOPES, ...customScopes],
+    // `acr`, `amr` and `auth_time` go in every ID token: the sign-in's assurance level, methods and time.
     claims: {
-      openid: ['sub'],
+      sid: null,
+      openid: ['sub', 'acr', 'amr', 'auth_time'],
       email: ['email', 'email_verified'],
       profile: ['name', 'picture', 'updated_at'],
       organization: ['org', 'org_role'],
@@ -116,11 +139,11 @@ function buildProvider(
         }),
       };
     },
+    acrValues: [ACR_AAL1, ACR_AAL2],
     interactions: {
       url: (_ctx, interaction) =>
-        settings.login_url
-          ? withQuery(settings.login_url, 'interaction', interaction.uid)
-          : `${issuer}/interaction/${interaction.uid}`,
+        withQuery(settings.login_url ?? hostedSignInUrl(services, applicationId), 'interaction', interaction.uid),
+      policy: loginPolicy(services, application),
     },
     async loadExistingGrant(ctx) {
       // The provider asks only while authorizing a client.
@@ -170,7 +193,9 @@ function buildProvider(
     },
     cookies: {
       keys: [cookieKey(services, applicationId)],
-      long: { signed: true, httpOnly: true, sameSite: 'lax' },
+      // The provider's session cookie is scoped to its issuer's path: every application's provider calls its cookie
+      // `_session`, and two applications signed in on one browser must not overwrite each other's.
+      long: { signed: true, httpOnly: true, sameSite: 'lax', path: new URL(issuer).pathname },
       short: { signed: true, httpOnly: true, sameSite: 'lax' },
     },
     // Codes ≤ 60 s (SECURITY 4); access and ID tokens 10 minutes like the service's own.
@@ -190,18 +215,40 @@ function buildProvider(
     // plain OAuth 2.1 requests (CLIs, MCP clients) get one whenever the client may refresh.
     issueRefreshToken: (_ctx, client, code) =>
       client.grantTypeAllowed('refresh_token') && (code.scopes.has('offline_access') || !code.scopes.has('openid')),
-    // `sid` names the grant (what the user revokes), `aal` 1: the grant is not a step-up. With them a resource server
-    // verifies these tokens with the SDK's `verifyToken` like its own users' tokens.
-    extraTokenClaims: (_ctx, token) =>
+    // `sid` names the grant (what the user revokes), `aal` the sign-in's assurance level (its `acr`) and `amr` its
+    // methods. With them a resource server verifies these tokens with the SDK's `verifyToken` like its own users'.
+    extraTokenClaims: (ctx, token) => {
+      if (!('grantId' in token) || !token.grantId) return undefined;
+      // The sign-in the token comes from: the code it was exchanged for, or the refresh token it was refreshed with.
+      const from = ctx.oidc.entities.AuthorizationCode ?? ctx.oidc.entities.RefreshToken;
       // oidc-provider types grantId loosely; it is the grant's string id.
-      'grantId' in token && token.grantId ? { sid: token.grantId as string, aal: 1 } : undefined,
+      const claims: Record<string, unknown> = { sid: token.grantId as string, aal: aalOfAcr(from?.acr) };
+      if (from?.amr?.length) claims.amr = from.amr;
+      return claims;
+    },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
       userinfo: { enabled: true },
-      rpInitiatedLogout: { enabled: true },
+      rpInitiatedLogout: {
+        enabled: true,
+        // The provider's own pages, plain (the defaults load web fonts from a third party).
+        logoutSource(ctx, form) {
+          ctx.type = 'html';
+          ctx.body = providerPage(
+            'Sign out',
+            `<h1>Sign out of ${escapeHtml(displayName(application))}?</h1>${form}
+<button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+<button type="submit" form="op.logoutForm">No, stay signed in</button>`,
+          );
+        },
+        postLogoutSuccessSource(ctx) {
+          ctx.type = 'html';
+          ctx.body = providerPage('Signed out', `<h1>You are signed out of ${escapeHtml(displayName(application))}.</h1>`);
+        },
+      },
       registration: {
         enabled: settings.dynamic_registration,
         idFactory: () => newId(),
@@ -232,7 +279,16 @@ function buildProvider(
   // A refresh's rotation is written with the tokens it issues (oauth2.adapter.ts, `RequestScope`): at the latest here,
   // once the answer is built and before it is sent. Lost to another request, the answer is `invalid_grant` instead.
   provider.use(async (ctx, next) => {
+    // The provider's pages (logout, errors, form posts) cannot be framed and load nothing from elsewhere; the script of
+    // its auto-submitted forms is allowed by hash (oidc-provider adds it to script-src).
+    ctx.set('content-security-policy', PROVIDER_CSP);
+    ctx.set('x-frame-options', 'DENY');
     await next();
+    if (ctx.oidc?.route === 'end_session_confirm' && ctx.status === 303 && ctx.oidc.params?.logout) {
+      // The account signed out: the provider's session's, else the ID token hint's (the provider's session may be gone).
+      const account = ctx.oidc.session?.accountId ?? ctx.oidc.entities?.IdTokenHint?.payload?.sub;
+      await endHostedSession(services, application, ctx, typeof account === 'string' ? account : undefined);
+    }
     try {
       await writeRotation();
     } catch (error) {
@@ -267,6 +323,69 @@ async function grantOrganization(services: Services, applicationId: string, gran
   return { org: row?.organization_id ?? null, org_role: row?.role ?? null };
 }
 
+/**
+ * oidc-provider's policy, plus what the hosted pages need (applications without a `login_url` of their own): the
+ * provider's session counts only while the browser's hosted session (`gh_session_<id>`, browser-sessions.ts) is live
+ * for the same account — a sign-out, a revocation or a ban ends single sign-on too; `acr_values` naming
+ * `urn:gatehouse:aal2` asks for a sign-in at aal 2; and `prompt=select_account` (the page offers the signed-in account
+ * or another). A login the page has just finished (`result.login`) satisfies them all: it decided.
+ */
+function loginPolicy(services: Services, application: Application) {
+  const { Check, Prompt, base } = interactionPolicy;
+  const policy = base();
+  const login = policy.get('login');
+  const hosted = !settingsOf(application).oauth2.login_url;
+  const justSignedIn = (ctx: KoaContextWithOIDC) => Boolean(ctx.oidc.result?.login);
+  login?.checks.add(
+    new Check('hosted_session', 'End-User authentication is required', 'login_required', async (ctx) => {
+      const accountId = ctx.oidc.session?.accountId;
+      if (!hosted || !accountId || justSignedIn(ctx)) return Check.NO_NEED_TO_PROMPT;
+      const token = browserTokenFrom(ctx.get('cookie'), application.id);
+      const session = token ? await findBrowserSession(services.orm.em.fork(), application, token) : undefined;
+      return session?.userId === accountId ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
+    }),
+  );
+  login?.checks.add(
+    new Check('acr_aal2', 'A second factor is required', 'login_required', (ctx) => {
+      if (!ctx.oidc.session?.accountId || justSignedIn(ctx)) return Check.NO_NEED_TO_PROMPT;
+      return requestedAal(ctx.oidc.params?.acr_values) > aalOfAcr(ctx.oidc.session.acr)
+        ? Check.REQUEST_PROMPT
+        : Check.NO_NEED_TO_PROMPT;
+    }),
+  );
+  // When the interaction started, to the millisecond (its `iat` has whole seconds): a sign-in made since is fresh
+  // (`prompt=login`), one made before is not (oauth2.hosted.ts, `sessionFit`).
+  const started = () => ({ started_at: Date.now() });
+  if (login) {
+    const details = login.details;
+    login.details = async (ctx) => ({ ...(await details(ctx)), ...started() });
+  }
+  // Requestable: its check (`select_account_prompt`) asks while the login result has not answered it.
+  policy.add(new Prompt({ name: 'select_account', requestable: true }, started), 1);
+  return policy;
+}
+
+/**
+ * RP-initiated logout signed `account` out of the provider: the browser's hosted session ends too (revoked, cookie
+ * cleared) when it is that account's. Another account's is left alone: the provider also logs its session out when
+ * the browser signs in as someone else (the previous account's session ends, then the new login resumes), and the
+ * hosted session then is already the new account's.
+ */
+async function endHostedSession(
+  services: Services,
+  application: Application,
+  ctx: { get(field: string): string; append(field: string, value: string): void },
+  account: string | undefined,
+) {
+  const token = browserTokenFrom(ctx.get('cookie'), application.id);
+  if (!token) return;
+  const em = services.orm.em.fork();
+  const session = await findBrowserSession(em, application, token);
+  if (session && account !== undefined && session.userId !== account) return;
+  await endBrowserSession(em, application.id, token);
+  ctx.append('set-cookie', clearedBrowserSessionCookie(application.id, services.baseUrl));
+}
+
 async function latestGrantId(services: Services, applicationId: string, userId: string, clientId: string) {
   if (!isUuid(userId) || !isUuid(clientId)) return undefined;
   const [row] = await services.orm.em.fork().execute<Array<{ id: string }>>(
@@ -286,10 +405,24 @@ function withQuery(base: string, key: string, value: string): string {
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
 
-const errorPage = (error: string, description?: string) => `<!doctype html>
+const PROVIDER_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' https:; frame-ancestors 'none'; base-uri 'none'";
+
+const displayName = (application: Application) => settingsOf(application).branding.display_name ?? application.name;
+
+/** A page of the provider's own (`body` is markup built with every value escaped). */
+const providerPage = (title: string, body: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Sign-in error</title></head>
-<body><main><h1>This sign-in cannot continue</h1><p><code>${escapeHtml(error)}</code>${description ? ` — ${escapeHtml(description)}` : ''}</p></main></body></html>`;
+<meta name="robots" content="noindex"><title>${escapeHtml(title)}</title>
+<style>body{font-family:system-ui,sans-serif;display:grid;place-items:center;min-height:100vh;margin:0}
+main{max-width:26rem;padding:2rem}button{display:block;width:100%;margin-top:.75rem;padding:.6rem;font:inherit}</style></head>
+<body><main>${body}</main></body></html>`;
+
+const errorPage = (error: string, description?: string) =>
+  providerPage(
+    'Sign-in error',
+    `<h1>This sign-in cannot continue</h1><p><code>${escapeHtml(error)}</code>${description ? ` — ${escapeHtml(description)}` : ''}</p>`,
+  );
 
 /** The form field that presents an artifact, by endpoint (and grant type at the token endpoint). */
 const presentedField = (path: string, form: URLSearchParams): string | undefined => {

@@ -37,6 +37,9 @@ export const OAuth2ClientSchema = z
     name: text(),
     type: z.enum(['public', 'confidential']),
     redirect_uris: z.array(text()),
+    post_logout_redirect_uris: z
+      .array(text())
+      .meta({ description: 'Where RP-initiated logout may send the browser back (exact match)' }),
     scopes: z.array(text()),
     logo_url: text().nullable(),
     dynamic: z.boolean().meta({ description: 'Registered by the client itself (RFC 7591)' }),
@@ -53,6 +56,7 @@ export const OAuth2ClientWithSecretSchema = OAuth2ClientSchema.extend({
 export const CreateOAuth2ClientInputSchema = z.strictObject({
   name: text().trim().min(1).max(200),
   redirect_uris: z.array(RedirectUriSchema).min(1).max(20),
+  post_logout_redirect_uris: z.array(RedirectUriSchema).max(20).default([]),
   type: z.enum(['public', 'confidential']),
   scopes: z.array(ScopeNameSchema).max(60).default(['openid']),
   logo_url: RedirectUrlSchema.nullable().optional(),
@@ -62,6 +66,7 @@ export const UpdateOAuth2ClientInputSchema = z.strictObject({
   id: z.uuid(),
   name: text().trim().min(1).max(200).optional(),
   redirect_uris: z.array(RedirectUriSchema).min(1).max(20).optional(),
+  post_logout_redirect_uris: z.array(RedirectUriSchema).max(20).optional(),
   scopes: z.array(ScopeNameSchema).max(60).optional(),
   logo_url: RedirectUrlSchema.nullable().optional(),
 });

@@ -1,8 +1,10 @@
+import type { Interaction } from 'oidc-provider';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, type PurgeStep } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
+import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import type { SignedInContext } from '../sessions/contexts.ts';
@@ -10,7 +12,7 @@ import type { BanStep } from '../users/users.hooks.ts';
 import type { MergeStep } from '../users/users.merge.ts';
 import { findUser } from '../users/users.service.ts';
 import { revokeGrant } from './oauth2.adapter.ts';
-import { providerFor, STANDARD_SCOPES } from './oauth2.provider.ts';
+import { acrOfAal, providerFor, STANDARD_SCOPES } from './oauth2.provider.ts';
 import type { GrantRecord, OAuth2ClientRecord } from './oauth2.schema.ts';
 import { type OAuth2Client, OAuth2ClientEntity } from './oauth2-client.entity.ts';
 import { OAuth2GrantEntity } from './oauth2-grant.entity.ts';
@@ -29,6 +31,7 @@ const toClientRecord = (client: OAuth2Client): OAuth2ClientRecord => ({
   // the entity types the column as string; only the schema's values are ever written to it.
   type: client.type as OAuth2ClientRecord['type'],
   redirect_uris: client.redirectUris,
+  post_logout_redirect_uris: client.postLogoutRedirectUris ?? [],
   scopes: client.scopes,
   logo_url: client.logoUrl ?? null,
   dynamic: client.dynamic,
@@ -36,8 +39,8 @@ const toClientRecord = (client: OAuth2Client): OAuth2ClientRecord => ({
   updated_at: client.updatedAt.toISOString(),
 });
 
-/** The scopes an application offers: the OpenID ones and its own (`settings.oauth2.scopes`). */
-function offeredScopes(ctx: TenantContext): Map<string, string> {
+/** The scopes an application offers: the OpenID ones and its own (`settings.oauth2.scopes`), with their descriptions. */
+export function offeredScopes(ctx: { application: Application }): Map<string, string> {
   const offered = new Map<string, string>(STANDARD_SCOPES.map((s) => [s, STANDARD_DESCRIPTIONS[s]]));
   for (const scope of settingsOf(ctx.application).oauth2.scopes) offered.set(scope.name, scope.description);
   return offered;
@@ -66,7 +69,14 @@ const newClientSecret = () => randomSecret('gcs_');
 
 export async function createClient(
   ctx: TenantContext,
-  input: { name: string; redirect_uris: string[]; type: 'public' | 'confidential'; scopes: string[]; logo_url?: string | null },
+  input: {
+    name: string;
+    redirect_uris: string[];
+    post_logout_redirect_uris?: string[];
+    type: 'public' | 'confidential';
+    scopes: string[];
+    logo_url?: string | null;
+  },
 ) {
   const scopes = checkScopes(ctx, input.scopes);
   const secret = input.type === 'confidential' ? newClientSecret() : null;
@@ -76,6 +86,7 @@ export async function createClient(
     name: input.name,
     type: input.type,
     redirectUris: [...new Set(input.redirect_uris)],
+    postLogoutRedirectUris: [...new Set(input.post_logout_redirect_uris ?? [])],
     scopes,
     logoUrl: input.logo_url ?? null,
     secretHash: secret ? sha256(secret) : null,
@@ -98,11 +109,20 @@ export const getClient = async (ctx: TenantContext, id: string) => toClientRecor
 
 export async function updateClient(
   ctx: TenantContext,
-  input: { id: string; name?: string; redirect_uris?: string[]; scopes?: string[]; logo_url?: string | null },
+  input: {
+    id: string;
+    name?: string;
+    redirect_uris?: string[];
+    post_logout_redirect_uris?: string[];
+    scopes?: string[];
+    logo_url?: string | null;
+  },
 ) {
   const client = await findClient(ctx, input.id);
   if (input.name !== undefined) client.name = input.name;
   if (input.redirect_uris !== undefined) client.redirectUris = [...new Set(input.redirect_uris)];
+  if (input.post_logout_redirect_uris !== undefined)
+    client.postLogoutRedirectUris = [...new Set(input.post_logout_redirect_uris)];
   if (input.scopes !== undefined) client.scopes = checkScopes(ctx, input.scopes);
   if (input.logo_url !== undefined) client.logoUrl = input.logo_url;
   client.updatedAt = new Date();
@@ -199,15 +219,16 @@ async function interactionOf(ctx: TenantContext, uid: string) {
 }
 
 async function existingGrant(
-  ctx: TenantContext,
-  provider: Awaited<ReturnType<typeof interactionOf>>['provider'],
+  em: EntityManager,
+  applicationId: string,
+  provider: Built['provider'],
   userId: string,
   clientId: string,
 ) {
-  const [row] = await ctx.em.execute<Array<{ id: string }>>(
+  const [row] = await em.execute<Array<{ id: string }>>(
     `select id from oauth2_grants where application_id = ? and user_id = ? and client_id = ? and expires_at > now()
       order by updated_at desc limit 1`,
-    [ctx.application.id, userId, clientId],
+    [applicationId, userId, clientId],
   );
   return row ? provider.Grant.find(row.id) : undefined;
 }
@@ -231,7 +252,53 @@ export async function getInteraction(ctx: TenantContext, uid: string) {
  */
 export async function completeInteraction(ctx: SignedInContext, input: { uid: string; approved_scopes: string[] }) {
   const { provider, interaction, client, requested } = await interactionOf(ctx, input.uid);
-  const approved = [...new Set(input.approved_scopes)];
+  const user = ctx.user;
+  const grantId = await saveGrant(
+    ctx.em,
+    ctx.application,
+    provider,
+    interaction,
+    user.id,
+    client.id,
+    requested,
+    input.approved_scopes,
+    ctx.session.organization ?? null,
+  );
+  const session = ctx.session;
+  interaction.result = {
+    login: {
+      accountId: user.id,
+      remember: true,
+      acr: acrOfAal(session.aal),
+      ...(session.amr?.length ? { amr: session.amr } : {}),
+      ts: Math.floor(session.createdAt.getTime() / 1000),
+    },
+    consent: { grantId },
+  };
+  await interaction.save(Math.max((interaction.exp ?? 0) - Math.floor(Date.now() / 1000), 1));
+  return { redirect_to: interaction.returnTo };
+}
+
+type Built = NonNullable<Awaited<ReturnType<typeof providerFor>>>;
+
+/**
+ * The user approves `approved` of the `requested` scopes: the grant records user, client and scopes (an existing
+ * grant of theirs for this client is extended, so the same scopes later need no consent); what they left unticked is
+ * recorded as rejected, so the provider does not ask again for it. Answers the grant's id. Approving a scope that was
+ * not requested is 422.
+ */
+export async function saveGrant(
+  em: EntityManager,
+  application: Application,
+  provider: Built['provider'],
+  interaction: Interaction,
+  userId: string,
+  clientId: string,
+  requested: string[],
+  approvedScopes: string[],
+  organizationId: string | null,
+): Promise<string> {
+  const approved = [...new Set(approvedScopes)];
   const extra = approved.filter((s) => !requested.includes(s));
   if (extra.length) {
     throw new AppError(
@@ -240,11 +307,9 @@ export async function completeInteraction(ctx: SignedInContext, input: { uid: st
       extra.map((s) => ({ path: 'approved_scopes', message: `${s} was not requested` })),
     );
   }
-  const user = ctx.user;
-  let grant = await existingGrant(ctx, provider, user.id, client.id);
-  grant ??= new provider.Grant({ accountId: user.id, clientId: client.id });
-  const custom = new Set(settingsOf(ctx.application).oauth2.scopes.map((s) => s.name));
-  // What the user left unticked is recorded as rejected, so the provider does not ask again for it.
+  let grant = await existingGrant(em, application.id, provider, userId, clientId);
+  grant ??= new provider.Grant({ accountId: userId, clientId });
+  const custom = new Set(settingsOf(application).oauth2.scopes.map((s) => s.name));
   const rejected = requested.filter((s) => !approved.includes(s));
   if (approved.length) grant.addOIDCScope(approved.join(' '));
   if (rejected.length) grant.rejectOIDCScope(rejected.join(' '));
@@ -256,27 +321,28 @@ export async function completeInteraction(ctx: SignedInContext, input: { uid: st
     if (refused.length) grant.rejectResourceScope(String(resource), refused.join(' '));
   }
   const grantId = await grant.save();
-  await setGrantOrganization(ctx.em, ctx.application.id, grantId, ctx.session.organization ?? null);
-  interaction.result = { login: { accountId: user.id, remember: true }, consent: { grantId } };
-  await interaction.save(Math.max((interaction.exp ?? 0) - Math.floor(Date.now() / 1000), 1));
-  return { redirect_to: interaction.returnTo };
+  await setGrantOrganization(em, application.id, userId, clientId, organizationId);
+  return grantId;
 }
 
 /**
- * The organization the user is working in (their session's active one) becomes the grant's: the `organization`
- * scope's claims name it while the user is still a member. Every completed sign-in for the client sets it again
- * (whatever completes the interaction calls this; the grant's own saves never touch it).
+ * The organization the user is working in (their session's active one) becomes the one of their grant for the client:
+ * the `organization` scope's claims name it while the user is still a member. Every sign-in for the client sets it
+ * again, through the consent (`saveGrant`) or a login that needs none (`finishLogin`); the grant's own saves never
+ * touch it.
  */
 export async function setGrantOrganization(
-  em: TenantContext['em'],
+  em: EntityManager,
   applicationId: string,
-  grantId: string,
+  userId: string,
+  clientId: string,
   organizationId: string | null,
 ) {
-  await em.execute('update oauth2_grants set organization_id = ? where id = ? and application_id = ?', [
+  await em.execute('update oauth2_grants set organization_id = ? where application_id = ? and user_id = ? and client_id = ?', [
     organizationId,
-    grantId,
     applicationId,
+    userId,
+    clientId,
   ]);
 }
 

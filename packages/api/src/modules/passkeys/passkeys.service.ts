@@ -387,6 +387,7 @@ export async function finishMfa(
     ctx,
     { via },
     {
+      kind: 'passkey',
       lookup: {
         sql: `select * from identities i
              where i.application_id = ? and i.kind = 'passkey' and i.subject = ? and i.user_id = p.user_id`,

@@ -20,6 +20,8 @@ export interface BrowserSession {
   id: string;
   userId: string;
   aal: number;
+  /** The authentication methods used (RFC 8176; empty for a session opened before they were kept). */
+  amr: string[];
   /** When the person signed in (OpenID Connect `auth_time`). */
   authTime: Date;
   organizationId: string | null;
@@ -30,11 +32,17 @@ export interface BrowserSession {
  * Gives the session of a refresh token just issued (by a sign-in the hosted pages ran) a browser token, and answers
  * it. The refresh token is spent on the way: the browser session is the only way into that session, and presenting
  * the spent token later is reuse, which revokes it. Undefined when the session is no longer live.
+ *
+ * `previous`, the browser token the browser presented (its cookie), if any: the session it names is revoked
+ * (`replaced`) once the new one is attached. Every sign-in on the hosted pages makes a new session and a new cookie,
+ * so a step-up to a second factor (or signing in as someone else) never keeps the old cookie's session alive: the
+ * cookie is rotated whenever the assurance changes (no session fixation).
  */
 export async function attachBrowserSession(
   em: EntityManager,
   applicationId: string,
   refreshToken: string,
+  previous?: string,
 ): Promise<string | undefined> {
   const token = randomSecret('bs_');
   const rows = await em.execute<Array<{ id: string }>>(
@@ -43,7 +51,9 @@ export async function attachBrowserSession(
       returning id`,
     [sha256(token), sha256(randomSecret('rt_')), applicationId, sha256(refreshToken)],
   );
-  return rows.length ? token : undefined;
+  if (!rows.length) return undefined;
+  if (previous) await endBrowserSession(em, applicationId, previous, 'replaced');
+  return token;
 }
 
 /**
@@ -61,6 +71,7 @@ export async function findBrowserSession(
       id: string;
       user_id: string;
       aal: number;
+      amr: string[] | null;
       created_at: Date | string;
       organization_id: string | null;
       host_id: string | null;
@@ -70,7 +81,7 @@ export async function findBrowserSession(
        from users u
       where s.application_id = ? and s.browser_token_hash = ? and s.revoked_at is null and s.expires_at > now()
         and s.last_active_at > now() - make_interval(secs => ?) and u.id = s.user_id and u.status = 'active'
-      returning s.id, s.user_id, s.aal, s.created_at, s.organization_id, s.host_id`,
+      returning s.id, s.user_id, s.aal, s.amr, s.created_at, s.organization_id, s.host_id`,
     [application.id, sha256(token), idle_timeout_s],
   );
   if (!row) return undefined;
@@ -78,6 +89,7 @@ export async function findBrowserSession(
     id: row.id,
     userId: row.user_id,
     aal: row.aal,
+    amr: row.amr ?? [],
     authTime: new Date(row.created_at),
     organizationId: row.organization_id,
     hostId: row.host_id,
@@ -101,11 +113,38 @@ export async function browserAccessToken(
   return tokens;
 }
 
-/** Signs the browser out: the session its token names is revoked (with its `session.revoked` event). */
-export async function endBrowserSession(em: EntityManager, applicationId: string, token: string): Promise<void> {
+/**
+ * Signs the browser out: the session its token names is revoked (with its `session.revoked` event, `reason`
+ * `sign_out` unless told).
+ */
+export async function endBrowserSession(
+  em: EntityManager,
+  applicationId: string,
+  token: string,
+  reason = 'sign_out',
+): Promise<void> {
   const [row] = await em.execute<Array<{ id: string }>>(
     'select id from sessions where application_id = ? and browser_token_hash = ? and revoked_at is null',
     [applicationId, sha256(token)],
   );
-  if (row) await revokeSession(em, applicationId, row.id, 'sign_out');
+  if (row) await revokeSession(em, applicationId, row.id, reason);
+}
+
+/**
+ * The `Set-Cookie` value that removes an application's browser session cookie (same name, path and attributes as
+ * the one that set it).
+ */
+export const clearedBrowserSessionCookie = (applicationId: string, baseUrl: string) =>
+  `${browserSessionCookie(applicationId)}=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax${
+    baseUrl.startsWith('https:') ? '; Secure' : ''
+  }`;
+
+/** The browser token an HTTP `Cookie` header carries for the application, if any. */
+export function browserTokenFrom(cookieHeader: string | undefined, applicationId: string): string | undefined {
+  const name = browserSessionCookie(applicationId);
+  for (const part of (cookieHeader ?? '').split(';')) {
+    const at = part.indexOf('=');
+    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim() || undefined;
+  }
+  return undefined;
 }

@@ -10,6 +10,8 @@ export const SessionEntity = defineEntity({
   properties: {
     user: () => p.manyToOne(UserEntity).mapToPk().deleteRule('cascade'),
     aal: p.integer(),
+    /** The authentication methods used (RFC 8176 `amr` values, see `amrOf`); null for sessions opened before it was kept. */
+    amr: p.json<string[]>().nullable(),
     /** The active organization: set by the organization switch, carried into every refreshed token. */
     organization: () => p.manyToOne(OrganizationEntity).mapToPk().nullable().deleteRule('set null'),
     /** SHA-256 of the one refresh token that may be used next; older ones are reuse. */

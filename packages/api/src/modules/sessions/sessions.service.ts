@@ -30,6 +30,8 @@ export interface NewSession {
 
 export interface SessionOptions {
   aal: number;
+  /** The authentication methods used (RFC 8176 values; `amrOf` in the sign-in module). */
+  amr: string[];
   ip: string;
   userAgent: string | undefined;
   mfaEnrollmentRequired: boolean;
@@ -48,6 +50,7 @@ export function sessionOpening(application: Application, account: string, option
     id: newId(),
     application: application.id,
     aal: options.aal,
+    amr: options.amr,
     organization: null,
     refreshTokenHash: sha256(refreshToken),
     browserTokenHash: null,
@@ -64,9 +67,9 @@ export function sessionOpening(application: Application, account: string, option
     session,
     refreshToken,
     ctes: `s as (
-       insert into sessions (id, application_id, user_id, aal, refresh_token_hash, mfa_enrollment_required, host_id, user_agent,
-                             ip, created_at, last_active_at, expires_at)
-       select ?, ?, ${account}.id, ?, ?, ?, ?, ?, ?, ?, ?, ? from ${account}
+       insert into sessions (id, application_id, user_id, aal, amr, refresh_token_hash, mfa_enrollment_required, host_id,
+                             user_agent, ip, created_at, last_active_at, expires_at)
+       select ?, ?, ${account}.id, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ? from ${account}
        returning id, user_id, aal
      ), r as (
        insert into refresh_tokens (token_hash, session_id, created_at) select ?, s.id, ? from s
@@ -78,6 +81,7 @@ export function sessionOpening(application: Application, account: string, option
       session.id,
       session.application,
       session.aal,
+      JSON.stringify(session.amr),
       session.refreshTokenHash,
       session.mfaEnrollmentRequired,
       session.hostId,
@@ -383,6 +387,7 @@ const sessionFromRow = (s: JsonRow): Session => ({
   application: s.application_id,
   user: s.user_id,
   aal: s.aal,
+  amr: s.amr,
   organization: s.organization_id,
   refreshTokenHash: s.refresh_token_hash,
   browserTokenHash: s.browser_token_hash,

@@ -23,6 +23,8 @@ export interface SignInSubject {
   /** 1 for a single factor; 2 for a multi-factor authenticator or after a second factor. */
   aal: 1 | 2;
   firstFactor: string;
+  /** The second factor just used (the step that raised the sign-in to aal 2 after its first factor). */
+  secondFactor?: SecondFactorKind;
   /** The host the person signs in to, when the first factor's start named one (carried through every later step). */
   hostId?: string | null;
   /** The user's second factors, when the first factor read them with the user (`secondFactorsSql`). */
@@ -32,6 +34,30 @@ export interface SignInSubject {
    * decision (the session or the pending token), so a refused sign-in leaves no trace.
    */
   used?: Statement;
+}
+
+/** The second factors a sign-in can continue with. */
+export type SecondFactorKind = 'totp' | 'backup_code' | 'passkey';
+
+/**
+ * RFC 8176 authentication method references of a sign-in, as the session records them and the OpenID provider's
+ * tokens carry them (`amr`). RFC 8176 has no value for a link sent by email: a magic link is `email` (not registered,
+ * but the value Okta and others use; RFC 8176 asks relying parties to ignore values they do not know, and `otp`
+ * would claim a one-time-password device). A passkey is `pop` (proof of possession of a key: whether it lives in
+ * hardware or syncs in software is not known) with `user` (the authenticator verified the person: a PIN or a
+ * biometric, RFC 8176 cannot say which without knowing) — multi-factor on its own (`mfa`). OAuth and SAML sign-ins
+ * are `fed`; a TOTP code and a backup code are `otp`. Two factors add `mfa`.
+ */
+export function amrOf(firstFactor: string, secondFactor?: SecondFactorKind): string[] {
+  const first: Record<string, string[]> = {
+    magic_link: ['email'],
+    passkey: ['pop', 'user', 'mfa'],
+    oauth: ['fed'],
+    saml: ['fed'],
+  };
+  const second: Record<SecondFactorKind, string[]> = { totp: ['otp'], backup_code: ['otp'], passkey: ['pop', 'user'] };
+  const methods = [...(first[firstFactor] ?? []), ...(secondFactor ? [...second[secondFactor], 'mfa'] : [])];
+  return [...new Set(methods)];
 }
 
 /** Why a sign-in check refused: its part of the `access.denied` event's data (never shown to the caller). */
@@ -126,7 +152,7 @@ async function pending(em: EntityManager, application: Application, subject: Sig
 
 type Decision =
   | { result: SignInResult }
-  | { open: { user: User; aal: number; mfaEnrollmentRequired: boolean; hostId: string | null } };
+  | { open: { user: User; aal: number; amr: string[]; mfaEnrollmentRequired: boolean; hostId: string | null } };
 
 /** The state machine of CONTRACT §4, inside the transaction that consumed the step that led here. */
 async function decide(hooks: Hooks, em: EntityManager, application: Application, subject: SignInSubject): Promise<Decision> {
@@ -161,6 +187,7 @@ async function decide(hooks: Hooks, em: EntityManager, application: Application,
     open: {
       user,
       aal: subject.aal,
+      amr: amrOf(subject.firstFactor, subject.secondFactor),
       mfaEnrollmentRequired: enrollmentRequired(application, subject.aal, methods),
       hostId,
     },
@@ -187,8 +214,8 @@ export async function completeSignIn(
       if (subject.used) await em.execute(`with ${subject.used.sql} select 1`, subject.used.params);
       return decision;
     }
-    const { user, aal, mfaEnrollmentRequired, hostId } = decision.open;
-    const options = { aal, ip: ctx.ip, userAgent: userAgentOf(ctx), mfaEnrollmentRequired, hostId };
+    const { user, aal, amr, mfaEnrollmentRequired, hostId } = decision.open;
+    const options = { aal, amr, ip: ctx.ip, userAgent: userAgentOf(ctx), mfaEnrollmentRequired, hostId };
     return { user, ...(await openSession(em, application, user, options, subject.used)) };
   };
   const opened = await (typeof step === 'function'
@@ -251,6 +278,7 @@ export async function completeReturningSignIn(
   // The statement opens a session only for a user with no second factor (`ok`), at aal 1.
   const options = {
     aal: 1,
+    amr: amrOf(firstFactor),
     ip: ctx.ip,
     userAgent: userAgentOf(ctx),
     mfaEnrollmentRequired: enrollmentRequired(application, 1, []),

@@ -1,0 +1,95 @@
+import {
+  type BrowserSession,
+  browserAccessToken,
+  denyHostedInteraction,
+  finishConsent,
+  finishLogin,
+  type HostedInteraction,
+  interactionFor,
+} from '@gatehouse/api';
+import { negotiateLocale, translator } from './catalog.ts';
+import { federatedBlock } from './federated.ts';
+import { authorizePage, chooseAccountPage, errorPage, signInPage } from './pages.ts';
+import { currentSession, type Form, type Hosted, redirect, send, signedInApi } from './request.ts';
+
+/**
+ * The sign-in page as the login and consent of the application's OpenID provider (`/a/{id}/sign-in?interaction=`).
+ * The provider says what it asks (a login, an account choice, a consent); the browser's session, when it satisfies
+ * the request (the account, `max_age`, `prompt=login`, the assurance `acr_values` asks for), finishes the login with
+ * no page. An interaction belongs to the browser that started it (the provider's `_interaction` cookie, whose path is
+ * `/a/{id}/sign-in`: every form that finishes one posts under it); any other browser is told to start again.
+ */
+export async function showInteraction(h: Hosted, uid: string, options: { another?: boolean } = {}) {
+  const session = await currentSession(h);
+  const interaction = await readInteraction(h, uid, session);
+  if (!interaction) return interactionGone(h);
+  // The client's `ui_locales` chooses the language first (then the browser's Accept-Language).
+  const locale = negotiateLocale(interaction.ui_locales.join(' '), h.request.headers['accept-language']);
+  h.frame = { ...h.frame, locale, t: translator(locale) };
+  if (interaction.prompt === 'consent') {
+    // The person who signed in for it is no longer this browser's (signed out, or another account since): start again.
+    if (!session || session.userId !== interaction.account_id) return interactionGone(h);
+    return send(h, 200, authorizePage(h, interaction, await emailOf(h, session)));
+  }
+  if (session && interaction.session === 'satisfies' && !options.another) {
+    if (interaction.prompt === 'select_account') {
+      return send(h, 200, chooseAccountPage(h, interaction, await emailOf(h, session)));
+    }
+    return redirect(h, await finishLogin(h.services, h.application, uid, h.request.headers.cookie, session));
+  }
+  return signInFor(h, interaction);
+}
+
+/** "Continue as …" (`prompt=select_account`): the login is finished with this browser's session. */
+export async function continueInteraction(h: Hosted, form: Form) {
+  const uid = form.interaction ?? '';
+  const session = await currentSession(h);
+  const interaction = await readInteraction(h, uid, session);
+  if (!interaction || !session || interaction.session !== 'satisfies') return interactionGone(h);
+  return redirect(h, await finishLogin(h.services, h.application, uid, h.request.headers.cookie, session));
+}
+
+/** Allow (the ticked scopes) or Deny: the provider gets the grant, or the client `access_denied`. */
+export async function authorizeInteraction(h: Hosted, form: Form) {
+  const uid = form.interaction ?? '';
+  const session = await currentSession(h);
+  const interaction = await readInteraction(h, uid, session);
+  if (interaction?.prompt !== 'consent') return interactionGone(h);
+  if (form.decision !== 'allow') {
+    return redirect(h, await denyHostedInteraction(h.services, h.application, uid, h.request.headers.cookie));
+  }
+  if (!session || session.userId !== interaction.account_id) return interactionGone(h);
+  // `openid` is not optional for an OpenID Connect client: it is what signing in is.
+  const approved = interaction.scopes.map((s) => s.name).filter((name) => name === 'openid' || form[`scope:${name}`] === 'on');
+  return redirect(h, await finishConsent(h.services, h.application, uid, h.request.headers.cookie, session, approved));
+}
+
+async function readInteraction(h: Hosted, uid: string, session: BrowserSession | undefined) {
+  try {
+    return await interactionFor(h.services, h.application, uid, h.request.headers.cookie, session);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The sign-in form, its email prefilled from `login_hint`; a step-up says why the person signs in again. */
+const signInFor = async (h: Hosted, interaction: HostedInteraction) =>
+  send(
+    h,
+    200,
+    signInPage(h, {
+      email: interaction.login_hint ?? undefined,
+      notice: interaction.session === 'second_factor' ? 'sign_in.step_up' : undefined,
+      client: interaction.client.name,
+      below: await federatedBlock(h, 'sign_in'),
+    }),
+  );
+
+/** Unknown, expired, already finished, or another browser's: the person goes back to the app that sent them. */
+const interactionGone = (h: Hosted) => send(h, 400, errorPage(h.frame, h.request.id, 'error.interaction_invalid'));
+
+async function emailOf(h: Hosted, session: BrowserSession): Promise<string> {
+  const { access_token } = await browserAccessToken(h.services.orm.em.fork(), h.services, h.application, session);
+  const me = await signedInApi(h, access_token).auth.me.get();
+  return me.primary_email ?? '';
+}
