@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import { browserSessionCookie } from '@gatehouse/api';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
@@ -39,7 +40,8 @@ afterAll(async () => {
 
 /** An application, a person who works in one of its organizations, and a client registered for `redirectUri`. */
 async function setUp(redirectUri: string, type: 'confidential' | 'public' = 'confidential') {
-  const app = await oauthApp(server);
+  // No login_url: the provider's login is the application's hosted sign-in page (the Chromium test's is the app's).
+  const app = await oauthApp(server, type === 'public' ? {} : { login_url: null });
   const email = uniqueEmail('recipe');
   const user = await ok(app.rest('POST', '/v1/users', { primary_email: email }), 201);
   const acme = await ok(app.rest('POST', '/v1/organizations', { name: 'Acme' }), 201);
@@ -88,6 +90,8 @@ describe('recipe: a Node server with openid-client', () => {
       expect(landed.url.href).toBe(`${appUrl}/me`);
       const me = await landed.response.json();
       expect(me.user).toEqual({ sub: user.id, email: person.email, org: acme.id, org_role: 'admin' });
+      // The person signed in on the hosted pages (their browser session is the provider's login).
+      expect(browser.cookies(base).has(browserSessionCookie(app.id))).toBe(true);
 
       expect(await refreshes(app)).toBe(0);
       const later = await minutesLater(11, async () => (await browser.request(`${appUrl}/me`)).json());
@@ -127,6 +131,7 @@ describe('recipe: Auth.js (@auth/core) with its OpenID Connect provider', () => 
     const session = await landed.response.json();
     expect(session).toMatchObject({ user: { id: user.id, email: person.email }, org: acme.id, org_role: 'admin' });
     expect(session.error).toBeUndefined();
+    expect(browser.cookies(base).has(browserSessionCookie(app.id))).toBe(true);
 
     expect(await refreshes(app)).toBe(0);
     const later = await minutesLater(11, async () => (await browser.request(`${appUrl}/auth/session`)).json());
@@ -164,6 +169,8 @@ describe('recipe: Express with passport-openidconnect', () => {
       expect(landed.url.href).toBe(`${appUrl}/me`);
       const me = await landed.response.json();
       expect(me.user).toEqual({ sub: user.id, email: person.email, org: acme.id, org_role: 'admin' });
+      // The person signed in on the hosted pages (their browser session is the provider's login).
+      expect(browser.cookies(base).has(browserSessionCookie(app.id))).toBe(true);
 
       expect(await refreshes(app)).toBe(0);
       const later = await minutesLater(11, async () => (await browser.request(`${appUrl}/me`)).json());

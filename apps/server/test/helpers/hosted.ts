@@ -246,13 +246,28 @@ export async function signInThroughProvider(
   const login = loginPageOf(person, atLogin.url);
   if (!login) throw new Error(`the provider did not ask the person to sign in: ${atLogin.url.href}`);
   if (login.kind === 'app') return browser.follow(await signInAtAppLoginPage(person, login.uid));
-  const { server, smtp, app, email } = person;
+  const { server, smtp, app, email, organization } = person;
   const pages = new HostedBrowser(server, {}, browser.cookies(atLogin.url.href));
-  const signedIn = await signInOnHostedPages(pages, smtp, app, email, atLogin.url.search);
-  if (!signedIn.location) {
-    throw new Error(`the hosted pages answered a page (${signedIn.status}) instead of sending the browser on`);
+  let page = await signInOnHostedPages(pages, smtp, app, email, atLogin.url.search);
+  const authorize = `/a/${app.id}/sign-in/authorize`;
+  const picker = `/a/${app.id}/organization`;
+  for (let steps = 0; steps < 20; steps++) {
+    if (page.location) {
+      const next = new URL(page.location, atLogin.url);
+      // Back to the app: the browser follows the rest.
+      if (next.origin !== atLogin.url.origin) return browser.follow(next.href);
+      page = await pages.get(next.pathname + next.search);
+    } else if (page.html.includes(`action="${picker}"`) && organization) {
+      page = await pages.submit(page, picker, { organization_id: organization });
+    } else if (page.html.includes(`action="${authorize}"`)) {
+      // Allow, with every scope ticked as the page offers them.
+      const ticked = [...page.html.matchAll(/name="(scope:[^"]+)" value="on" checked/g)].map((m) => [m[1]!, 'on']);
+      page = await pages.submit(page, authorize, { ...Object.fromEntries(ticked), decision: 'allow' });
+    } else {
+      throw new Error(`the hosted pages stopped on a page (${page.status}):\n${page.html}`);
+    }
   }
-  return browser.follow(new URL(signedIn.location, atLogin.url).href);
+  throw new Error('the hosted pages did not send the browser back to the app');
 }
 
 /**
