@@ -5,7 +5,7 @@ import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
-import { HttpBrowser, type Person, signInThroughProvider, signInThroughProviderIn } from './helpers/hosted.ts';
+import { HttpBrowser, type Person, signInOnHostedPagesIn, signInThroughProvider } from './helpers/hosted.ts';
 import { createClient, oauthApp, storedTokens } from './helpers/oauth2.ts';
 import { freePort } from './helpers/ports.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
@@ -40,8 +40,8 @@ afterAll(async () => {
 
 /** An application, a person who works in one of its organizations, and a client registered for `redirectUri`. */
 async function setUp(redirectUri: string, type: 'confidential' | 'public' = 'confidential') {
-  // No login_url: the provider's login is the application's hosted sign-in page (the Chromium test's is the app's).
-  const app = await oauthApp(server, type === 'public' ? {} : { login_url: null });
+  // No login_url: the provider's login is the application's hosted sign-in page.
+  const app = await oauthApp(server, { login_url: null });
   const email = uniqueEmail('recipe');
   const user = await ok(app.rest('POST', '/v1/users', { primary_email: email }), 201);
   const acme = await ok(app.rest('POST', '/v1/organizations', { name: 'Acme' }), 201);
@@ -230,9 +230,9 @@ describe.skipIf(!hasChromium)('recipe: a browser SPA with oidc-client-ts, in Chr
     const spa = await serveSpa(port, { issuer, clientId: client.id, appUrl });
     const page = await browser.context.newPage();
     try {
-      await signInThroughProviderIn(page, person);
       await page.goto(appUrl);
       await page.click('#sign-in');
+      await signInOnHostedPagesIn(page, person);
       const shown = async () => JSON.parse((await page.locator('#signed-in').textContent()) ?? '');
       const me = await shown();
       expect(page.url()).toBe(`${appUrl}/`);

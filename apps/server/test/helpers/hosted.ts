@@ -271,13 +271,19 @@ export async function signInThroughProvider(
 }
 
 /**
- * The same in Chromium, for an application with a `login_url`: while `page` is open, a visit to that page signs the
- * person in and sends the browser on to the provider (Playwright answers the page's URL with that redirect).
+ * The same in Chromium, on the hosted pages: the provider has sent `page` to the sign-in page; the person types their
+ * email, opens the mailed link in the same browser, confirms, and allows what the app asks (their one organization
+ * is chosen for them). Resolves once the browser has left the hosted pages.
  */
-export async function signInThroughProviderIn(page: Page, person: Person): Promise<void> {
-  await page.route(`${LOGIN_URL}**`, async (route) => {
-    const uid = new URL(route.request().url()).searchParams.get('interaction') ?? '';
-    const location = await signInAtAppLoginPage(person, uid);
-    await route.fulfill({ status: 303, headers: { location } });
-  });
+export async function signInOnHostedPagesIn(page: Page, person: Person): Promise<void> {
+  const { app, smtp, email } = person;
+  const base = `/a/${app.id}`;
+  await page.waitForURL((url) => url.pathname === `${base}/sign-in`);
+  await page.fill('#email', email);
+  await page.click(`form[action="${base}/sign-in"] button[type="submit"]`);
+  const link = linkIn(await smtp.next(email));
+  await page.goto(link.href);
+  await page.click(`form[action="${base}/magic-link"] button[type="submit"]`);
+  await page.click('button[name="decision"][value="allow"]');
+  await page.waitForURL((url) => !url.pathname.startsWith(`${base}/`));
 }
