@@ -1,8 +1,6 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
+import { addVirtualAuthenticator, type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import type { SmtpSink } from './helpers/sign-in.ts';
@@ -17,7 +15,6 @@ import { linkIn, startSmtpSink } from './helpers/smtp.ts';
  */
 if (!hasChromium) console.warn('browser-hosted-passkeys: /usr/bin/chromium not found, the real-browser test is skipped.');
 
-const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');
 const ORIGIN = 'http://localhost';
 
 describe.skipIf(!hasChromium)('passkeys on the hosted pages in Chromium', () => {
@@ -27,7 +24,6 @@ describe.skipIf(!hasChromium)('passkeys on the hosted pages in Chromium', () => 
   let browser: Browser;
 
   beforeAll(async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
     smtp = await startSmtpSink();
     server = await startServer({ smtpUrl: smtp.url, baseUrl: ORIGIN });
     app = await server.createApp({ name: 'Passkey Notes', allowed_origins: [ORIGIN] });
@@ -41,23 +37,12 @@ describe.skipIf(!hasChromium)('passkeys on the hosted pages in Chromium', () => 
   });
 
   const base = () => `${ORIGIN}/a/${app.id}`;
-  const shot = (page: Page, name: string) =>
-    page.screenshot({ path: join(ARTIFACTS, `hosted-passkeys-${name}.png`), fullPage: true });
+  const shot = (page: Page, name: string) => screenshot(page, `hosted-passkeys-${name}`);
 
   async function virtualAuthenticator(page: Page) {
     const cdp: CDPSession = await browser.context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
-    return { cdp, authenticatorId };
+    return { cdp, authenticatorId: await addVirtualAuthenticator(cdp) };
   }
 
   /** The magic link in this page: the email form, the mail, the link's button. */

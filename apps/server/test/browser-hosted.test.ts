@@ -1,9 +1,8 @@
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
+import { type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
 import { createOrg, uniqueEmail } from './helpers/fixtures.ts';
 import { enrolTotp, totpCode } from './helpers/mfa.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
@@ -20,7 +19,6 @@ import { linkIn, startSmtpSink } from './helpers/smtp.ts';
  */
 if (!hasChromium) console.warn('browser-hosted: /usr/bin/chromium not found, the real-browser test is skipped.');
 
-const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');
 /** localhost: a secure context, so the pages' passkey parts (WebAuthn) show and are checked too. */
 const BASE = 'http://localhost';
 const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
@@ -41,7 +39,6 @@ describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-c
   const people = new Map<string, { email: string; secret: string }>();
 
   beforeAll(async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
     smtp = await startSmtpSink();
     server = await startServer({ smtpUrl: smtp.url, baseUrl: BASE });
     for (const theme of ['light', 'dark'] as const) {
@@ -88,7 +85,7 @@ describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-c
       for (let id = 0; id <= last; id++) window.clearTimeout(id);
     });
     expect(await page.getAttribute('html', 'lang')).toBe(locale);
-    await page.screenshot({ path: join(ARTIFACTS, `hosted-${name}-${locale}-${theme}.png`), fullPage: true });
+    await screenshot(page, `hosted-${name}-${locale}-${theme}`);
     // Evaluated through the DevTools protocol: the page's CSP (nonces only) does not apply to it.
     await page.evaluate(await axeSource);
     const { violations, passes } = await page.evaluate(async (tags) => {

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import type { GatehouseBrowserClient, SignInResult } from '@gatehouse/sdk/client';
 import type { BrowserContext, CDPSession, JSHandle, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, hasChromium, launchChromium, sdkBundle } from './helpers/browser.ts';
+import { addVirtualAuthenticator, type Browser, hasChromium, launchChromium, sdkBundle } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { type TestApp, UUID } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
@@ -157,16 +157,7 @@ describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', ()
 
   /** A fresh CDP virtual authenticator (a platform one: internal, resident keys, user verification) on a page. */
   async function addAuthenticator(session = cdp) {
-    const { authenticatorId } = await session.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
+    const authenticatorId = await addVirtualAuthenticator(session);
     const credentials = async () =>
       (await session.send('WebAuthn.getCredentials', { authenticatorId })).credentials as VirtualCredential[];
     return { credentials, remove: () => session.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId }) };

@@ -1,9 +1,7 @@
-import { mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
+import { type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
 import { createOrg, createUser, uniqueEmail } from './helpers/fixtures.ts';
 import { HostedBrowser, hiddenFields, signInOnHostedPages } from './helpers/hosted.ts';
 import { putProvider } from './helpers/oauth.ts';
@@ -21,7 +19,6 @@ import { linkIn, startSmtpSink } from './helpers/smtp.ts';
  * attacks: a stolen SAML code or OAuth state and code replayed in another browser, redirect targets off our pages.
  */
 const BASE = 'http://gatehouse.test';
-const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts');
 
 let smtp: SmtpSink;
 let server: TestServer;
@@ -595,7 +592,6 @@ describe.skipIf(!hasChromium)('federated sign-in on the hosted pages in Chromium
 
   beforeAll(async () => {
     httpIdp = await createTestIdp({ entityId: 'http://idp.test/metadata', ssoUrl: 'http://idp.test/sso' });
-    await mkdir(ARTIFACTS, { recursive: true });
     // The SAML IdP's page: the person is signed in there already; a click posts the assertion to our ACS.
     idpServer = createServer((req, res) => {
       void (async () => {
@@ -631,7 +627,7 @@ describe.skipIf(!hasChromium)('federated sign-in on the hosted pages in Chromium
     const { page } = browser;
     await browser.context.clearCookies();
     await page.goto(`${BASE}/a/${app.id}/sign-in`);
-    await page.screenshot({ path: join(ARTIFACTS, 'hosted-federated-sign-in.png'), fullPage: true });
+    await screenshot(page, 'hosted-federated-sign-in');
     await page.click('#social-oidc');
     await page.waitForURL((url) => url.origin === oidcIdp.issuer);
     // oidc-provider's development login page, then its consent page.
@@ -649,7 +645,7 @@ describe.skipIf(!hasChromium)('federated sign-in on the hosted pages in Chromium
     const { page } = browser;
     await browser.context.clearCookies();
     await page.goto(`${BASE}/a/${sso.app.id}/sign-up`);
-    await page.screenshot({ path: join(ARTIFACTS, 'hosted-federated-sign-up.png'), fullPage: true });
+    await screenshot(page, 'hosted-federated-sign-up');
     await page.goto(`${BASE}/a/${sso.app.id}/sign-in`);
     await page.fill('#email', 'ada@chromium-sso.test');
     await page.click('button[type=submit]');
@@ -675,7 +671,7 @@ describe.skipIf(!hasChromium)('federated sign-in on the hosted pages in Chromium
     await browser.context.addCookies([{ name: `gh_session_${app.id}`, value: cookie, url: BASE }]);
     const { page } = browser;
     await page.goto(`${BASE}/a/${app.id}/organization`);
-    await page.screenshot({ path: join(ARTIFACTS, 'hosted-federated-organization.png'), fullPage: true });
+    await screenshot(page, 'hosted-federated-organization');
     await page.click('button:has-text("Research")');
     await page.waitForURL(`${BASE}/a/${app.id}/account`);
   });

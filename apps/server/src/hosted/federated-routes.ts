@@ -15,15 +15,14 @@ import {
   oauthCallbackUri,
   signUpOpen,
   ssoCallbackUri,
-  startSsoIfConnected,
   withoutHops,
 } from './federated.ts';
 import { html } from './html.ts';
 import { page } from './page.ts';
 import { errorPage } from './pages.ts';
 import { currentSession, type Form, type Hosted, messageFor, type Routes, redirect, send, signedInApi } from './request.ts';
-import { continueSignedIn, proceed } from './sign-in.ts';
-import { type Flow, readFlow, writeFlow } from './state.ts';
+import { continueSignedIn, proceed, startWithEmail } from './sign-in.ts';
+import { readFlow, writeFlow } from './state.ts';
 
 /**
  * The hosted pages' federated factors and what comes around them: enterprise SSO's way back (`/sso/callback`), social
@@ -167,24 +166,9 @@ async function startSignUp(h: Hosted, form: Form) {
   if (!signUpOpen(h)) return fail(h, 404, 'sign_up.closed');
   const email = (form.email ?? '').trim();
   const name = (form.name ?? '').trim().slice(0, NAME_MAX) || undefined;
-  const flow: Flow = { ...withoutHops(readFlow(h.services, h.request, h.application.id)), name };
+  const flow = readFlow(h.services, h.request, h.application.id);
   try {
-    const sso = await startSsoIfConnected(h, email, flow);
-    if (sso) return redirect(h, sso);
-    // The link opens on the service's own host, as the sign-in form's does (sign-in.ts).
-    const started = await h.api.auth.magicLink.start({
-      email,
-      redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
-    });
-    writeFlow(h.services, h.reply, h.application.id, {
-      interaction: flow.interaction,
-      organization: flow.organization,
-      name,
-      verification_id: started.verification_id,
-      poll_secret: started.poll_secret ?? undefined,
-      email,
-    });
-    return redirect(h, `${h.base}/sign-in/wait`);
+    return await startWithEmail(h, email, { interaction: flow.interaction, organization: flow.organization, name });
   } catch (caught) {
     const { status, key } = messageFor(caught, 'error.email_invalid');
     return send(h, status, signUpPage(h, await federatedBlock(h, 'sign_up'), { email, name, error: key }));

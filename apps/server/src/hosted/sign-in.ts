@@ -40,26 +40,33 @@ export async function startSignIn(h: Hosted, form: Form) {
   const email = (form.email ?? '').trim();
   const flow = readFlow(h.services, h.request, h.application.id);
   try {
-    // Identifier first: an email whose domain has an SSO connection goes to that IdP.
-    const sso = await startSsoIfConnected(h, email, { interaction: flow.interaction, organization: flow.organization });
-    if (sso) return redirect(h, sso);
-    const started = await h.api.auth.magicLink.start({
-      email,
-      // The link opens on the service's own host (also from a custom domain: that tab then collects the sign-in).
-      redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
-    });
-    writeFlow(h.services, h.reply, h.application.id, {
-      interaction: flow.interaction,
-      organization: flow.organization,
-      verification_id: started.verification_id,
-      poll_secret: started.poll_secret ?? undefined,
-      email,
-    });
-    return redirect(h, `${h.base}/sign-in/wait`);
+    return await startWithEmail(h, email, { interaction: flow.interaction, organization: flow.organization });
   } catch (error) {
     const { status, key } = messageFor(error, 'error.email_invalid');
     return send(h, status, signInPage(h, { email, error: key, below: await federatedBlock(h, 'sign_in') }));
   }
+}
+
+/**
+ * The identifier step of the sign-in and sign-up forms: an email whose domain has an SSO connection goes to that IdP;
+ * any other gets a magic link, and this browser waits for it. `carried` (the interaction, the organization choice, a
+ * sign-up's name) stays in the flow. The API's refusals are thrown for the form to show.
+ */
+export async function startWithEmail(h: Hosted, email: string, carried: Pick<Flow, 'interaction' | 'organization' | 'name'>) {
+  const sso = await startSsoIfConnected(h, email, carried);
+  if (sso) return redirect(h, sso);
+  const started = await h.api.auth.magicLink.start({
+    email,
+    // The link opens on the service's own host (also from a custom domain: that tab then collects the sign-in).
+    redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
+  });
+  writeFlow(h.services, h.reply, h.application.id, {
+    ...carried,
+    verification_id: started.verification_id,
+    poll_secret: started.poll_secret ?? undefined,
+    email,
+  });
+  return redirect(h, `${h.base}/sign-in/wait`);
 }
 
 /** The page that waits for the magic link: it polls the API each time it reloads (every few seconds, no script). */

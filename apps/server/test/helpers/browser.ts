@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type BrowserContext, type CDPSession, chromium, type Page } from 'playwright-core';
 import { WAIT_MS } from './limits.ts';
 
 /** Debian's Chromium, which CI installs (`.ci/run`); a browser test skips itself, saying so, where it is missing. */
@@ -66,4 +66,31 @@ export async function launchChromium(hostRules: string): Promise<Browser> {
       await rm(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A CDP virtual authenticator on a page's session (a platform one: internal, resident keys, user verification, presence
+ * simulated); answers its id. `WebAuthn.enable` must have been sent on the session.
+ */
+export async function addVirtualAuthenticator(session: CDPSession): Promise<string> {
+  const { authenticatorId } = await session.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return authenticatorId;
+}
+
+/** Where browser tests keep their screenshots (apps/server/test-artifacts/, not tracked). */
+const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
+
+/** A full-page screenshot of `page`, kept as a test artifact `<name>.png`. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await mkdir(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
