@@ -14,9 +14,8 @@ export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedErro
 export type { Application } from './modules/applications/application.entity.ts';
 export type { ApplicationSettings } from './modules/applications/applications.schema.ts';
 export { applicationById, hasProductionApplications, settingsOf } from './modules/applications/applications.service.ts';
-export { CORS_ALLOWED_HEADERS, ownOrigin, preflightAllowed } from './modules/applications/cors.ts';
+export { applicationOfVerifiedDomain, CORS_ALLOWED_HEADERS, ownOrigin, preflightAllowed } from './modules/applications/cors.ts';
 export { type StoredLogo, storedLogo } from './modules/applications/logo.service.ts';
-export { applicationIdForDomain } from './modules/domains/domains.service.ts';
 export { MailWorker } from './modules/messages/mail-outbox.ts';
 export { BUILT_IN_PROVIDERS, OAUTH_PROVIDERS, type OAuthProviderName, providerLabel } from './modules/oauth/oauth.providers.ts';
 export { enabledOAuthProviders } from './modules/oauth/oauth.service.ts';

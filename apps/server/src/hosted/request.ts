@@ -1,7 +1,7 @@
 import {
   type Application,
   applicationById,
-  applicationIdForDomain,
+  applicationOfVerifiedDomain,
   appRouter,
   type BrowserSession,
   createContext,
@@ -132,7 +132,14 @@ export function messageFor(error: unknown, fallback: MessageKey): { status: numb
 /** The service's own host never serves the root pages: they are for the applications' custom domains. */
 async function domainApplication(services: Services, host: string | undefined) {
   if (!host || host === new URL(services.baseUrl).host) return undefined;
-  return applicationIdForDomain(services.orm.em.fork(), host);
+  let hostname: string;
+  try {
+    // The Host header as a URL reads it: port dropped, lower-cased, punycode — as custom domains are stored.
+    hostname = new URL(`http://${host}`).hostname;
+  } catch {
+    return undefined;
+  }
+  return applicationOfVerifiedDomain(services.orm.em.fork(), hostname);
 }
 
 /** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */

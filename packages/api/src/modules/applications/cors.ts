@@ -17,17 +17,25 @@ export const isOwnHostedPage = (services: Services, applicationId: string, url: 
   url.origin === ownOrigin(services) && !url.username && !url.password && url.pathname.startsWith(`/a/${applicationId}/`);
 
 /**
+ * The application whose verified custom domain `hostname` is (as a URL's hostname: lower-case, punycode), or
+ * undefined. The hosted pages answer at the root of each verified domain, and sign-ins started there return there.
+ */
+export async function applicationOfVerifiedDomain(em: EntityManager, hostname: string): Promise<string | undefined> {
+  const [row] = await em.execute<Array<{ application_id: string }>>(
+    `select application_id from custom_domains where domain = ? and status = 'verified'`,
+    [hostname],
+  );
+  return row?.application_id;
+}
+
+/**
  * `isOwnHostedPage`, or a page at the root of one of the application's verified custom domains (where the same pages
  * are served), with the service's scheme: where an SSO or social sign-in started on those pages returns.
  */
 export async function isHostedPageOf(em: EntityManager, services: Services, applicationId: string, url: URL): Promise<boolean> {
   if (isOwnHostedPage(services, applicationId, url)) return true;
   if (url.username || url.password || url.protocol !== new URL(services.baseUrl).protocol) return false;
-  const rows = await em.execute<Array<{ id: string }>>(
-    `select id from custom_domains where application_id = ? and domain = ? and status = 'verified'`,
-    [applicationId, url.hostname],
-  );
-  return rows.length > 0;
+  return (await applicationOfVerifiedDomain(em, url.hostname)) === applicationId;
 }
 
 /**

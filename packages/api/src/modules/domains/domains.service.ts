@@ -145,22 +145,6 @@ export async function allowedDomain(ctx: Context, input: { domain: string }) {
   return { domain: name, allowed: true as const };
 }
 
-/**
- * The application whose verified custom domain `host` is (a request's Host, port dropped), or undefined: the hosted
- * pages answer at the root of each verified domain. Anything else — unknown, pending, failed, not a valid name — is
- * no application.
- */
-export async function applicationIdForDomain(em: EntityManager, host: string): Promise<string | undefined> {
-  let name: string;
-  try {
-    name = canonicalDomain(host.replace(/:\d+$/, ''));
-  } catch {
-    return undefined;
-  }
-  const domain = await em.findOne(CustomDomainEntity, { domain: name, status: 'verified' }, { fields: ['application'] });
-  return domain?.application;
-}
-
 /** null when a TXT record at `_gatehouse-challenge.<domain>` holds the token, else why not. */
 async function lookUpChallenge(
   domain: string,
