@@ -94,6 +94,54 @@ describe('the hosted sign-in page', () => {
   });
 });
 
+/** Every route of the hosted pages, as the server registered it (fastify's route tree, `/a/:applicationId/…`). */
+function hostedRoutes(): Array<{ path: string; methods: string[] }> {
+  const routes: Array<{ path: string; methods: string[] }> = [];
+  const stack: string[] = [];
+  for (const line of suite.server.server.app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^([│ ]*)[├└]── (\S+) \(([A-Z, ]+)\)/.exec(line);
+    if (!match) continue;
+    const depth = match[1]!.length / 4;
+    stack.length = depth;
+    stack.push(match[2]!);
+    const path = stack.join('');
+    if (path.startsWith('/a/:applicationId/')) routes.push({ path, methods: match[3]!.split(', ') });
+  }
+  return routes;
+}
+
+describe('every hosted route', () => {
+  it('a form post without this browser’s CSRF token is 403, whatever the route (none is forgotten)', async () => {
+    const app = await suite.server.createApp();
+    const browser = new HostedBrowser(suite.server);
+    await browser.get(`/a/${app.id}/sign-in`); // this browser has its CSRF cookie: only the token is missing
+    const posts = hostedRoutes().filter((r) => r.methods.includes('POST'));
+    expect(posts.length).toBeGreaterThan(20);
+    for (const { path } of posts) {
+      const answer = await browser.post(path.replace(':applicationId', app.id), { email: uniqueEmail('forged') });
+      expect(answer.status, path).toBe(403);
+    }
+    const [{ count }] = await sql(suite.server, 'select count(*)::int as count from magic_links where application_id = ?', [
+      app.id,
+    ]);
+    expect(count).toBe(0);
+  });
+
+  it('every page answers a CSP with a nonce and frame-ancestors none (the logo, an image, has its own)', async () => {
+    const app = await suite.server.createApp();
+    const browser = new HostedBrowser(suite.server);
+    const pages = hostedRoutes().filter((r) => r.methods.includes('GET') && !r.path.endsWith('/logo'));
+    expect(pages.length).toBeGreaterThan(8);
+    for (const { path } of pages) {
+      const answer = await browser.get(path.replace(':applicationId', app.id));
+      const csp = answer.headers.get('content-security-policy') ?? '';
+      expect(csp, path).toContain("frame-ancestors 'none'");
+      expect(csp, path).toMatch(/script-src 'nonce-[^']+'/);
+      expect(answer.headers.get('x-frame-options'), path).toBe('DENY');
+    }
+  });
+});
+
 describe('signing in with a magic link', () => {
   it('on the same device: the link’s button signs this browser in, with an HttpOnly session cookie', async () => {
     const app = await suite.server.createApp();
