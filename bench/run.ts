@@ -8,11 +8,17 @@ import { cleanUp, commandLine, log, ROOT } from './harness/env.ts';
 import { takeWarnings } from './harness/processes.ts';
 import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult } from './harness/report.ts';
 import { authzSuite } from './suites/authz.ts';
+import { betterAuthSuite } from './suites/better-auth.ts';
+import { bootSuite } from './suites/boot.ts';
+import { dashboardSuite } from './suites/dashboard.ts';
+import { hostedSuite } from './suites/hosted.ts';
 import { mfaSuite } from './suites/mfa.ts';
 import { oauthSuite } from './suites/oauth.ts';
 import { oauth2Suite } from './suites/oauth2.ts';
 import { organizationsSuite } from './suites/organizations.ts';
+import { poolerSuite } from './suites/pooler.ts';
 import { samlSuite } from './suites/saml.ts';
+import { scimSuite } from './suites/scim.ts';
 import { sdkSuite } from './suites/sdk.ts';
 import { signInSuite } from './suites/sign-in.ts';
 import { webhooksSuite } from './suites/webhooks.ts';
@@ -27,6 +33,12 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   oauth: oauthSuite,
   webhooks: webhooksSuite,
   oauth2: oauth2Suite,
+  hosted: hostedSuite,
+  pooler: poolerSuite,
+  boot: bootSuite,
+  scim: scimSuite,
+  'better-auth': betterAuthSuite,
+  dashboard: dashboardSuite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

@@ -38,6 +38,16 @@ export const config = {
   authzTuples: intEnv('BENCH_AUTHZ_TUPLES', 1_000_000, 10_000, 10_000_000),
   oauthMaxRate: intEnv('BENCH_OAUTH_MAX_RATE', 3000, 10, 20_000),
   webhookEvents: intEnv('BENCH_WEBHOOK_EVENTS', 6000, 100, 1_000_000),
+  /** boot: starts per case (the median is reported). */
+  bootRuns: intEnv('BENCH_BOOT_RUNS', 3, 1, 20),
+  /** scim: directory users seeded for the filter, users provisioned through the API, the filter's steady rate. */
+  scimUsers: intEnv('BENCH_SCIM_USERS', 100_000, 1000, 10_000_000),
+  scimProvision: intEnv('BENCH_SCIM_PROVISION', 10_000, 100, 1_000_000),
+  /** 0: half the closed-loop throughput of the same filter (the authz suite's "half load"). */
+  scimFilterRate: intEnv('BENCH_SCIM_FILTER_RATE', 0, 0, 20_000),
+  /** dashboard: events seeded (users, sessions and deliveries in proportion), the steady rate of the daily statistics. */
+  dashboardEvents: intEnv('BENCH_DASHBOARD_EVENTS', 1_000_000, 10_000, 10_000_000),
+  dashboardRate: intEnv('BENCH_DASHBOARD_RATE', 20, 1, 1000),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');
 

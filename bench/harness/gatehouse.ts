@@ -72,7 +72,7 @@ export async function startGatehouse(
 export const MANY_SIGN_INS = { rate_limits: { magic_link_per_address: 100_000, magic_link_per_email: 10, window_s: 900 } };
 
 /** The magic-link tokens in the message log (a development application without SMTP keeps the links there). */
-async function linkTokens(url: string, app: Application): Promise<Array<{ to: string; token: string }>> {
+export async function linkTokens(url: string, app: Application): Promise<Array<{ to: string; token: string }>> {
   const tokens: Array<{ to: string; token: string }> = [];
   for (let offset = 0; ; offset += 100) {
     const page = await api(url, 'GET', `/v1/messages?limit=100&offset=${offset}`, app.sk);

@@ -17,14 +17,21 @@ export interface Scenario {
   method: 'GET' | 'POST';
   path: string;
   headers: Record<string, string>;
-  /** The status every response must have (200). */
-  expect?: number;
+  /** The status every response must have (200), or the statuses it may have (a flow of several requests). */
+  expect?: number | number[];
   /**
-   * Each request's own headers, body and path. Each connection (and the one client) has its own `state`, kept across its
-   * requests, so that it can hold a credential of its own (an access token, a session whose refresh token rotates).
+   * Each request's own headers, body and path (and method: a flow alternates its steps). Each connection (and the one
+   * client) has its own `state`, kept across its requests, so that it can hold a credential of its own (an access
+   * token, a session whose refresh token rotates, the code the previous step of a flow got).
    */
-  request?: (state: ConnectionState) => { headers?: Record<string, string>; body?: string; path?: string };
-  response?: (state: ConnectionState, status: number, body: string) => void;
+  request?: (state: ConnectionState) => {
+    method?: 'GET' | 'POST';
+    headers?: Record<string, string>;
+    body?: string;
+    path?: string;
+  };
+  /** Each answer, with its headers (names in lower case): a step of a flow reads a redirect's `location`. */
+  response?: (state: ConnectionState, status: number, body: string, headers: Record<string, string>) => void;
 }
 export type ConnectionState = Record<string, unknown>;
 
@@ -59,6 +66,10 @@ export interface Measurement {
 
 export const scenarioName = (s: Scenario) => `${s.method} ${s.path}`;
 const expected = (s: Scenario) => s.expect ?? 200;
+const isExpected = (s: Scenario, status: number) => {
+  const wanted = expected(s);
+  return Array.isArray(wanted) ? wanted.includes(status) : status === wanted;
+};
 
 /** Above this share of unexpected answers or errors (warm-up included), the run measured failures: it fails. */
 const MAX_BAD_SHARE = 0.001;
@@ -120,13 +131,14 @@ function autocannonRequest(scenario: Scenario): autocannon.Request {
       const next = scenario.request?.((req as WithState).state) ?? {};
       return {
         ...req,
+        ...(next.method !== undefined ? { method: next.method } : {}),
         headers: { ...req.headers, ...next.headers },
         ...(next.body !== undefined ? { body: next.body } : {}),
         ...(next.path !== undefined ? { path: next.path } : {}),
       };
     },
-    onResponse(this: WithState, status: number, responseBody: string) {
-      scenario.response?.(this.state, status, responseBody);
+    onResponse(this: WithState, status: number, responseBody: string, _context: unknown, headers?: Record<string, string>) {
+      scenario.response?.(this.state, status, responseBody, lowerCased(headers ?? {}));
     },
   } as WithState;
 }
@@ -166,7 +178,7 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
   const inWindow = () => windowStart > 0 && windowEnd === 0;
   instance.on('response', (_client, status: number, _bytes: number, responseTime: number) => {
     answered++;
-    if (status !== expected(scenario)) bad++;
+    if (!isExpected(scenario, status)) bad++;
     else if (inWindow()) latencies.push(responseTime);
     if (!windowStart && performance.now() - started >= config.warmupSeconds * 1000 && answered >= config.connections) open();
   });
@@ -206,12 +218,14 @@ async function window(server: ServerProcess, scenario: Scenario, db: ScratchData
  */
 async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatabase | undefined, seconds: number, rate: number) {
   if (scenario.response) throw new Error(`${scenarioName(scenario)}: a paced load cannot follow responses`);
+  const expect = expected(scenario);
+  if (Array.isArray(expect)) throw new Error(`${scenarioName(scenario)}: a paced load expects one status`);
   const state: ConnectionState = {};
   const count = Math.ceil(rate * (config.warmupSeconds + seconds));
   const requests: PacedRequest[] = Array.from({ length: count }, () => {
     const next = scenario.request?.(state);
     return {
-      method: scenario.method,
+      method: next?.method ?? scenario.method,
       path: next?.path ?? scenario.path,
       headers: {
         ...(next?.body !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -227,7 +241,7 @@ async function paced(server: ServerProcess, scenario: Scenario, db: ScratchDatab
     rate,
     warmupMs: config.warmupSeconds * 1000,
     windowMs: seconds * 1000,
-    expect: expected(scenario),
+    expect,
     connections: config.connections,
     timeoutMs: config.timeoutSeconds * 1000,
   };
@@ -283,7 +297,7 @@ export async function send(url: string, scenario: Scenario, state: ConnectionSta
   const next = scenario.request?.(state);
   const body = next?.body;
   const response = await fetch(`${url}${next?.path ?? scenario.path}`, {
-    method: scenario.method,
+    method: next?.method ?? scenario.method,
     headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...scenario.headers, ...next?.headers },
     body,
     // A redirect is the answer being measured (the SAML ACS), never a place to go.
@@ -291,11 +305,15 @@ export async function send(url: string, scenario: Scenario, state: ConnectionSta
     signal: AbortSignal.timeout(60_000),
   });
   const text = await response.text();
-  scenario.response?.(state, response.status, text);
-  if (response.status !== expected(scenario))
+  scenario.response?.(state, response.status, text, Object.fromEntries(response.headers));
+  if (!isExpected(scenario, response.status))
     throw new Error(`${scenarioName(scenario)} answered ${response.status}: ${text.slice(0, 300)}`);
   return text;
 }
+
+/** autocannon keeps the header names as the server sent them. */
+const lowerCased = (headers: Record<string, string>) =>
+  Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
 
 /** Waits until the server process is idle and no statement of the scratch database is running (at most 90 s). */
 async function drain(server: ServerProcess, db: ScratchDatabase | undefined): Promise<void> {

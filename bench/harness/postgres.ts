@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { config, onCleanup } from './env.ts';
+import { config, onCleanup, sleep } from './env.ts';
 import { processCpuSeconds } from './processes.ts';
 
 export interface ScratchDatabase {
@@ -25,6 +25,12 @@ export interface ScratchDatabase {
   cpuSeconds: () => number;
   /** Statements of other connections running now. */
   activeStatements: () => Promise<number>;
+  /**
+   * PostgreSQL's deferred work after a load that wrote much, done before the next one rather than during its window:
+   * the database vacuumed and analyzed (autovacuum then finds nothing to do), a checkpoint (the dirty pages written),
+   * and no autovacuum worker left on it (at most 60 s). Answers the seconds it took.
+   */
+  settle: () => Promise<number>;
 }
 
 export async function scratchDatabase(): Promise<ScratchDatabase> {
@@ -63,6 +69,19 @@ export async function scratchDatabase(): Promise<ScratchDatabase> {
         total += Number.isNaN(now) ? last : now;
       }
       return total;
+    },
+    settle: async () => {
+      const started = performance.now();
+      await client.query('vacuum (analyze)');
+      await client.query('checkpoint');
+      for (let i = 0; i < 120; i++) {
+        const { rows } = await client.query<{ n: string }>(
+          "select count(*) as n from pg_stat_activity where datname = current_database() and backend_type = 'autovacuum worker'",
+        );
+        if (Number(rows[0]?.n ?? 0) === 0) break;
+        await sleep(500);
+      }
+      return (performance.now() - started) / 1000;
     },
     activeStatements: async () =>
       Number(

@@ -191,8 +191,8 @@ export async function webhooksSuite(): Promise<SuiteResult> {
     db,
     server,
     receiver,
-    `insert into events (id, application_id, type, data, created_at)
-       select gen_random_uuid(), '${app.id}', 'user.created', ${userData}, now() from generate_series(1, $1) i`,
+    `insert into events (id, application_id, type, data, created_at, actor_type, actor_id)
+       select gen_random_uuid(), '${app.id}', 'user.created', ${userData}, now(), 'system', 'gatehouse' from generate_series(1, $1) i`,
   );
   await server.stop();
 

@@ -226,6 +226,49 @@ describe('gatehouse CLI against a real server', () => {
     expect(again.stderr).toMatch(/^error: already_member: /);
   });
 
+  it('orgs invite, invitations (with --status), resend and revoke', async () => {
+    const invited = await json([
+      'orgs',
+      'invite',
+      orgId,
+      'Invitee@Example.com',
+      '--role',
+      'admin',
+      '--expires-in',
+      '2d',
+      '--redirect-url',
+      'https://app.example.com/welcome',
+    ]);
+    expect(invited).toMatchObject({ organization_id: orgId, email: 'invitee@example.com', role: 'admin', status: 'pending' });
+    expect(Math.abs(Date.parse(invited.expires_at) - Date.now() - 2 * 86400_000)).toBeLessThan(120_000);
+    expect(await json(['orgs', 'invitations', orgId, '--status', 'pending'])).toMatchObject({
+      total: 1,
+      invitations: [{ id: invited.id, email: 'invitee@example.com' }],
+    });
+    expect(await json(['orgs', 'invitations', 'resend', orgId, invited.id])).toMatchObject({ id: invited.id, status: 'pending' });
+    expect(await json(['orgs', 'invitations', 'revoke', orgId, invited.id])).toMatchObject({ id: invited.id, status: 'revoked' });
+    expect((await json(['orgs', 'invitations', orgId, '--status', 'revoked'])).total).toBe(1);
+    expect((await json(['orgs', 'invitations', orgId, '--status', 'pending'])).total).toBe(0);
+
+    const table = await gatehouse(['orgs', 'invitations', orgId]);
+    expect(table.code).toBe(0);
+    expect(table.stdout.split('\n')[0]?.split('\t')).toEqual(['id', 'email', 'role', 'status', 'expires_at', 'created_at']);
+    // a@example.com is a member already; a foreign redirect is refused by the server.
+    const member = await gatehouse(['orgs', 'invite', orgId, 'a@example.com']);
+    expect(member.code).toBe(1);
+    expect(member.stderr).toMatch(/^error: already_member: /);
+    const foreign = await gatehouse(['orgs', 'invite', orgId, 'b@example.com', '--redirect-url', 'https://evil.example.com/']);
+    expect(foreign.stderr).toMatch(/^error: invalid_url: /);
+    // Usage errors, caught before anything is sent.
+    for (const args of [
+      ['orgs', 'invite', orgId, 'c@example.com', '--expires-in', 'soon'],
+      ['orgs', 'invitations', orgId, '--status', 'open'],
+      ['orgs', 'invitations'],
+    ]) {
+      expect((await gatehouse(args)).code, args.join(' ')).toBe(2);
+    }
+  });
+
   it('prints tab-separated plain text when stdout is not a terminal', async () => {
     const users = await gatehouse(['users', 'list']);
     expect(users).toMatchObject({ code: 0, stderr: '' });
@@ -791,6 +834,47 @@ describe('gatehouse CLI against a real server', () => {
     expect((await gatehouse(['webhooks', 'update', created.id, '--status', 'paused'])).code).toBe(2);
   });
 
+  it('orgs directories create, list, show, update, rotate-token, remove', async () => {
+    const org = await json(['orgs', 'create', 'Directory Inc']);
+    const created = await json([
+      'orgs',
+      'directories',
+      'create',
+      org.id,
+      '--name',
+      'Okta',
+      '--provider',
+      'okta',
+      '--map',
+      'Admins=admin',
+    ]);
+    expect(created).toMatchObject({
+      name: 'Okta',
+      provider: 'okta',
+      status: 'active',
+      group_role_mappings: [{ group: 'Admins', role: 'admin' }],
+    });
+    expect(created.token).toMatch(/^scim_/);
+    expect(created.scim_base_url).toMatch(new RegExp(`/scim/v2/${created.id}$`));
+    const listed = await json(['orgs', 'directories', 'list', org.id]);
+    expect(listed.map((d: any) => d.id)).toEqual([created.id]);
+    expect(listed[0]).not.toHaveProperty('token');
+    expect(await json(['orgs', 'directories', 'show', org.id, created.id])).toMatchObject({ id: created.id, user_count: 0 });
+    const updated = await json(['orgs', 'directories', 'update', org.id, created.id, '--status', 'disabled', '--no-mappings']);
+    expect(updated).toMatchObject({ status: 'disabled', group_role_mappings: [] });
+    expect((await gatehouse(['orgs', 'directories', 'update', org.id, created.id])).code).toBe(2);
+    expect((await gatehouse(['orgs', 'directories', 'update', org.id, created.id, '--status', 'paused'])).code).toBe(2);
+    expect((await gatehouse(['orgs', 'directories', 'create', org.id, '--name', 'x', '--provider', 'ldap'])).code).toBe(2);
+    expect((await gatehouse(['orgs', 'directories', 'create', org.id, '--name', 'x', '--map', 'nothing'])).code).toBe(2);
+    const rotated = await json(['orgs', 'directories', 'rotate-token', org.id, created.id]);
+    expect(rotated.token).toMatch(/^scim_/);
+    expect(rotated.token).not.toBe(created.token);
+    expect(await json(['orgs', 'directories', 'remove', org.id, created.id, '--yes'])).toEqual({ id: created.id, deleted: true });
+    const gone = await gatehouse(['orgs', 'directories', 'show', org.id, created.id]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain('not_found');
+  });
+
   it('authz write, tuples, check, expand, lookup (object#relation@subject), and a refused batch applies nothing', async () => {
     const user = await json(['users', 'create', '--email', 'authz@example.com']);
     const written = await json(['authz', 'write', 'doc:cli#viewer@team:cli#member', `team:cli#member@user:${user.id}`]);
@@ -913,6 +997,46 @@ describe('gatehouse CLI against a real server', () => {
       expect(await json(['domains', 'remove', `www.${name}`, '--yes'])).toMatchObject({ deleted: true });
       expect(await json(['domains', 'list'])).toEqual([]);
     }
+  });
+
+  it('orgs domains add, list, verify (through a real local DNS server), update, remove; clear errors', async () => {
+    const org = await json(['orgs', 'create', 'Domains Inc']);
+    const name = `org-${randomBytes(4).toString('hex')}.gatehouse-test.dev`;
+    const added = await json(['orgs', 'domains', 'add', org.id, `  ${name.toUpperCase()}. `]);
+    expect(added).toMatchObject({ organization_id: org.id, domain: name, status: 'pending_verification' });
+    const listed = await gatehouse(['orgs', 'domains', 'list', org.id]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout.split('\n')[0]).toBe('id\tdomain\tstatus\tjoin_policy\tsso_policy\tverified_at\tcreated_at');
+    expect(listed.stdout).toContain(`${added.id}\t${name}\tpending_verification\tinvite_only\toptional`);
+
+    // Not verified yet: exit 3, with the record to publish; the policies wait for verification.
+    const missing = await gatehouse(['orgs', 'domains', 'verify', org.id, name]);
+    expect(missing.code, missing.stderr).toBe(3);
+    expect(missing.stderr).toContain(`_gatehouse-challenge.${name}  TXT`);
+    const early = await gatehouse(['orgs', 'domains', 'update', org.id, name, '--sso', 'required']);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toContain('domain_not_verified');
+
+    dns.zone[added.verification.name] = { txt: [added.verification.value] };
+    expect(await json(['orgs', 'domains', 'verify', org.id, added.id])).toMatchObject({ status: 'verified' });
+    const updated = await json(['orgs', 'domains', 'update', org.id, name, '--join', 'automatic', '--sso', 'required']);
+    expect(updated).toMatchObject({ join_policy: 'automatic', sso_policy: 'required' });
+    const bad = await gatehouse(['orgs', 'domains', 'update', org.id, name, '--sso', 'always']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--sso must be one of optional, required');
+
+    const other = await json(['orgs', 'create', 'Other Inc']);
+    const taken = await gatehouse(['orgs', 'domains', 'add', other.id, name]);
+    expect([taken.code, taken.stdout]).toEqual([1, '']);
+    expect(taken.stderr).toContain('domain_already_claimed');
+    const invalid = await gatehouse(['orgs', 'domains', 'add', org.id, 'co.uk', '--json']);
+    expect(JSON.parse(invalid.stderr).error).toMatchObject({ code: 'invalid_domain', status: 422 });
+    const unknown = await gatehouse(['orgs', 'domains', 'verify', org.id, 'nowhere.example.com']);
+    expect(unknown.stderr).toContain('no domain nowhere.example.com');
+
+    expect((await gatehouse(['orgs', 'domains', 'remove', org.id, name])).code).toBe(2);
+    expect(await json(['orgs', 'domains', 'remove', org.id, name, '--yes'])).toEqual({ id: added.id, deleted: true });
+    expect(await json(['orgs', 'domains', 'list', org.id])).toEqual([]);
   });
 
   it('apps branding show, set (only the given fields), logo upload and remove; apps sign-in-url', async () => {
@@ -1156,5 +1280,31 @@ describe('gatehouse oauth2 clients and users grants', () => {
     const refused = await gatehouse(['oauth2', 'clients', 'delete', client.id], env);
     expect(refused.code).toBe(2);
     expect(await json(['oauth2', 'clients', 'delete', client.id, '--yes'], env)).toEqual({ id: client.id, deleted: true });
+  });
+});
+
+describe('gatehouse operators', () => {
+  it('add prints a one-time sign-in link to the console; list, set-role and remove', async () => {
+    const added = await json(['operators', 'add', 'cli-operator@example.com', '--role', 'viewer']);
+    expect(added).toMatchObject({
+      operator: { email: 'cli-operator@example.com', roles: [{ application_id: null, role: 'viewer' }] },
+      sign_in_link: { url: expect.stringContaining('/console/sign-in?token=ml_') },
+    });
+    const id: string = added.operator.id;
+    expect((await json(['operators', 'list'])).operators.map((o: { id: string }) => o.id)).toContain(id);
+    expect((await json(['operators', 'set-role', id, '--role', 'admin'])).roles).toEqual([
+      { application_id: null, role: 'admin' },
+    ]);
+    // Without --role, add gives owner; plain output shows the link.
+    const plain = await gatehouse(['operators', 'add', 'cli-operator@example.com']);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain('/console/sign-in?token=ml_');
+    expect(plain.stderr).toBe('Send the sign-in link to the operator: it opens the console once, before it expires.\n');
+    expect((await json(['operators', 'list'])).operators.find((o: { id: string }) => o.id === id).roles).toEqual([
+      { application_id: null, role: 'owner' },
+    ]);
+    expect((await gatehouse(['operators', 'set-role', id])).code).toBe(2);
+    expect((await gatehouse(['operators', 'remove', id])).code).toBe(2);
+    expect(await json(['operators', 'remove', id, '--yes'])).toEqual({ id, deleted: true });
   });
 });

@@ -25,7 +25,16 @@ export const dataDirOf = (env: Pick<Env, 'GATEHOUSE_DATA_DIR' | 'INIT_CWD'>): st
  * `<GATEHOUSE_DATA_DIR>/db`. Creates the data directory (0700: it holds secrets too) when needed.
  */
 export async function databaseFromEnv(env: Env): Promise<{ database: DatabaseConfig; where: string }> {
-  if (env.DATABASE_URL) return { database: { kind: 'postgres', url: env.DATABASE_URL }, where: 'PostgreSQL (DATABASE_URL)' };
+  if (env.DATABASE_URL) {
+    const pooler = env.GATEHOUSE_DATABASE_POOLER;
+    return {
+      database: { kind: 'postgres', url: env.DATABASE_URL, pooler, poolSize: env.GATEHOUSE_DATABASE_POOL_SIZE },
+      where:
+        pooler === 'transaction'
+          ? 'PostgreSQL (DATABASE_URL) through a transaction-mode pooler (GATEHOUSE_DATABASE_POOLER)'
+          : 'PostgreSQL (DATABASE_URL)',
+    };
+  }
   const dataDir = dataDirOf(env);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   return { database: { kind: 'pglite', dataDir: resolve(dataDir, 'db') }, where: `embedded PGlite in ${resolve(dataDir, 'db')}` };

@@ -23,6 +23,14 @@ const EnvSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// URL')
     .optional(),
+  /**
+   * `transaction`: DATABASE_URL is a pooler in transaction mode (PgBouncer, RDS Proxy, a platform's pooler): no named
+   * prepared statement and no session state. `direct` (default): DATABASE_URL reaches PostgreSQL itself, or a pooler
+   * in session mode.
+   */
+  GATEHOUSE_DATABASE_POOLER: z.enum(['direct', 'transaction']).default('direct'),
+  /** Connections of the API's pool to PostgreSQL per process (the rate limiter has 4 more of its own). */
+  GATEHOUSE_DATABASE_POOL_SIZE: z.coerce.number().int().min(2).max(500).optional(),
   GATEHOUSE_DATA_DIR: z.string().default('./.gatehouse'),
   GATEHOUSE_OPERATOR_TOKEN: z.string().min(24, 'GATEHOUSE_OPERATOR_TOKEN must be at least 24 characters').optional(),
   GATEHOUSE_MASTER_KEY: z
@@ -75,6 +83,18 @@ const EnvSchema = z.object({
   GATEHOUSE_ALLOW_INSECURE_SAML: z.enum(['0', '1']).optional(),
   /** `1`: a generic OpenID Connect issuer may be http and loopback — local development and tests only. */
   GATEHOUSE_ALLOW_INSECURE_OIDC: z.enum(['0', '1']).optional(),
+  /**
+   * Seconds between SIGTERM and closing: `/readyz` answers 503 meanwhile, and the process keeps serving while the load
+   * balancer notices. Unset: 5 on PostgreSQL (processes behind a balancer), 0 on the embedded database (one process).
+   */
+  GATEHOUSE_SHUTDOWN_DELAY_S: z.coerce.number().min(0).max(600).optional(),
+  /**
+   * Seconds during which a just-rotated refresh token, presented again (its answer was lost), answers the same
+   * successor instead of revoking the session (default 30; 0 turns the grace off).
+   */
+  /** Seconds between housekeeping runs of each process (purging expired rows, renewals, domain re-checks); default 600. */
+  GATEHOUSE_HOUSEKEEPING_INTERVAL_S: z.coerce.number().min(1).max(86_400).optional(),
+  GATEHOUSE_REFRESH_GRACE_S: z.coerce.number().int().min(0).max(300).default(30),
   ...sharedOAuthVariables,
   GATEHOUSE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Set by npm: the directory the person ran `npm start` in (npm runs a workspace's scripts in the workspace). */

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import helmet from '@fastify/helmet';
+import { Readable } from 'node:stream';
 import {
   AppError,
   acceptSamlResponse,
+  applicationOfVerifiedDomain,
   appRouter,
-  buildOpenApiDocument,
   CORS_ALLOWED_HEADERS,
   type Context,
   callProcedure,
@@ -17,7 +17,10 @@ import {
   type ErrorBody,
   errorBody,
   handleProviderRequest,
+  isDatabaseUnreachable,
+  loadOpenApiDocument,
   MAX_BODY_DEPTH,
+  OUTAGE_RETRY_AFTER_S,
   preflightAllowed,
   procedureTypes,
   type RequestInfo,
@@ -27,15 +30,19 @@ import {
   type Services,
   samlMetadata,
   tooDeep,
+  withRequest,
 } from '@gatehouse/api';
 import { getErrorShape, getTRPCErrorFromUnknown } from '@trpc/server';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { registerConsole } from './console/index.ts';
 import { registerHostedPages } from './hosted/index.ts';
-import { hostedVerifyHtml } from './hosted-pages.ts';
+import { hostnameOf } from './hosted/request.ts';
 import { registerLogo } from './logo.ts';
 import { registerMetrics } from './metrics.ts';
+import { registerPortal } from './portal/index.ts';
+import { registerScim } from './scim.ts';
 
 const ONE_MIB = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -49,6 +56,8 @@ export interface ServerOptions {
   logStream?: { write(line: string): void };
   /** Reports readiness for /readyz (database reachable, migrations applied). */
   ready: () => Promise<boolean>;
+  /** Whether the process is shutting down: /readyz answers 503 `draining`, and every answer closes its connection. */
+  draining?: () => boolean;
   /** When set, `GET /metrics` needs it as a bearer token. */
   metricsToken?: string;
 }
@@ -97,6 +106,8 @@ const requestInfo = (request: FastifyRequest): RequestInfo => ({
   log: request.log,
 });
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 export async function buildServer(options: ServerOptions): Promise<{ app: FastifyInstance; services: Services }> {
   const app = Fastify({
     bodyLimit: ONE_MIB,
@@ -110,9 +121,10 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
       ? {
           level: options.logLevel,
           ...(options.logStream ? { stream: options.logStream } : {}),
-          // Paths only: query strings can carry one-time tokens. Headers (credentials) are never logged.
+          // Paths only: query strings can carry one-time tokens. Headers (credentials) are never logged. The one token a
+          // path carries (the hosted invitation page's, `inv_…`) is cut out.
           serializers: {
-            req: (req) => ({ method: req.method, path: req.url.split('?')[0] }),
+            req: (req) => ({ method: req.method, path: req.url.split('?')[0]?.replace(/inv_[A-Za-z0-9]+/g, 'inv_…') }),
             res: (res) => ({ status: res.statusCode }),
           },
         }
@@ -120,8 +132,11 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   });
   const services = options.services(app.log as Services['log']);
 
+  const draining = options.draining ?? (() => false);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Shutting down: no connection is kept for a next request, which the balancer sends to another process.
+    if (draining()) reply.header('connection', 'close');
   });
   registerOAuth2Provider(app, services);
 
@@ -159,6 +174,10 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     if ((error as { statusCode?: number }).statusCode === 400 && (error as { code?: string }).code?.startsWith('FST_ERR_CTP')) {
       return sendError(request, reply, { code: 'invalid_json', message: 'The body is not valid JSON' });
     }
+    if (isDatabaseUnreachable(error)) {
+      services.outage.report(error);
+      return sendError(request, reply, errorBody(error), { 'retry-after': String(OUTAGE_RETRY_AFTER_S) });
+    }
     logUnhandled(request.log, error);
     return sendError(request, reply, { code: 'internal_error', message: 'Internal error' });
   });
@@ -178,43 +197,44 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
+    if (draining()) return reply.code(503).send({ status: 'draining' });
     const ready = await options.ready().catch(() => false);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready' });
   });
 
-  const openApiDocument = buildOpenApiDocument(services.baseUrl);
-  app.get('/v1/openapi.json', async () => openApiDocument);
-  await registerDocs(app);
+  // Built on the first request for it (its generator loads then), then served from memory.
+  let openApiDocument: ReturnType<typeof loadOpenApiDocument> | undefined;
+  app.get('/v1/openapi.json', async () => {
+    openApiDocument ??= loadOpenApiDocument(services.baseUrl);
+    return openApiDocument;
+  });
+  registerDocs(app);
 
   await registerTrpc(app, services);
 
   registerCors(app, services);
-  // Security headers for the hosted pages only (the API answers JSON; /docs brings its own scripts): a CSP with
-  // per-response nonces for the inline script and style, no framing, no referrer (the URL carries a token). Helmet
-  // lives in a plugin scope of its own, so its per-request nonces are made for these pages and no API request.
-  await app.register(async (pages) => {
-    await pages.register(helmet, {
-      enableCSPNonces: true,
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: {
-          defaultSrc: ["'none'"],
-          connectSrc: ["'self'"],
-          formAction: ["'none'"],
-          baseUri: ["'none'"],
-          frameAncestors: ["'none'"],
-        },
-      },
-      referrerPolicy: { policy: 'no-referrer' },
-    });
-    pages.get('/sign-in/verify', async (_request, reply) =>
-      reply.type('text/html').header('cache-control', 'no-store').send(hostedVerifyHtml(reply.cspNonce)),
-    );
+  // The links of magic-link mails sent before the hosted pages took them over (`/sign-in/verify?application_id=&token=`)
+  // open the application's own page (`/a/{id}/magic-link`, the same confirmation): built from configuration only
+  // (SECURITY 10), the token passed on untouched, never cached, and no referrer (the URL carries a token).
+  app.get('/sign-in/verify', async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    const applicationId = typeof query.application_id === 'string' ? query.application_id.toLowerCase() : '';
+    const token = typeof query.token === 'string' ? query.token : '';
+    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+    if (!UUID.test(applicationId) || !token) {
+      return reply.code(404).type('text/plain; charset=utf-8').send('This sign-in link is not valid.');
+    }
+    const target = new URL(`${services.baseUrl}/a/${applicationId}/magic-link`);
+    target.searchParams.set('token', token);
+    return reply.redirect(target.toString(), 302);
   });
 
   await registerHostedPages(app, services);
+  await registerPortal(app, services);
+  await registerConsole(app, services);
   await registerSaml(app, services);
   registerLogo(app, services);
+  await registerScim(app, services);
   await registerOAuthRedirect(app, services);
   registerRest(app, services, restRoutes());
   return { app, services };
@@ -335,6 +355,7 @@ function registerRest(app: FastifyInstance, services: Services, routes: RestRout
           logOutsideProcedure(request.log, error);
           return sendError(request, reply, errorBody(error), ctx.response.headers);
         }
+        if (ctx.response.stream) return sendStream(request, reply, ctx.response.headers, ctx.response.stream);
         reply
           .code(ctx.response.status ?? 200)
           .headers(ctx.response.headers)
@@ -347,6 +368,24 @@ function registerRest(app: FastifyInstance, services: Services, routes: RestRout
       },
     });
   }
+}
+
+/**
+ * A streamed answer (a procedure with meta `stream`): chunked, not enveloped, each chunk produced as the client reads
+ * (a Readable over the procedure's chunks keeps to the socket's pace). A failure after the first byte cannot become an
+ * error envelope: it is logged and the connection is cut, so the client sees a truncated body, never a complete-looking one.
+ */
+function sendStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  headers: Record<string, string>,
+  stream: NonNullable<Context['response']['stream']>,
+) {
+  const body = Readable.from(stream.body, { objectMode: false });
+  body.on('error', (error) => logOutsideProcedure(request.log, error));
+  reply.code(200).headers(headers).type(stream.contentType).header('cache-control', 'no-store');
+  if (stream.filename) reply.header('content-disposition', `attachment; filename="${stream.filename}"`);
+  return reply.send(body);
 }
 
 /**
@@ -365,8 +404,11 @@ async function registerSaml(app: FastifyInstance, services: Services) {
       '/v1/saml/acs/:connection_id',
       async (request, reply) => {
         const ctx = createContext(services, requestInfo(request));
+        // The acting scope of the audit log (no caller: the user the assertion signs in acted).
         const outcome = await services.inFlight.run(() =>
-          acceptSamlResponse(ctx, request.params.connection_id, request.body ?? {}),
+          withRequest({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null }, () =>
+            acceptSamlResponse(ctx, request.params.connection_id, request.body ?? {}),
+          ),
         );
         // 303: the browser follows with a GET, so the form (the assertion) is not posted again.
         return reply.code(303).header('location', outcome.location).header('cache-control', 'no-store').send();
@@ -388,22 +430,49 @@ const METADATA_PATH =
   /^\/\.well-known\/oauth-authorization-server\/oauth2\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\?.*)?$/i;
 
 /**
+ * The provider's routes at the root of an issuer that is a custom domain (`https://login.acme.com`): discovery (and
+ * its RFC 8414 name), `auth`, `token`, userinfo (`me`), `jwks`, logout (`session/end`), registration (`reg`). None is
+ * a hosted page's (those are `sign-in`, `account`, …).
+ */
+const DOMAIN_PROVIDER_PATH =
+  /^(\/\.well-known\/(?:openid-configuration|oauth-authorization-server)|\/(?:auth|token|me|jwks|session\/end|reg)(?:\/[^?]*)?)(\?.*)?$/;
+
+/** Which provider a request is for: the application, the path after its issuer, and the custom domain it came to. */
+async function providerRequest(services: Services, request: FastifyRequest) {
+  const url = request.raw.url ?? '';
+  const metadata = METADATA_PATH.exec(url);
+  const match = metadata ? undefined : PROVIDER_PATH.exec(url);
+  if (metadata || match) {
+    const applicationId = (metadata ?? match)![1]!.toLowerCase();
+    const path = metadata ? `/.well-known/openid-configuration${metadata[2] ?? ''}` : `${match![2] ?? '/'}${match![3] ?? ''}`;
+    return { applicationId, path, domain: undefined };
+  }
+  // At the root of an application's verified custom domain: its issuer there.
+  const root = DOMAIN_PROVIDER_PATH.exec(url);
+  const domain = root ? hostnameOf(services, request.headers.host) : undefined;
+  const applicationId = domain ? await applicationOfVerifiedDomain(services.orm.em.fork(), domain) : undefined;
+  if (!root || !domain || !applicationId) return undefined;
+  const path = root[1]!.startsWith('/.well-known/') ? '/.well-known/openid-configuration' : root[1]!;
+  return { applicationId, path: `${path}${root[2] ?? ''}`, domain };
+}
+
+/**
  * Each application's OAuth 2.1 / OpenID Connect provider (oidc-provider, a Koa app) under its issuer path
- * `/oauth2/{application_id}`. A hook, before fastify reads the body: the provider parses its own form posts. Its
- * answers are OAuth's own (RFC 6749 errors, discovery JSON), not the envelope.
+ * `/oauth2/{application_id}`, and at the root of each of its verified custom domains (issuer `https://{domain}`). A
+ * hook, before fastify reads the body: the provider parses its own form posts. Its answers are OAuth's own (RFC 6749
+ * errors, discovery JSON), not the envelope.
  */
 function registerOAuth2Provider(app: FastifyInstance, services: Services) {
   app.addHook('onRequest', async (request, reply) => {
-    const url = request.raw.url ?? '';
-    const metadata = METADATA_PATH.exec(url);
-    const match = metadata ? undefined : PROVIDER_PATH.exec(url);
-    if (!metadata && !match) return;
-    const applicationId = (metadata ?? match)![1]!.toLowerCase();
-    const path = metadata ? `/.well-known/openid-configuration${metadata[2] ?? ''}` : `${match![2] ?? '/'}${match![3] ?? ''}`;
+    const target = await providerRequest(services, request);
+    if (!target) return;
+    const { applicationId, path, domain } = target;
     reply.hijack();
     try {
       const handled = await services.inFlight.run(() =>
-        handleProviderRequest(services, applicationId, path, request.raw, reply.raw),
+        withRequest({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null }, () =>
+          handleProviderRequest(services, applicationId, path, request.raw, reply.raw, domain),
+        ),
       );
       if (!handled) {
         reply.raw.writeHead(404, { 'content-type': 'application/json', 'x-request-id': request.id });
@@ -417,13 +486,20 @@ function registerOAuth2Provider(app: FastifyInstance, services: Services) {
         );
       }
     } catch (error) {
-      logUnhandled(request.log, error);
-      if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
+      const unreachable = isDatabaseUnreachable(error);
+      if (unreachable) services.outage.report(error);
+      else logUnhandled(request.log, error);
+      if (!reply.raw.headersSent) {
+        reply.raw.writeHead(unreachable ? 503 : 500, {
+          'content-type': 'application/json',
+          ...(unreachable ? { 'retry-after': String(OUTAGE_RETRY_AFTER_S) } : {}),
+        });
+      }
       reply.raw.end(
         JSON.stringify({
           success: false,
           data: null,
-          error: { code: 'internal_error', message: 'Internal error' },
+          error: unreachable ? errorBody(error) : { code: 'internal_error', message: 'Internal error' },
           meta: meta(request),
         }),
       );
@@ -509,19 +585,27 @@ function registerCors(app: FastifyInstance, services: Services) {
 const require = createRequire(import.meta.url);
 
 /** `/docs`: Swagger UI served from the installed package, so the reference works offline. */
-async function registerDocs(app: FastifyInstance) {
+function registerDocs(app: FastifyInstance) {
   // The package's directory, found without loading its entry point: that evaluates the 1.5 MB browser bundle (half a
   // second of CPU at every start) only to answer this path.
   const dir = dirname(require.resolve('swagger-ui-dist/package.json'));
   const assets: Record<string, string> = { 'swagger-ui.css': 'text/css', 'swagger-ui-bundle.js': 'application/javascript' };
-  const files = Object.fromEntries(
-    await Promise.all(Object.keys(assets).map(async (name) => [name, await readFile(join(dir, name))] as const)),
-  );
+  // Read when first asked for (2 MB a process would otherwise hold from its start), then kept.
+  const files = new Map<string, Promise<Buffer>>();
   app.get('/docs', async (_request, reply) => reply.type('text/html').send(DOCS_HTML));
   app.get<{ Params: { file: string } }>('/docs/:file', async (request, reply) => {
-    const type = assets[request.params.file];
+    const name = request.params.file;
+    const type = Object.hasOwn(assets, name) ? assets[name] : undefined;
     if (!type) return sendError(request, reply, { code: 'not_found', message: 'No such asset' });
-    return reply.type(type).header('cache-control', 'public, max-age=86400').send(files[request.params.file]);
+    let file = files.get(name);
+    if (!file) {
+      file = readFile(join(dir, name));
+      files.set(name, file);
+    }
+    return reply
+      .type(type)
+      .header('cache-control', 'public, max-age=86400')
+      .send(await file);
   });
 }
 

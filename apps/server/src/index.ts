@@ -1,7 +1,10 @@
 import {
+  consoleSetupLink,
   createOrm,
   createServices,
   type DatabaseConfig,
+  ensureConsoleApplication,
+  hasOperators,
   hasProductionApplications,
   MailWorker,
   migrate,
@@ -48,13 +51,18 @@ export interface GatehouseServerOptions {
   cnameTarget?: string;
   /** `GATEHOUSE_DNS_SERVERS`: resolvers (`ip` or `ip:port`) for outbound requests and domain verification. */
   dnsServers?: readonly string[];
+  /** `GATEHOUSE_HOUSEKEEPING_INTERVAL_S`: seconds between housekeeping runs (default 600). */
+  housekeepingIntervalS?: number;
+  /** `GATEHOUSE_REFRESH_GRACE_S`: how long a just-rotated refresh token still answers its successor (default 30). */
+  refreshGraceS?: number;
   /** The clock TOTP codes are judged by (default the system's): set only by tests that construct the server in-process. */
   totpClock?: () => number;
 }
 
 /**
- * How often each process runs housekeeping: deletes long-expired rows and runs the recurring tasks (re-checking
- * pending custom domains); several processes do not conflict.
+ * How often each process runs housekeeping by default: deletes long-expired rows and runs the recurring tasks
+ * (subscription periods, re-checking pending custom domains). Several processes do not conflict: each task claims its
+ * rows (`FOR UPDATE SKIP LOCKED`), so a row is handled once whichever process gets it.
  */
 const HOUSEKEEPING_INTERVAL_MS = 10 * 60_000;
 
@@ -63,10 +71,20 @@ export interface GatehouseServer {
   orm: Orm;
   /** The process's services (what the hosted pages call; in-process tests call them too). */
   services: Services;
-  /** One housekeeping run now (the process also runs one every 10 minutes). */
+  /** One housekeeping run now (the process also runs one every 10 minutes, or `housekeepingIntervalS`). */
   housekeeping: () => ReturnType<typeof runHousekeeping>;
   /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
   close: () => Promise<void>;
+  /**
+   * A graceful shutdown behind a load balancer: `/readyz` answers 503 `draining` at once (and every answer asks to
+   * close its connection), the process keeps serving for `delayMs` so the balancer notices and sends nothing new, then
+   * `close()`. `skip()` cuts the wait short (a second signal).
+   */
+  drain: (delayMs: number) => { done: Promise<void>; skip: () => void };
+  /** Whether `drain` or `close` has begun. */
+  readonly draining: boolean;
+  /** While the console has no operator: the first operator's one-time set-up link (the start prints it). */
+  setupLink: string | undefined;
 }
 
 /** Connects the database, applies pending migrations and builds the HTTP server (not yet listening). */
@@ -80,10 +98,11 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         'unset it here, and keep it to a development database (it admits http and loopback webhook URLs).',
     );
   }
+  let draining = false;
   const rateLimitStore = options.redisUrl
     ? ({ kind: 'redis', url: options.redisUrl } as const)
     : options.database.kind === 'postgres'
-      ? ({ kind: 'postgres', url: options.database.url } as const)
+      ? ({ kind: 'postgres', url: options.database.url, unnamed: options.database.pooler === 'transaction' } as const)
       : ({ kind: 'memory' } as const);
   const { app, services } = await buildServer({
     services: (log) =>
@@ -101,36 +120,76 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
         dnsServers: options.dnsServers,
         oauth: options.oauth,
         totpClock: options.totpClock,
+        refreshGraceS: options.refreshGraceS,
       }),
     logLevel: options.logLevel ?? 'info',
     logStream: options.logStream,
     ready: async () => (await pendingMigrations(orm)) === 0,
+    draining: () => draining,
     metricsToken: options.metricsToken,
   });
+  await ensureConsoleApplication(services);
+  const setupLink = (await hasOperators(services)) ? undefined : consoleSetupLink(services);
+  if (setupLink) {
+    services.log.info(
+      { command: 'gatehouse operators add EMAIL --role owner' },
+      'No console operator yet: open the set-up link printed on the terminal, or add the first one with the operator ' +
+        'token, `gatehouse operators add you@example.com` (or POST /v1/operators).',
+    );
+  }
   const mailWorker = new MailWorker(services, options.mailRetryScheduleS);
   mailWorker.start();
   const webhookWorker = new WebhookWorker(services, options.webhooks);
   webhookWorker.start();
-  const housekeeping = setInterval(() => {
-    runHousekeeping(services).catch((error: unknown) => services.log.warn({ err: error }, 'housekeeping failed'));
-  }, HOUSEKEEPING_INTERVAL_MS);
+  const housekeeping = setInterval(
+    () => {
+      runHousekeeping(services).catch((error: unknown) => {
+        if (!services.outage.absorb(error)) services.log.warn({ err: error }, 'housekeeping failed');
+      });
+    },
+    (options.housekeepingIntervalS ?? 0) * 1000 || HOUSEKEEPING_INTERVAL_MS,
+  );
   housekeeping.unref();
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    draining = true;
+    closing ??= closeAll();
+    return closing;
+  };
+  const closeAll = async () => {
+    clearInterval(housekeeping);
+    services.outage.close();
+    await app.close();
+    await services.inFlight.idle(10_000);
+    // A send in hand finishes; queued mail stays queued for the next process.
+    await mailWorker.stop();
+    // Deliveries in hand finish (or their lease runs out and another process sends them).
+    await webhookWorker.stop();
+    await services.rateLimits.close();
+    services.mailer.close();
+    await orm.close();
+  };
   return {
     app,
     orm,
     services,
+    setupLink,
     housekeeping: () => runHousekeeping(services),
-    close: async () => {
-      clearInterval(housekeeping);
-      await app.close();
-      await services.inFlight.idle(10_000);
-      // A send in hand finishes; queued mail stays queued for the next process.
-      await mailWorker.stop();
-      // Deliveries in hand finish (or their lease runs out and another process sends them).
-      await webhookWorker.stop();
-      await services.rateLimits.close();
-      services.mailer.close();
-      await orm.close();
+    close,
+    drain: (delayMs) => {
+      draining = true;
+      let skip = () => {};
+      const waited = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delayMs);
+        skip = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      return { done: waited.then(close), skip: () => skip() };
+    },
+    get draining() {
+      return draining;
     },
   };
 }

@@ -45,6 +45,7 @@ describe('applications', () => {
       name: 'Shop',
       environment: 'production',
       allowed_origins: ['https://shop.example.com', 'http://localhost:3000'],
+      reserved: false,
       settings: expect.objectContaining({ sign_up: 'open', mfa: 'optional', consent_documents: [] }),
       created_at: expect.any(String),
       updated_at: expect.any(String),

@@ -49,7 +49,7 @@ async function signIn(app: TestApp) {
   const verified = await browser(app, undefined, 'POST', '/v1/auth/magic-link/verify', { token });
   expect(verified.status, JSON.stringify(verified.body)).toBe(200);
   expect(verified.body.data.status).toBe('complete');
-  return verified.body.data.tokens as { access_token: string };
+  return verified.body.data.tokens as { access_token: string; refresh_token: string };
 }
 
 const preflight = (path: string, from: string | undefined, requestHeaders = 'content-type, x-application-id, authorization') =>
@@ -108,10 +108,25 @@ describe('end-user routes, actual requests', () => {
     const rows = await sql(suite.server, 'select id from magic_links where application_id = ?', [app.id]);
     expect(rows).toEqual([]);
 
-    const { access_token } = await signIn(app);
+    const { access_token, refresh_token } = await signIn(app);
     const me = await browser(app, origin('evil'), 'GET', '/v1/auth/me', undefined, access_token);
     expectError(me, 403, 'origin_not_allowed');
     expect(me.headers.get('access-control-allow-origin')).toBeNull();
+
+    // The refresh reads its application in its own statement: refused there, it rotates nothing.
+    const refreshed = await browser(app, origin('evil'), 'POST', '/v1/auth/token/refresh', { refresh_token });
+    expectError(refreshed, 403, 'origin_not_allowed');
+    expect(refreshed.headers.get('access-control-allow-origin')).toBeNull();
+    const elsewhere = await app.rest(
+      'POST',
+      '/v1/auth/token/refresh',
+      { refresh_token },
+      { authorization: undefined, 'x-application-id': '01890000-0000-7000-8000-000000000000' },
+    );
+    expectError(elsewhere, 401, 'application_not_resolved');
+    const allowed = await browser(app, from, 'POST', '/v1/auth/token/refresh', { refresh_token });
+    expect(allowed.status, JSON.stringify(allowed.body)).toBe(200);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(from);
   });
 
   it('an origin allowed by another application only is refused', async () => {

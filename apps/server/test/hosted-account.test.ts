@@ -5,7 +5,6 @@ import { totpCode } from './helpers/mfa.ts';
 import { authorize, createClient, oauthApp, oidc, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
 import { sql, type TestApp } from './helpers/server.ts';
 import { signIn } from './helpers/sign-in.ts';
-import { linkIn } from './helpers/smtp.ts';
 import { serverSuite } from './helpers/suite.ts';
 
 /**
@@ -233,20 +232,28 @@ describe('the authenticator app and backup codes', () => {
     expect(codes.html).toContain('This change needs a check of your second factor');
     expect(await factorsOf(email)).toEqual([{ kind: 'totp', confirmed: true }]);
 
-    // The step-up: a magic link to the person's address, then the second factor; the new session replaces this one.
+    // The step-up: the second factor alone (no new sign-in, no mail); it raises this session, whose cookie is rotated.
     await expectForgedRefused(browser, app, '/account/verify', {});
     const before = await sessionsOf(email);
-    const started = await browser.submit(removal, `/a/${app.id}/account/verify`);
-    expect(started.location).toBe(`/a/${app.id}/sign-in/wait`);
-    const link = linkIn(await suite.smtp.next(email));
-    const mfa = await browser.submit(await browser.get(link.pathname + link.search), `/a/${app.id}/magic-link`);
+    const cookieBefore = browser.cookies.get(sessionCookie(app));
+    const mfa = await browser.submit(removal, `/a/${app.id}/account/verify`);
+    expect(mfa.status, mfa.html).toBe(200);
     expect(mfa.html).toContain('Two-step verification');
-    const verified = await browser.submit(mfa, `/a/${app.id}/mfa`, { code: totpCode(secret, 30_000) });
+    // A wrong code: the page says so, nothing is raised.
+    const wrong = totpCode(secret, 30_000) === '000000' ? '111111' : '000000';
+    const refused = await browser.submit(mfa, `/a/${app.id}/mfa`, { code: wrong });
+    expect(refused.status).toBe(401);
+    expect((await sessionsOf(email))[0]!.aal).toBe(1);
+    const verified = await browser.submit(refused, `/a/${app.id}/mfa`, { code: totpCode(secret, 30_000) });
     expect(verified.location).toBe(`/a/${app.id}/account`);
-    expect(await sessionsOf(email)).toEqual([
-      expect.objectContaining({ id: before[0]!.id, revoked: true }),
-      expect.objectContaining({ aal: 2, revoked: false }),
-    ]);
+    // The same session, now at aal 2; the browser's cookie is a new one, and the old one names no session.
+    expect(await sessionsOf(email)).toEqual([{ id: before[0]!.id, aal: 2, revoked: false }]);
+    const cookieAfter = browser.cookies.get(sessionCookie(app));
+    expect(cookieAfter).toBeDefined();
+    expect(cookieAfter).not.toBe(cookieBefore);
+    const stale = new HostedBrowser(suite.server);
+    stale.cookies.set(sessionCookie(app), cookieBefore!);
+    expect((await stale.get(`/a/${app.id}/account`)).location).toBe(`/a/${app.id}/sign-in`);
 
     const aal2 = await browser.get(`/a/${app.id}/account`);
     expect(aal2.html).not.toContain('Verify with your second factor');

@@ -210,7 +210,7 @@ describe('the passkey as a second factor on the hosted pages', () => {
 });
 
 describe('passkeys on the hosted account page', () => {
-  it('lists the passkey; removing it needs aal 2 (a magic-link session is told to sign in again); at aal 2 it goes', async () => {
+  it('lists the passkey; removing it needs aal 2 (a magic-link session is offered the step-up); at aal 2 it goes', async () => {
     const app = await passkeyApp();
     const email = uniqueEmail('hosted-passkey-remove');
     const { browser, authenticator } = await withPasskey(app, email);
@@ -221,7 +221,9 @@ describe('passkeys on the hosted account page', () => {
     // This session signed in with a magic link (aal 1): the API asks for a step up.
     const refused = await browser.submit(account, `/a/${app.id}/passkeys/remove`);
     expect(refused.location).toBe(`/a/${app.id}/account?passkeys=step_up`);
-    expect((await browser.follow(refused)).html).toContain('To remove a passkey, sign in again');
+    const told = await browser.follow(refused);
+    expect(told.html).toContain('To remove a passkey, verify with your second factor first.');
+    expect(told.html).toContain(`action="/a/${app.id}/account/verify"`);
 
     // Signed in with the passkey (aal 2) in another browser: Remove works; the sign-in page no longer accepts it.
     const { browser: strong, page, route, ceremony, credential } = await passkeyAssertion(app, authenticator);
@@ -232,6 +234,39 @@ describe('passkeys on the hosted account page', () => {
     expect((await suite.smtp.next(email)).subject).toMatch(/^A passkey was removed/);
     const again = await passkeyAssertion(app, authenticator);
     expect((await finish(again.browser, again.page, again.route, again.ceremony, again.credential)).status).toBe(401);
+  });
+
+  it('Verify with your second factor: the passkey alone raises this session, and Remove then works here', async () => {
+    const app = await passkeyApp();
+    const email = uniqueEmail('hosted-passkey-step-up');
+    const { browser, authenticator } = await withPasskey(app, email);
+    const account = await browser.get(`/a/${app.id}/account`);
+    const refused = await browser.submit(account, `/a/${app.id}/passkeys/remove`);
+    const told = await browser.follow(refused);
+    expect(told.html).toContain(`action="/a/${app.id}/account/verify"`);
+    // The step-up in this browser with the passkey alone: the same session, raised; Remove then works here.
+    const [before] = await sql(
+      suite.server,
+      'select id, aal from sessions where revoked_at is null and user_id = (select id from users where primary_email = ?)',
+      [email],
+    );
+    expect(before.aal).toBe(1);
+    const mfa = await browser.submit(told, `/a/${app.id}/account/verify`);
+    expect(mfa.status, mfa.html).toBe(200);
+    const mfaRoute = `/a/${app.id}/passkeys/mfa`;
+    const stepUp = await options<PublicKeyCredentialRequestOptionsJSON>(browser, mfa, mfaRoute);
+    expect(stepUp.answer.status, stepUp.answer.html).toBe(200);
+    const asserted = await authenticator.get(stepUp.ceremony.options, ORIGIN);
+    const raised = await finish(browser, mfa, mfaRoute, stepUp.ceremony, asserted);
+    expect(raised.location).toBe(`/a/${app.id}/account`);
+    expect(await sql(suite.server, 'select id, aal from sessions where id = ?', [before.id])).toEqual([
+      { id: before.id, aal: 2 },
+    ]);
+    const raisedAccount = await browser.follow(raised);
+    expect(raisedAccount.html).not.toContain('Verify with your second factor');
+    const removedHere = await browser.submit(raisedAccount, `/a/${app.id}/passkeys/remove`);
+    expect(removedHere.location).toBe(`/a/${app.id}/account?passkeys=removed`);
+    expect((await suite.smtp.next(email)).subject).toMatch(/^A passkey was removed/);
   });
 
   it('adding a passkey needs a session, this browser’s CSRF token, and a state bound to this browser', async () => {

@@ -149,6 +149,84 @@ describe('magic-link token lifecycle', () => {
     const events = (await app.rest('GET', '/v1/events?type=session.created')).body.data;
     expect(events.total).toBe(1);
   });
+
+  it('concurrent first sign-ins of one new address (a link each, over two servers): one user, each link signs in once', async () => {
+    // The application's first sign-in takes the transactional path (it marks the first traffic); later ones, one statement.
+    for (const warm of [false, true]) {
+      const app = await suite.server.createApp({
+        settings: { rate_limits: { magic_link_per_address: 100, magic_link_per_email: 10, window_s: 900 } },
+      });
+      if (warm) expect((await verify(app, (await mailedLink(app, uniqueEmail('first'))).token)).status).toBe(200);
+      const email = uniqueEmail('race-new');
+      const tokens: string[] = [];
+      for (let i = 0; i < 6; i++) tokens.push((await mailedLink(app, email)).token);
+      const results = await acrossServers(suite.server, tokens.length, (server, i) => verify(app.via(server), tokens[i]!));
+      for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const ids = new Set(results.map((r) => r.body.data.user.id));
+      expect(ids.size).toBe(1);
+      const [users] = await sql<{ n: number }>(
+        suite.server,
+        'select count(*)::int as n from users where application_id = ? and email_normalized = ?',
+        [app.id, email.toLowerCase()],
+      );
+      expect(Number(users!.n)).toBe(1);
+      const created = (await app.rest('GET', '/v1/events?type=user.created')).body.data.events;
+      expect(created.filter((e: { data: { id: string } }) => ids.has(e.data.id))).toHaveLength(1);
+      const sessions = (await app.rest('GET', '/v1/events?type=session.created')).body.data.events;
+      expect(sessions.filter((e: { data: { user_id: string } }) => ids.has(e.data.user_id))).toHaveLength(tokens.length);
+      for (const token of tokens) expectError(await verify(app, token), 401, 'invalid_verification', 'replay');
+    }
+  });
+
+  it('a new user signed up by a link: the user, user.created (with the address) and the session, in one statement', async () => {
+    const app = await suite.server.createApp();
+    const email = uniqueEmail('New-Person');
+    const { token } = await mailedLink(app, email);
+    const res = await verify(app, token);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const user = res.body.data.user;
+    expect(user).toMatchObject({ primary_email: email, email_verified: true, status: 'active', profile: {}, merged_into: null });
+    const [row] = await sql<{ email_normalized: string; primary_email: string }>(
+      suite.server,
+      'select email_normalized, primary_email from users where id = ?',
+      [user.id],
+    );
+    expect(row).toEqual({ email_normalized: email.toLowerCase(), primary_email: email });
+    const created = (await app.rest('GET', '/v1/events?type=user.created')).body.data.events;
+    expect(created).toHaveLength(1);
+    expect(created[0].data).toEqual(user);
+    const sessions = (await app.rest('GET', '/v1/events?type=session.created')).body.data.events;
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0].data).toMatchObject({ user_id: user.id, id: res.body.data.tokens.session_id });
+  });
+
+  it('20 concurrent verifies of a returning user\u2019s link (one statement each, over two servers): exactly one session', async () => {
+    const app = await suite.server.createApp();
+    const email = uniqueEmail('race-returning');
+    const first = await verify(app, (await mailedLink(app, email)).token);
+    expect(first.body.data.status).toBe('complete');
+    const { token } = await mailedLink(app, email);
+    const results = await acrossServers(suite.server, 20, (server) => verify(app.via(server), token));
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok, JSON.stringify(results.map((r) => r.status))).toHaveLength(1);
+    expect(ok[0]!.body.data.status).toBe('complete');
+    expect(ok[0]!.body.data.user.id).toBe(first.body.data.user.id);
+    for (const r of results.filter((r) => r.status !== 200)) expectError(r, 401, 'invalid_verification');
+    const [sessions] = await sql<{ n: number }>(
+      suite.server,
+      'select count(*)::int as n from sessions where application_id = ?',
+      [app.id],
+    );
+    expect(Number(sessions!.n)).toBe(2);
+    const events = (await app.rest('GET', '/v1/events?type=session.created')).body.data;
+    expect(events.total).toBe(2);
+    const [link] = await sql<{ consumed: boolean }>(
+      suite.server,
+      'select consumed_at is not null as consumed from magic_links where application_id = ? order by created_at desc limit 1',
+      [app.id],
+    );
+    expect(link!.consumed).toBe(true);
+  });
 });
 
 describe('where the link leads', () => {
@@ -203,8 +281,7 @@ describe('where the link leads', () => {
       'x-forwarded-proto': 'https',
       forwarded: 'host=evil.example.com;proto=https',
     });
-    expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
-    expect(link.searchParams.get('application_id')).toBe(app.id);
+    expect(link.origin + link.pathname).toBe(`http://gatehouse.test/a/${app.id}/magic-link`);
   });
 
   it('uses settings.magic_link.redirect_url when the request has none', async () => {

@@ -41,7 +41,9 @@ beforeAll(async () => {
     output += chunk;
   });
   const deadline = Date.now() + BOOT_MS;
-  while (!output.includes('Gatehouse is running')) {
+  // The banner (stdout) and the log's `Server listening` line (written by the logger on its own schedule) may arrive
+  // in either order: wait for both.
+  while (!output.includes('Gatehouse is running') || !output.includes('"msg":"Server listening')) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -57,6 +59,10 @@ describe('npm start on a fresh data directory', () => {
     expect(output).toContain('Gatehouse is running at http://localhost:');
     expect(output).toMatch(/API reference: +http:\/\/localhost:\d+\/docs/);
     expect(output).toContain(`Operator token:  ${join(dataDir, 'operator-token')}`);
+    // No operator yet: the console's address and the first operator's one-time set-up link, on the terminal only.
+    expect(output).toMatch(/Console: +http:\/\/localhost:\d+\/console\//);
+    expect(output).toMatch(/First operator: +http:\/\/localhost:\d+\/console\/setup\?token=cs_\d{10}\.[\w-]{43}\n/);
+    expect(output.split('\n').filter((line) => line.startsWith('{') && line.includes('cs_'))).toEqual([]);
   });
 
   it('says what the socket is bound to (HOST, default 0.0.0.0: every IPv4 interface), in the banner and the log', async () => {

@@ -1,5 +1,6 @@
 import { createOrm, migrate, type Orm } from '@gatehouse/api';
 import { describe, expect, inject, it } from 'vitest';
+import { serverDatabaseUrl } from './helpers/processes.ts';
 import { startServer } from './helpers/server.ts';
 
 describe('committed migrations', () => {
@@ -28,11 +29,11 @@ describe('committed migrations', () => {
     const admin = await createOrm({ kind: 'postgres', url: base, poolSize: 1 });
     const name = `gatehouse_migrate_${process.pid}_${Date.now()}`;
     await admin.em.getConnection().execute(`create database ${name}`);
-    const url = new URL(base);
-    url.pathname = `/${name}`;
+    // Through the run's transaction-mode pooler when there is one: the migration lock must hold there too.
+    const served = serverDatabaseUrl(name);
     const orms: Orm[] = [];
     try {
-      for (let i = 0; i < 3; i++) orms.push(await createOrm({ kind: 'postgres', url: url.toString(), poolSize: 2 }));
+      for (let i = 0; i < 3; i++) orms.push(await createOrm({ ...served, poolSize: 2 }));
       const applied = await Promise.all(orms.map((orm) => migrate(orm)));
       expect(applied.filter((names) => names.length > 0)).toHaveLength(1);
       const rows = await orms[0]!.em.getConnection().execute('select name from mikro_orm_migrations');

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { ACR_AAL1, ACR_AAL2, type Application, applicationById, browserSessionCookie, findBrowserSession } from '@gatehouse/api';
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
@@ -279,6 +280,162 @@ describe('the OpenID provider with the hosted sign-in page', () => {
     expect(again.seen).toEqual(['sign_in']);
   });
 
+  it('prompt=none answers a code for a browser signed in only on the hosted pages (no provider session yet)', async () => {
+    const setup = await hostedApp();
+    const email = uniqueEmail('pages-only');
+    // The person consented to the client once, in another browser.
+    const first = await authorize(setup, new HostedBrowser(suite.server), { email });
+    const sub = (await exchange(setup, first)).claims()!.sub;
+
+    // This browser signed in on the hosted pages themselves: it has the hosted session's cookie and nothing of the provider's.
+    const browser = new HostedBrowser(suite.server);
+    await signInOnPages(setup.app, browser, email);
+    expect([...browser.cookies.keys()].filter((name) => name.startsWith('_session'))).toEqual([]);
+    const flow = await authorizationUrl(setup, { prompt: 'none' });
+    const answer = await browser.get(flow.url);
+    expect(answer.status, answer.html).toBe(303);
+    const callback = new URL(answer.location!, BASE);
+    expect(callback.searchParams.get('error')).toBeNull();
+    const claims = (await exchange(setup, { callback, seen: [], verifier: flow.verifier, state: flow.state })).claims()!;
+    // The hosted session's sign-in: its account, time, level and methods.
+    const session = await browserSession(setup.app, browser);
+    expect(claims.sub).toBe(sub);
+    expect(claims.auth_time).toBe(Math.floor(session!.authTime.getTime() / 1000));
+    expect(claims.acr).toBe(ACR_AAL1);
+    expect(claims.amr).toEqual(['email']);
+    // The provider's session now exists for this browser: the next request is single sign-on as usual.
+    expect([...browser.cookies.keys()].some((name) => name.startsWith('_session'))).toBe(true);
+    expect((await firstStop(setup, browser, { prompt: 'none' })).searchParams.get('code')).toBeTruthy();
+  });
+
+  it('a returning browser\u2019s authorization does not rewrite an unchanged provider session; a change is written', async () => {
+    const setup = await hostedApp();
+    const browser = new HostedBrowser(suite.server);
+    await authorize(setup, browser, { email: uniqueEmail('unchanged') });
+    const stored = async () =>
+      (
+        await sql<{ payload: { authorizations: Record<string, unknown> }; expires_at: Date }>(
+          suite.server,
+          `select payload, expires_at from oauth2_artifacts where application_id = ? and kind = 'Session'
+            order by created_at desc limit 1`,
+          [setup.app.id],
+        )
+      )[0]!;
+    const before = await stored();
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await firstStop(setup, browser, { prompt: 'none' })).searchParams.get('code')).toBeTruthy();
+    // Single sign-on answered; the session row is as it was (its expiry not slid by the second since).
+    const after = await stored();
+    expect(after.payload).toEqual(before.payload);
+    expect(new Date(after.expires_at).getTime()).toBe(new Date(before.expires_at).getTime());
+    // A second client's consent changes the session (its authorization for that client): written.
+    const second = await secondClient(setup);
+    await authorize(second, browser);
+    const changed = await stored();
+    expect(Object.keys(changed.payload.authorizations)).toEqual(expect.arrayContaining([setup.client.id, second.client.id]));
+    // Expired past the slide (a day), an unchanged session is written again with its new expiry.
+    await sql(
+      suite.server,
+      `update oauth2_artifacts set payload = jsonb_set(payload, '{exp}', to_jsonb((payload->>'exp')::bigint - 2 * 86400))
+        where application_id = ? and kind = 'Session'`,
+      [setup.app.id],
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await firstStop(setup, browser, { prompt: 'none' })).searchParams.get('code')).toBeTruthy();
+    expect(new Date((await stored()).expires_at).getTime()).toBeGreaterThan(new Date(changed.expires_at).getTime());
+  });
+
+  it('an authorization request reads the hosted session with the application: its idle timeout (the application\u2019s, or the default) holds, its use is recorded, an idle one is not revived', async () => {
+    const setup = await hostedApp();
+    const browser = new HostedBrowser(suite.server);
+    await authorize(setup, browser, { email: uniqueEmail('idle') });
+    const { id } = (await browserSession(setup.app, browser))!;
+    const idleFor = (interval: string) =>
+      sql(suite.server, 'update sessions set last_active_at = now() - ?::interval where id = ?', [interval, id]);
+    const idleMs = async () =>
+      Date.now() -
+      new Date(
+        (await sql<{ at: Date }>(suite.server, 'select last_active_at as at from sessions where id = ?', [id]))[0]!.at,
+      ).getTime();
+    const settings = (change: string, parameters: unknown[] = []) =>
+      sql(suite.server, `update applications set settings = ${change}, updated_at = now() where id = ?`, [
+        ...parameters,
+        setup.app.id,
+      ]);
+    const none = async () => {
+      const stop = await firstStop(setup, browser, { prompt: 'none' });
+      return stop.searchParams.get('code') ? 'code' : stop.searchParams.get('error');
+    };
+    const MINUTE = 60_000;
+    const DAY_MS = 86_400_000;
+
+    // The stored settings leave the session's timeouts out: the default idle timeout, 30 days.
+    await settings(`settings - 'session'`);
+    await idleFor('29 days');
+    expect(await none()).toBe('code');
+    expect(await idleMs()).toBeLessThan(MINUTE);
+    await idleFor('31 days');
+    expect(await none()).toBe('login_required');
+    expect(await idleMs()).toBeGreaterThan(30 * DAY_MS);
+
+    // The application's own idle timeout: 5 minutes.
+    await settings(`jsonb_set(settings, '{session}', ?::jsonb)`, [
+      JSON.stringify({ access_token_ttl_s: 300, idle_timeout_s: 300, absolute_timeout_s: 3600 }),
+    ]);
+    await idleFor('4 minutes');
+    expect(await none()).toBe('code');
+    expect(await idleMs()).toBeLessThan(MINUTE);
+    await idleFor('6 minutes');
+    expect(await none()).toBe('login_required');
+    expect(await idleMs()).toBeGreaterThan(5 * MINUTE);
+    // Used within the last 30 seconds: not written again.
+    await idleFor('20 seconds');
+    expect(await none()).toBe('code');
+    expect(await idleMs()).toBeGreaterThan(15_000);
+
+    // An application with a login page of its own never consults the hosted session: not touched.
+    await settings(`jsonb_set(settings, '{oauth2,login_url}', to_jsonb(?::text))`, ['https://app.example.test/login']);
+    await idleFor('2 minutes');
+    await firstStop(setup, browser, { prompt: 'none' });
+    expect(await idleMs()).toBeGreaterThan(MINUTE);
+  });
+
+  it('prompt=none with only a hosted session still applies every check: consent, max_age, acr_values, a ban, a revocation', async () => {
+    const setup = await hostedApp();
+    const none = { prompt: 'none' };
+    const email = uniqueEmail('pages-checks');
+    await authorize(setup, new HostedBrowser(suite.server), { email });
+    const pagesOnly = async () => {
+      const browser = new HostedBrowser(suite.server);
+      await signInOnPages(setup.app, browser, email);
+      return browser;
+    };
+    const error = async (browser: HostedBrowser, parameters: Record<string, string>, client = setup) =>
+      (await firstStop(client, browser, { ...none, ...parameters })).searchParams.get('error');
+
+    // A client the person never consented to: consent_required, not a code.
+    expect(await error(await pagesOnly(), {}, await secondClient(setup))).toBe('consent_required');
+    // A second factor asked for, an aal 1 session: login_required.
+    expect(await error(await pagesOnly(), { acr_values: ACR_AAL2 })).toBe('login_required');
+    // A sign-in older than max_age: login_required.
+    const old = await pagesOnly();
+    await signedInAgo(setup.app, old, '10 minutes');
+    expect(await error(old, { max_age: '60' })).toBe('login_required');
+    // A revoked hosted session: login_required, and no provider session is made from it.
+    const revoked = await pagesOnly();
+    const session = await browserSession(setup.app, revoked);
+    await ok(setup.app.rest('POST', `/v1/users/${session!.userId}/sessions/revoke`));
+    expect(await error(revoked, {})).toBe('login_required');
+    // A banned person's hosted session signs no one in.
+    const banned = await pagesOnly();
+    await ok(setup.app.rest('PATCH', `/v1/users/${session!.userId}`, { status: 'banned' }));
+    expect(await error(banned, {})).toBe('login_required');
+    // A forged cookie is no session at all.
+    const forged = new HostedBrowser(suite.server);
+    forged.cookies.set(browserSessionCookie(setup.app.id), 'bs_forged');
+    expect(await error(forged, {})).toBe('login_required');
+  });
+
   it('signing out on the hosted pages ends single sign-on too; then another account can sign in', async () => {
     const setup = await hostedApp();
     const browser = new HostedBrowser(suite.server);
@@ -330,18 +487,21 @@ describe('the OpenID provider with the hosted sign-in page', () => {
     expect((await suite.smtp.next(email)).html).toContain('second factor');
     await signedInAgo(setup.app, browser, '1 minute');
     const before = await browserSession(setup.app, browser);
+    const cookieBefore = browser.cookies.get(browserSessionCookie(setup.app.id));
 
     const flow = await authorize(setup, browser, { email, totpSecret: secret, parameters: { ...api, acr_values: ACR_AAL2 } });
-    expect(flow.seen).toEqual(['sign_in', 'second_factor']);
+    // The second factor alone (a step-up of this session): no sign-in page, no link mailed.
+    expect(flow.seen).toEqual(['second_factor']);
     const tokens = await exchange(setup, flow, API_RESOURCE);
     expect(tokens.claims()).toMatchObject({ acr: ACR_AAL2, amr: ['email', 'otp', 'mfa'] });
     expect(decodeJwt(tokens.access_token)).toMatchObject({ aal: 2, amr: ['email', 'otp', 'mfa'], aud: API_RESOURCE });
-    // The step-up made a new session and cookie at aal 2; the aal 1 session is revoked.
+    // The step-up raised this session to aal 2 and rotated its cookie: the same session, live.
     const after = await browserSession(setup.app, browser);
     expect(after).toMatchObject({ aal: 2, amr: ['email', 'otp', 'mfa'] });
-    expect(after!.id).not.toBe(before!.id);
-    const [old] = await sql(suite.server, 'select revoked_at from sessions where id = ?', [before!.id]);
-    expect(old.revoked_at).not.toBeNull();
+    expect(after!.id).toBe(before!.id);
+    expect(browser.cookies.get(browserSessionCookie(setup.app.id))).not.toBe(cookieBefore);
+    const [same] = await sql(suite.server, 'select revoked_at from sessions where id = ?', [before!.id]);
+    expect(same.revoked_at).toBeNull();
     // Asked again, the aal 2 session satisfies it: no page.
     expect((await authorize(setup, browser, { parameters: { ...api, acr_values: ACR_AAL2 } })).seen).toEqual([]);
     // A refresh keeps the sign-in's assurance (plain OAuth: a refresh token without offline_access).
@@ -474,6 +634,132 @@ describe('the OpenID provider with the hosted sign-in page', () => {
       expect(answer.location, redirectUri).toBeUndefined();
       expect(answer.html).toContain('This sign-in cannot continue');
       expect(answer.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    }
+  });
+});
+
+describe('on a verified custom domain', () => {
+  /** `fetch` as the relying party's library calls it: a URL on `domain` reaches the server with that Host. */
+  const domainFetch =
+    (domain: string): typeof fetch =>
+    async (input, init) => {
+      const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+      const body = init?.body === undefined || init.body === null ? undefined : String(init.body);
+      const headers = Object.fromEntries(new Headers(init?.headers).entries());
+      return new Promise<Response>((resolve, reject) => {
+        const outgoing = httpRequest(
+          new URL(url.pathname + url.search, suite.server.url),
+          {
+            method: init?.method ?? 'GET',
+            headers: {
+              ...headers,
+              host: url.host === domain ? domain : url.host,
+              ...(body ? { 'content-length': Buffer.byteLength(body) } : {}),
+            },
+          },
+          async (incoming) => {
+            const chunks: Buffer[] = [];
+            for await (const chunk of incoming) chunks.push(chunk as Buffer);
+            const answer = new Headers();
+            for (const [name, value] of Object.entries(incoming.headers)) {
+              for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) answer.append(name, one);
+            }
+            resolve(
+              new Response(chunks.length ? Buffer.concat(chunks) : null, { status: incoming.statusCode ?? 0, headers: answer }),
+            );
+          },
+        );
+        outgoing.on('error', reject);
+        outgoing.end(body);
+      });
+    };
+
+  async function domainSetup() {
+    const domain = `login-${Date.now().toString(36)}.acme-notes.com`;
+    const app = await oauthApp(suite.server, { login_url: null });
+    const added = await ok(app.rest('POST', `/v1/applications/${app.id}/domains`, { domain }));
+    await sql(suite.server, "update custom_domains set status = 'verified' where id = ?", [added.id]);
+    const client = await createClient(app);
+    const config = await oidc.discovery(
+      new URL(`http://${domain}`),
+      client.id,
+      { id_token_signed_response_alg: 'EdDSA' },
+      oidc.ClientSecretBasic(client.client_secret!),
+      {
+        execute: [oidc.allowInsecureRequests],
+        [oidc.customFetch]: domainFetch(domain) as never,
+      },
+    );
+    return { domain, app, client, config };
+  }
+
+  it('the provider answers at the domain’s root with the domain as its issuer; its login is the domain’s sign-in page', async () => {
+    const { domain, app, config } = await domainSetup();
+    const metadata = config.serverMetadata();
+    expect(metadata.issuer).toBe(`http://${domain}`);
+    expect(metadata.authorization_endpoint).toBe(`http://${domain}/auth`);
+    expect(metadata.token_endpoint).toBe(`http://${domain}/token`);
+    expect(metadata.jwks_uri).toBe(`http://${domain}/jwks`);
+    // RFC 8414's name for the same document, at the root.
+    const rfc8414 = await domainFetch(domain)(`http://${domain}/.well-known/oauth-authorization-server`);
+    expect((await rfc8414.json()).issuer).toBe(`http://${domain}`);
+    // The service's own issuer for the application is unchanged.
+    expect((await (await fetch(`${suite.server.url}/oauth2/${app.id}/.well-known/openid-configuration`)).json()).issuer).toBe(
+      issuerOf(app),
+    );
+
+    // A person signs in on the domain: the request goes to the domain's own sign-in page, and the code comes back.
+    const browser = new HostedBrowser(suite.server, { host: domain });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const start = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: WEB_CALLBACK,
+      scope: 'openid email',
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
+    expect(start.origin).toBe(`http://${domain}`);
+    const stop = await browser.get(start.pathname + start.search);
+    expect(stop.status).toBe(303);
+    const login = new URL(stop.location ?? '', `http://${domain}`);
+    expect(`${login.origin}${login.pathname}`).toBe(`http://${domain}/sign-in`);
+    const form = await browser.get(login.pathname + login.search);
+    expect(form.status, form.html).toBe(200);
+    const email = uniqueEmail('domain-oidc');
+    const started = await browser.submit(form, '/sign-in', { email });
+    expect(started.location).toBe('/sign-in/wait');
+    // The link confirms on the service's own host; the domain's waiting page collects the sign-in and goes on.
+    const link = linkIn(await suite.smtp.next(email));
+    const other = new HostedBrowser(suite.server);
+    await other.submit(await other.get(link.pathname + link.search), `/a/${app.id}/magic-link`);
+    let at = await browser.get('/sign-in/wait');
+    let callback: URL | undefined;
+    for (let hops = 0; hops < 10 && !callback; hops++) {
+      if (at.location) {
+        const next = new URL(at.location, `http://${domain}`);
+        if (next.href.startsWith(WEB_CALLBACK)) callback = next;
+        else at = await browser.get(next.pathname + next.search);
+      } else if (at.html.includes('action="/sign-in/authorize"')) {
+        const scopes = Object.fromEntries([...at.html.matchAll(/name="(scope:[^"]+)"/g)].map((m) => [m[1]!, 'on']));
+        at = await browser.submit(at, '/sign-in/authorize', { decision: 'allow', ...scopes });
+      } else throw new Error(`an unexpected page: ${at.status} ${at.html}`);
+    }
+    if (!callback) throw new Error('no callback');
+    const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
+    const claims = tokens.claims();
+    expect(claims?.iss).toBe(`http://${domain}`);
+    const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, claims!.sub);
+    expect(userinfo.email).toBe(email);
+  });
+
+  it('a pending domain and the service’s own host have no provider at the root', async () => {
+    const domain = `pending-${Date.now().toString(36)}.acme-notes.com`;
+    const app = await oauthApp(suite.server, { login_url: null });
+    await ok(app.rest('POST', `/v1/applications/${app.id}/domains`, { domain }));
+    for (const host of [domain, 'gatehouse.test']) {
+      const answer = await domainFetch(host)(`http://${host}/.well-known/openid-configuration`);
+      expect(answer.status, host).toBe(404);
     }
   });
 });

@@ -1,14 +1,15 @@
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
-import { authorize, createClient, oauthApp, oidc, relyingParty } from './helpers/oauth2.ts';
-import { ok } from './helpers/server.ts';
+import { API_RESOURCE, authorize, createClient, issuerOf, oauthApp, oidc, relyingParty } from './helpers/oauth2.ts';
+import { ok, rawRequest } from './helpers/server.ts';
 import { endUser, signIn, type Tokens } from './helpers/sign-in.ts';
 import { serverSuite } from './helpers/suite.ts';
 
 /**
- * The `organization` scope: the provider's userinfo names the organization the user was working in when they signed
- * in for the client (`org`, `org_role`, as in the service's own tokens), only while they are still a member, and only
- * to a client granted the scope.
+ * The `organization` scope: the provider's ID tokens, userinfo and access tokens name the organization the user was
+ * working in when they signed in for the client (`org`, `org_role`, as in the service's own tokens), only while they
+ * are still a member, and only to a client granted the scope.
  */
 const suite = serverSuite();
 
@@ -41,13 +42,15 @@ describe('the organization claims of the OpenID provider', () => {
     expect(grant.scope?.split(' ').sort()).toEqual(['email', 'offline_access', 'openid', 'organization']);
     const sub = grant.claims()!.sub;
     expect(sub).toBe(user.id);
-    // Scope claims go to userinfo when an access token is issued (OIDC Core 5.4), like email.
-    expect(grant.claims()!.org).toBeUndefined();
+    // The organization is in the ID token too (as in the service's own tokens); email stays in userinfo (OIDC Core 5.4).
+    expect(grant.claims()).toMatchObject({ org: acme.id, org_role: 'admin' });
+    expect(grant.claims()!.email).toBeUndefined();
     const userinfo = await oidc.fetchUserInfo(config, grant.access_token, sub);
     expect(userinfo).toMatchObject({ sub, email, org: acme.id, org_role: 'admin' });
 
     const refreshed = await oidc.refreshTokenGrant(config, grant.refresh_token!);
     expect(await oidc.fetchUserInfo(config, refreshed.access_token, sub)).toMatchObject({ org: acme.id, org_role: 'admin' });
+    expect(refreshed.claims()).toMatchObject({ org: acme.id, org_role: 'admin' });
 
     // A changed role shows at once; a removed member no longer has the organization.
     await ok(app.rest('PATCH', `/v1/organizations/${acme.id}/members/${user.id}`, { role: 'member' }));
@@ -57,6 +60,9 @@ describe('the organization claims of the OpenID provider', () => {
     const removed = await oidc.fetchUserInfo(config, after.access_token, sub);
     expect(removed.org).toBeNull();
     expect(removed.org_role).toBeNull();
+    // The ID token a refresh gives says so as well: no stale organization.
+    expect(after.claims()!.org).toBeNull();
+    expect(after.claims()!.org_role).toBeNull();
   });
 
   it('a deleted organization is no longer named, even if the user joins a new one', async () => {
@@ -117,7 +123,44 @@ describe('the organization claims of the OpenID provider', () => {
       expect(userinfo.email, label).toBeTruthy();
       expect('org' in userinfo, label).toBe(false);
       expect('org_role' in userinfo, label).toBe(false);
+      expect('org' in grant.claims()!, label).toBe(false);
+      expect('org_role' in grant.claims()!, label).toBe(false);
     }
+  });
+
+  it('a JWT access token for a resource server carries org and org_role when organization is granted; none without', async () => {
+    const { app, user, tokens, acme } = await memberSignedIn('admin');
+    const inAcme = await switchTo(app, acme.id, tokens.access_token);
+    const client = await createClient(app, { scopes: ['openid', 'organization', 'read:docs', 'offline_access'] });
+    const config = await relyingParty(suite.server, app, client);
+    const keys = createLocalJWKSet((await rawRequest(suite.server.url, 'GET', `/oauth2/${app.id}/jwks`)).body);
+    const resourceToken = async (scope: string) => {
+      const flow = await authorize(suite.server, suite.smtp, app, config, {
+        scope,
+        resource: API_RESOURCE,
+        accessToken: inAcme.access_token,
+      });
+      return oidc.authorizationCodeGrant(
+        config,
+        flow.callback,
+        { pkceCodeVerifier: flow.verifier, expectedState: flow.state },
+        { resource: API_RESOURCE },
+      );
+    };
+    const granted = await resourceToken('openid organization read:docs offline_access');
+    // The resource server verifies the token against the provider's keys, for its own audience.
+    const { payload } = await jwtVerify(granted.access_token, keys, { issuer: issuerOf(app), audience: API_RESOURCE });
+    expect(payload).toMatchObject({ sub: user.id, org: acme.id, org_role: 'admin', scope: 'read:docs' });
+    // A refresh reads the membership again: a changed role is in the next token.
+    await ok(app.rest('PATCH', `/v1/organizations/${acme.id}/members/${user.id}`, { role: 'member' }));
+    const refreshed = await oidc.refreshTokenGrant(config, granted.refresh_token!, { resource: API_RESOURCE });
+    const again = await jwtVerify(refreshed.access_token, keys, { issuer: issuerOf(app), audience: API_RESOURCE });
+    expect(again.payload).toMatchObject({ org: acme.id, org_role: 'member' });
+
+    const without = await resourceToken('openid read:docs');
+    const plain = await jwtVerify(without.access_token, keys, { issuer: issuerOf(app), audience: API_RESOURCE });
+    expect('org' in plain.payload).toBe(false);
+    expect('org_role' in plain.payload).toBe(false);
   });
 
   it('signing in again for the client from another organization moves the grant to it', async () => {

@@ -198,6 +198,7 @@ describe('/v1/openapi.json', () => {
       'already_member',
       'insufficient_scope',
       'depth_limit_exceeded',
+      'no_second_factor',
       'internal_error',
     ]) {
       expect(codes).toContain(code);

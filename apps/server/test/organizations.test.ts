@@ -358,6 +358,8 @@ describe('organization members (S8)', () => {
       email: 'Member.One@Example.com',
       role: 'member',
       user_status: 'active',
+      status: 'active',
+      source: 'manual',
       created_at: isoDate,
       updated_at: isoDate,
     });
@@ -532,6 +534,40 @@ describe('organization members (S8)', () => {
   });
 });
 
+describe('GET /v1/users/{id}/organizations', () => {
+  it('lists the organizations a user is an active member of, by name, with their role (REST and SDK)', async () => {
+    const fresh = await suite.server.createApp();
+    const user = await createUser(fresh, {});
+    expect(await ok(fresh.rest('GET', `/v1/users/${user.id}/organizations`))).toEqual([]);
+    const zeta = await createOrg(fresh, { name: 'Zeta' });
+    const alpha = await createOrg(fresh, { name: 'Alpha' });
+    await ok(fresh.rest('POST', `/v1/organizations/${zeta.id}/members`, { user_id: user.id }), 201);
+    await ok(fresh.rest('POST', `/v1/organizations/${alpha.id}/members`, { user_id: user.id, role: 'admin' }), 201);
+    const listed = await ok(fresh.rest('GET', `/v1/users/${user.id}/organizations`));
+    expect(listed).toEqual([
+      { id: alpha.id, name: 'Alpha', role: 'admin' },
+      { id: zeta.id, name: 'Zeta', role: 'member' },
+    ]);
+    expect(await fresh.sdk.users.organizations({ id: user.id })).toEqual(listed);
+    // A removed membership is gone from the list.
+    await ok(fresh.rest('DELETE', `/v1/organizations/${zeta.id}/members/${user.id}`));
+    expect((await ok(fresh.rest('GET', `/v1/users/${user.id}/organizations`))).map((o: { id: string }) => o.id)).toEqual([
+      alpha.id,
+    ]);
+
+    // Another application's user, an unknown one: 404; the scope is organizations:read.
+    const other = await suite.server.createApp();
+    expectError(await other.rest('GET', `/v1/users/${user.id}/organizations`), 404, 'not_found');
+    expectError(await fresh.rest('GET', `/v1/users/${MISSING}/organizations`), 404, 'not_found');
+    const usersOnly = await scopedKey(fresh, ['users:read']);
+    expectError(
+      await fresh.rest('GET', `/v1/users/${user.id}/organizations`, undefined, bearer(usersOnly)),
+      403,
+      'insufficient_scope',
+    );
+  });
+});
+
 describe('organization races', () => {
   it('10 concurrent creates with one name: all 201, each with its own valid slug', async () => {
     const fresh = await suite.server.createApp();
@@ -604,6 +640,8 @@ describe('through the SDK (tRPC)', () => {
       email: 'sdk.member@example.com',
       role: 'member',
       user_status: 'active',
+      status: 'active',
+      source: 'manual',
       created_at: isoDate,
       updated_at: isoDate,
     });

@@ -17,7 +17,8 @@ describe('retention: the housekeeping job purges what nobody needs any more', ()
   let app: TestApp;
   beforeAll(async () => {
     app = await suite.server.createApp({
-      settings: { retention: { events_days: 7, messages_days: 14, ended_sessions_days: 3 } },
+      // The audit log keeps events too (audit-logs.test.ts): here both logs keep them 7 days.
+      settings: { retention: { events_days: 7, messages_days: 14, ended_sessions_days: 3 }, audit_log_retention_days: 7 },
     });
   });
 

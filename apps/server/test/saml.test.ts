@@ -38,6 +38,7 @@ describe('SAML connections (secret key)', () => {
       email_domain: 'acme.test',
       name_attribute: null,
       allow_idp_initiated: false,
+      organization_id: null,
       acs_url: `http://gatehouse.test/v1/saml/acs/${created.id}`,
       metadata_url: `http://gatehouse.test/v1/saml/metadata/${created.id}`,
       certificate_expires_at: isoDate,
@@ -84,6 +85,23 @@ describe('SAML connections (secret key)', () => {
     expect((await rawRequest(suite.server.url, 'GET', `/v1/saml/metadata/${created.id}`)).status).toBe(404);
     const deleted = await ok(app.rest('GET', '/v1/events?type=saml_connection.deleted'));
     expect(deleted.events).toHaveLength(1);
+  });
+
+  it("belongs to an organization of the application, or to none; another application's organization is 422", async () => {
+    const app = await suite.server.createApp();
+    const other = await suite.server.createApp();
+    const org = await ok(app.rest('POST', '/v1/organizations', { name: 'Acme' }), 201);
+    const foreign = await ok(other.rest('POST', '/v1/organizations', { name: 'Elsewhere' }), 201);
+    const created = await ok(app.rest('POST', '/v1/saml/connections', body({ organization_id: org.id })), 201);
+    expect(created.organization_id).toBe(org.id);
+    const refused = await app.rest('POST', '/v1/saml/connections', body({ organization_id: foreign.id }));
+    expectError(refused, 422, 'validation_failed');
+    expect(refused.body.error.details).toEqual([{ path: 'organization_id', message: expect.any(String) }]);
+    const patch = body({ organization_id: null });
+    expect((await ok(app.rest('PATCH', `/v1/saml/connections/${created.id}`, patch))).organization_id).toBeNull();
+    await ok(app.rest('PATCH', `/v1/saml/connections/${created.id}`, body({ organization_id: org.id })));
+    await ok(app.rest('DELETE', `/v1/organizations/${org.id}`));
+    expect((await ok(app.rest('GET', `/v1/saml/connections/${created.id}`))).organization_id).toBeNull();
   });
 
   it('S2 refuses what is not a base64 DER X.509 certificate with 422 validation_failed', async () => {

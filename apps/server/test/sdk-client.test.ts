@@ -56,7 +56,8 @@ async function signIn(client: Client, email: string) {
   const link = linkIn(await suite.smtp.next(email));
   const confirmed = await rawRequest(suite.server.url, 'POST', '/v1/auth/magic-link/confirm', {
     body: { token: link.searchParams.get('token') },
-    headers: { 'x-application-id': link.searchParams.get('application_id')! },
+    // The hosted page `/a/{application_id}/magic-link` names the application in its path.
+    headers: { 'x-application-id': link.pathname.split('/')[2]! },
   });
   expect(confirmed.status).toBe(200);
   const outcome = await result;

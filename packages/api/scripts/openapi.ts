@@ -6,7 +6,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { buildOpenApiDocument } from '../src/index.ts';
+import { buildOpenApiDocument } from '../src/openapi.ts';
 
 const [argument, baseUrl = 'https://auth.your-company.dev'] = process.argv.slice(2);
 if (!argument) throw new Error('usage: npm run openapi -- <file> [base URL]');

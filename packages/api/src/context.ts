@@ -3,6 +3,7 @@ import { SecretBox, sha256 } from './lib/crypto.ts';
 import { createMailer, type Mailer } from './lib/mailer.ts';
 import { createMetrics, type Metrics } from './lib/metrics.ts';
 import type { Hooks } from './lib/modules.ts';
+import { DatabaseOutage } from './lib/outage.ts';
 import { type RateLimitStore, RateLimits } from './lib/rate-limit.ts';
 
 /** The logging the API needs (pino's, as fastify hands it over). */
@@ -24,6 +25,8 @@ export interface Services {
   mailer: Mailer;
   rateLimits: RateLimits;
   inFlight: InFlight;
+  /** Whether the database is reachable, as requests found it: an outage is logged once, and its end (lib/outage.ts). */
+  outage: DatabaseOutage;
   metrics: Metrics;
   /** `GATEHOUSE_ALLOW_INSECURE_SAML=1`: IdP URLs may be http or loopback (local development and tests only). */
   allowInsecureSaml: boolean;
@@ -37,6 +40,11 @@ export interface Services {
    * in-process may pass one shifted to the start of a step, so its codes never straddle a step boundary.
    */
   totpClock: () => number;
+  /**
+   * `GATEHOUSE_REFRESH_GRACE_S`: seconds during which a just-rotated refresh token presented again answers the same
+   * successor pair (its first answer was lost) instead of revoking the session; 0 turns the grace off.
+   */
+  refreshGraceS: number;
   /** The registries the modules fill (merge steps, sign-in checks, …), composed once from the module list. */
   hooks: Hooks;
 }
@@ -101,8 +109,13 @@ export interface ServicesOptions {
   dnsServers?: readonly string[];
   oauth?: Partial<Omit<OAuthConfig, 'dnsServers'>>;
   totpClock?: () => number;
+  /** Default 30 seconds. */
+  refreshGraceS?: number;
   hooks: Hooks;
 }
+
+/** How long a rotated refresh token answers its successor again (Auth0's reuse interval, Okta's grace period). */
+export const DEFAULT_REFRESH_GRACE_S = 30;
 
 export function createServices(options: ServicesOptions): Services {
   const metrics = createMetrics();
@@ -115,6 +128,7 @@ export function createServices(options: ServicesOptions): Services {
     mailer: createMailer(options.smtpUrl, options.mailFrom ?? 'Gatehouse <no-reply@gatehouse.local>'),
     rateLimits: new RateLimits(options.rateLimitStore, metrics),
     inFlight: new InFlight(),
+    outage: new DatabaseOutage(options.log, () => options.orm.em.fork().execute('select 1')),
     metrics,
     allowInsecureSaml: options.allowInsecureSaml === true,
     cnameTarget: options.cnameTarget ?? new URL(options.baseUrl).hostname,
@@ -126,6 +140,7 @@ export function createServices(options: ServicesOptions): Services {
       dnsServers: options.dnsServers,
     },
     totpClock: options.totpClock ?? Date.now,
+    refreshGraceS: options.refreshGraceS ?? DEFAULT_REFRESH_GRACE_S,
     hooks: options.hooks,
   };
 }
@@ -157,6 +172,11 @@ export interface Context extends RequestInfo {
     headers: Record<string, string>;
     raw?: boolean;
     meta?: { timestamp: string; request_id: string };
+    /**
+     * A body the REST host streams as it is, not enveloped (a procedure with meta `stream`: the audit log export): its
+     * chunks are produced as the client reads them, so a body of any size needs the memory of one chunk.
+     */
+    stream?: { contentType: string; filename?: string; body: AsyncIterable<string> };
   };
 }
 

@@ -15,6 +15,8 @@ export const ERROR_CODES = {
   origin_not_allowed: { status: 403, trpc: 'FORBIDDEN' },
   step_up_required: { status: 403, trpc: 'FORBIDDEN' },
   access_denied: { status: 403, trpc: 'FORBIDDEN' },
+  sso_required: { status: 403, trpc: 'FORBIDDEN' },
+  invitation_email_mismatch: { status: 403, trpc: 'FORBIDDEN' },
   not_found: { status: 404, trpc: 'NOT_FOUND' },
   method_not_allowed: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
   conflict: { status: 409, trpc: 'CONFLICT' },
@@ -23,6 +25,10 @@ export const ERROR_CODES = {
   slug_taken: { status: 409, trpc: 'CONFLICT' },
   email_taken: { status: 409, trpc: 'CONFLICT' },
   seat_limit_reached: { status: 409, trpc: 'CONFLICT' },
+  invitation_pending: { status: 409, trpc: 'CONFLICT' },
+  domain_already_claimed: { status: 409, trpc: 'CONFLICT' },
+  domain_not_verified: { status: 409, trpc: 'CONFLICT' },
+  no_second_factor: { status: 409, trpc: 'CONFLICT' },
   payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
   unsupported_media_type: { status: 415, trpc: 'UNSUPPORTED_MEDIA_TYPE' },
   validation_failed: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
@@ -47,15 +53,22 @@ export interface ErrorDetail {
   message: string;
 }
 
+/**
+ * An error's `details`: the failing paths (`[{path, message}]`, most errors), or an object for the errors whose
+ * contract names fields (403 `sso_required`: `{organization_id}`).
+ */
+export type ErrorDetails = ErrorDetail[] | { readonly organization_id: string };
+
 /** The one error type services throw. The message is shown to callers: never put internals in it. */
 export class AppError extends Error {
   readonly code: ErrorCode;
-  readonly details: ErrorDetail[] | undefined;
+  readonly details: ErrorDetails | undefined;
   /** Extra response headers (e.g. `retry-after` on 429). */
   readonly headers: Record<string, string> | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: ErrorDetail[], headers?: Record<string, string>) {
-    super(message);
+  /** `cause`: what went wrong underneath (never shown to callers; the database outage check reads it). */
+  constructor(code: ErrorCode, message: string, details?: ErrorDetails, headers?: Record<string, string>, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
     this.name = 'AppError';
     this.code = code;
     this.details = details;
@@ -73,7 +86,7 @@ export const notFound = (what: string): AppError => new AppError('not_found', `$
 export interface ErrorBody {
   code: ErrorCode;
   message: string;
-  details?: ErrorDetail[];
+  details?: ErrorDetails;
 }
 
 /** The sign-in errors several capabilities share (CONTRACT §1, §4). */

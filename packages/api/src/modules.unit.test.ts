@@ -8,7 +8,7 @@ import type { Meta } from './trpc.ts';
 describe('the module list', () => {
   it('composes: every registry entry, procedure and tag declared once', () => {
     // Composing throws on anything declared twice; these spot-check that the declarations reached the registries.
-    expect(service.hooks.get(mergeSteps)).toHaveLength(7);
+    expect(service.hooks.get(mergeSteps)).toHaveLength(8);
     expect(service.hooks.get(purgeSteps).length).toBeGreaterThanOrEqual(15);
   });
 

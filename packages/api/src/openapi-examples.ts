@@ -4,6 +4,7 @@ type Json = Record<string, any>;
 const FORMATS: Record<string, string> = {
   uuid: '01937c4e-8a2b-7c3d-9e4f-5a6b7c8d9e0f',
   'date-time': '2026-11-24T09:30:00.000Z',
+  date: '2026-11-24',
   email: 'ada@example.com',
   uri: 'https://app.example.com/welcome',
 };

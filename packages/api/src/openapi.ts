@@ -98,15 +98,19 @@ export function buildOpenApiDocument(baseUrl: string, version = '0.1.0'): OpenAP
       operation.responses = {
         [status]: {
           description: meta.successStatus === 201 ? 'Created' : 'Success',
-          content: {
-            'application/json':
-              meta.envelope === false
-                ? { schema: data, example }
-                : {
-                    schema: namedEnvelope(envelopes, data, operation.operationId),
-                    example: { success: true, data: example, error: null, meta: EXAMPLE_META },
-                  },
-          },
+          content: meta.stream
+            ? Object.fromEntries(
+                Object.entries(meta.stream).map(([type, example]) => [type, { schema: { type: 'string' }, example }]),
+              )
+            : {
+                'application/json':
+                  meta.envelope === false
+                    ? { schema: data, example }
+                    : {
+                        schema: namedEnvelope(envelopes, data, operation.operationId),
+                        example: { success: true, data: example, error: null, meta: EXAMPLE_META },
+                      },
+              },
         },
         ...Object.fromEntries(errorStatuses(method, meta).map((s) => [s, { $ref: `#/components/responses/Error${s}` }])),
       };
@@ -319,12 +323,22 @@ const ERROR = {
     code: { type: 'string', enum: Object.keys(ERROR_CODES) },
     message: { type: 'string' },
     details: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: { path: { type: 'string' }, message: { type: 'string' } },
-        required: ['path', 'message'],
-      },
+      oneOf: [
+        {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { path: { type: 'string' }, message: { type: 'string' } },
+            required: ['path', 'message'],
+          },
+        },
+        {
+          type: 'object',
+          description: '`sso_required`: the organization whose SSO is the way in',
+          properties: { organization_id: { type: 'string', format: 'uuid' } },
+          required: ['organization_id'],
+        },
+      ],
     },
   },
   required: ['code', 'message'],

@@ -2,10 +2,12 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import type { Context } from './context.ts';
+import { type Context, header } from './context.ts';
 import type { EntityManager } from './db/orm.ts';
 import { AppError, ERROR_CODES, type ErrorBody, type ErrorCode, fieldOf } from './errors.ts';
+import { withRequest } from './lib/acting.ts';
 import { type IdempotentContext, idempotent } from './lib/idempotency.ts';
+import { databaseUnavailable, isDatabaseUnreachable } from './lib/outage.ts';
 import { issueCode } from './lib/schemas.ts';
 import type { Scope } from './lib/scopes.ts';
 
@@ -19,6 +21,11 @@ export type Meta = OpenApiMeta<{
   scope?: Scope;
   /** REST answers the data as it is, without the envelope (JWKS documents: standard tools read them). */
   envelope?: false;
+  /**
+   * REST streams the body the procedure leaves in `ctx.response.stream`, of one of these content types (each with an
+   * example body for OpenAPI), instead of an envelope; tRPC answers the procedure's output (null).
+   */
+  stream?: Readonly<Record<string, string>>;
   /** The route counts attempts against a rate limit, so it can answer 429 (documented in OpenAPI). */
   rateLimited?: true;
   /**
@@ -60,6 +67,7 @@ export function errorBody(error: unknown): ErrorBody {
     return { code: code in ERROR_CODES ? code : 'validation_failed', message, details };
   }
   if (cause instanceof UniqueConstraintViolationException) return { code: 'conflict', message: 'Already exists' };
+  if (isDatabaseUnreachable(cause)) return { code: 'service_unavailable', message: databaseUnavailable().message };
   const mapped = error instanceof TRPCError ? { code: TRPC_TO_CODE[error.code], message: error.message } : undefined;
   if (mapped?.code) return { code: mapped.code, message: mapped.message };
   return { code: 'internal_error', message: 'Internal error' };
@@ -156,7 +164,11 @@ async function guarded<Result extends Settled>(
 ): Promise<Result> {
   let failure: unknown;
   try {
-    const result = await ctx.services.inFlight.run(call);
+    // The acting scope of the call (lib/acting.ts): its events carry the caller the authenticator names (`actAs`),
+    // the system until then, and the request's address and user agent.
+    const result = await withRequest({ ip: ctx.ip, userAgent: header(ctx, 'user-agent') ?? null }, () =>
+      ctx.services.inFlight.run(call),
+    );
     const settled: Settled = result;
     if (settled.ok) {
       if (meta?.successStatus) ctx.response.status = meta.successStatus;
@@ -170,7 +182,16 @@ async function guarded<Result extends Settled>(
   const body = errorBody(failure);
   if (body.code === 'internal_error') ctx.log.error({ err: describeError(failure) }, 'unhandled error');
   const thrown = failure instanceof TRPCError ? failure.cause : failure;
-  const cause = thrown instanceof AppError ? thrown : new AppError(body.code, body.message, body.details);
+  // The database (or the rate limiter's store in it) cannot be reached: 503 with retry-after, and the outage logged
+  // once for the process rather than once per request.
+  const unreachable = body.code === 'service_unavailable' && isDatabaseUnreachable(thrown);
+  if (unreachable) ctx.services.outage.report(thrown);
+  const cause =
+    thrown instanceof AppError
+      ? thrown
+      : unreachable
+        ? databaseUnavailable()
+        : new AppError(body.code, body.message, body.details);
   if (cause.headers) Object.assign(ctx.response.headers, cause.headers);
   throw new TRPCError({ code: ERROR_CODES[body.code].trpc, message: body.message, cause });
 }

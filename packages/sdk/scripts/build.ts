@@ -88,6 +88,7 @@ for (const file of await readdir(join(declarations, 'sdk/src'))) {
 const router = (await readFile(join(declarations, 'api/src/router.d.ts'), 'utf8'))
   .replaceAll('import("./context.ts").Context', 'object')
   .replaceAll('import("./trpc.ts").Meta', 'object')
+  .replaceAll('import("./errors.ts").ErrorDetails', '{ path: string; message: string }[] | { readonly organization_id: string }')
   .replaceAll('import("./errors.ts").ErrorDetail', '{ path: string; message: string }');
 const leftover = router.match(/import\("\.[^"]*"\)/);
 if (leftover) throw new Error(`router.d.ts still imports server code: ${leftover[0]}`);

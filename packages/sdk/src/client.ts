@@ -41,6 +41,8 @@ export type MfaFactor = AuthOutputs['mfa']['factors']['list'][number];
 export type TotpEnrollment = AuthOutputs['mfa']['totp']['enroll'];
 /** Ten one-time codes, shown once; a new set voids the previous one. */
 export type BackupCodes = AuthOutputs['mfa']['backupCodes']['create'];
+/** A step-up of the signed-in session (`mfa.stepUp`): `mfa_required` with its pending token, `session_id`, `expires_at`. */
+export type StepUp = AuthOutputs['stepUp']['start'];
 export type Deleted = AuthOutputs['sessions']['revoke'];
 export type StartMagicLinkInput = AuthInputs['magicLink']['start'];
 export type VerifyMagicLinkInput = AuthInputs['magicLink']['verify'];
@@ -79,6 +81,10 @@ export type Grant = AuthOutputs['me']['grants']['list'][number];
 export type OAuth2Interaction = AuthOutputs['oauth2']['interaction'];
 /** Where to send the browser to finish an authorization request. */
 export type OAuth2InteractionOutcome = AuthOutputs['oauth2']['complete'];
+/** What a pending invitation is for (`invitations.lookup`). */
+export type InvitationPreview = AuthOutputs['invitations']['lookup'];
+/** An accepted invitation: the organization, the role, the membership and the invitation's redirect URL. */
+export type AcceptedInvitation = AuthOutputs['invitations']['accept'];
 type AuthenticationCeremony = AuthOutputs['passkeys']['signIn']['start'];
 type RegistrationCeremony = AuthOutputs['passkeys']['register']['start'];
 
@@ -148,8 +154,9 @@ export interface GatehouseClientOptions {
   /**
    * Runs a token rotation exclusively across every client sharing `storage` (e.g. browser tabs over one
    * `localStorage`): `(run) => navigator.locks.request('gatehouse-refresh', run)`. Within one client, rotations are
-   * always serialized; without a shared lock two tabs refreshing at once present the same refresh token twice, which
-   * the server treats as theft and answers by revoking the session.
+   * always serialized; without a shared lock two tabs refreshing at once present the same refresh token twice. The
+   * server's grace (30 s by default) gives both the same new pair, but a tab that presents a token after the other has
+   * used its successor, or after the grace, is treated as theft: the session is revoked. Keep the lock.
    */
   lock?: <T>(run: () => Promise<T>) => Promise<T>;
   /**
@@ -258,6 +265,13 @@ export interface GatehouseBrowserClient {
     passkey(pendingToken: string): Promise<SignInResult>;
     totp(pendingToken: string, code: string): Promise<SignInResult>;
     backupCode(pendingToken: string, code: string): Promise<SignInResult>;
+    /**
+     * Signed in at aal 1: asks for a second factor that raises *this* session to aal 2 (a step-up, when a call answered
+     * `step_up_required`). Continue with `passkey`, `totp` or `backupCode` and the answer's `pending_token`: their
+     * `complete` result is this session at aal 2 (the client keeps its new tokens). 409 `no_second_factor` when the user
+     * has none, 409 `conflict` at aal 2 already.
+     */
+    stepUp(): Promise<StepUp>;
     /** Signed in: starts enrolling an authenticator app; show `otpauth_uri` as a QR code, then `confirmTotp`. */
     enrollTotp(input?: EnrollTotpInput): Promise<TotpEnrollment>;
     /** Confirms an enrollment with the app's first code; from then on sign-ins ask for a second factor. */
@@ -268,6 +282,14 @@ export interface GatehouseBrowserClient {
       /** Needs aal 2 (`step_up_required` otherwise). */
       remove(id: string): Promise<Deleted>;
     };
+  };
+  /**
+   * An invitation's token (from its mailed link): `lookup` shows what it is for without spending it; `accept` makes the
+   * signed-in user a member (their verified email must be the invited address).
+   */
+  invitations: {
+    lookup(token: string): Promise<InvitationPreview>;
+    accept(token: string): Promise<AcceptedInvitation>;
   };
   /** Makes an organization the session's active one (`null`: none); the new access token carries `org`/`org_role`. */
   switchOrganization(organizationId: string | null): Promise<ClientSession>;
@@ -496,6 +518,10 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
     if (generation === started) keep(tokens);
   };
 
+  /** A second factor: exclusive with refreshes while the client holds a session (it may be that session's step-up). */
+  const rotating = (run: () => Promise<SignInResult>): Promise<SignInResult> =>
+    access || readRefreshToken() ? exclusive(run) : run();
+
   /** Refreshes once for every caller that asks while a refresh is under way. */
   const refresh = (stale?: string): Promise<void> => {
     refreshing ??= exclusive(() => refreshLocked(stale)).finally(() => {
@@ -671,12 +697,17 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
       remove: (id) => authed<Deleted>('auth.passkeys.delete', { id }),
     },
     mfa: {
+      // A step-up's answer rotates the held session's refresh token: like a refresh, one rotation at a time (a
+      // refresh racing it would present a token the step-up just replaced, which is reuse).
       passkey: (pendingToken) =>
-        assertion('auth.passkeys.mfa.start', 'auth.passkeys.mfa.finish', { pending_token: pendingToken }),
-      totp: async (pendingToken, code) =>
-        signedIn(await call<SignInResult>('auth.mfa.totp.verify', { pending_token: pendingToken, code })),
-      backupCode: async (pendingToken, code) =>
-        signedIn(await call<SignInResult>('auth.mfa.backupCodes.verify', { pending_token: pendingToken, code })),
+        rotating(() => assertion('auth.passkeys.mfa.start', 'auth.passkeys.mfa.finish', { pending_token: pendingToken })),
+      totp: (pendingToken, code) =>
+        rotating(async () => signedIn(await call<SignInResult>('auth.mfa.totp.verify', { pending_token: pendingToken, code }))),
+      backupCode: (pendingToken, code) =>
+        rotating(async () =>
+          signedIn(await call<SignInResult>('auth.mfa.backupCodes.verify', { pending_token: pendingToken, code })),
+        ),
+      stepUp: () => authed<StepUp>('auth.stepUp.start', undefined),
       enrollTotp: (input) => authed<TotpEnrollment>('auth.mfa.totp.enroll', input),
       confirmTotp: (input) => authed<MfaFactor>('auth.mfa.totp.confirm', input),
       createBackupCodes: () => authed<BackupCodes>('auth.mfa.backupCodes.create', undefined),
@@ -684,6 +715,10 @@ export function createGatehouseClient(options: GatehouseClientOptions): Gatehous
         list: () => authed<MfaFactor[]>('auth.mfa.factors.list', undefined),
         remove: (id) => authed<Deleted>('auth.mfa.factors.delete', { id }),
       },
+    },
+    invitations: {
+      lookup: (token) => call<InvitationPreview>('auth.invitations.lookup', { token }),
+      accept: (token) => authed<AcceptedInvitation>('auth.invitations.accept', { token }),
     },
     // The server rotates the refresh token here too, so this is a rotation like a refresh: exclusive.
     switchOrganization: (organizationId) =>

@@ -24,20 +24,34 @@ export class GatehouseError extends Error {
   readonly status: number;
   readonly details: GatehouseErrorDetail[] | undefined;
   readonly requestId: string | undefined;
+  /**
+   * `sso_required`: the organization whose SSO is the way in (the API's `details.organization_id`); start the sign-in
+   * with `auth.sso.start({ email, redirect_uri })`.
+   */
+  readonly organizationId: string | undefined;
 
-  constructor(code: GatehouseErrorCode, status: number, message: string, details?: GatehouseErrorDetail[], requestId?: string) {
+  constructor(
+    code: GatehouseErrorCode,
+    status: number,
+    message: string,
+    details?: GatehouseErrorDetail[] | { organization_id?: string },
+    requestId?: string,
+  ) {
     super(message);
     this.name = 'GatehouseError';
     this.code = code;
     this.status = status;
-    this.details = details;
+    this.details = Array.isArray(details) ? details : undefined;
+    this.organizationId = details && !Array.isArray(details) ? details.organization_id : undefined;
     this.requestId = requestId;
   }
 
   static from(error: unknown): GatehouseError {
     if (error instanceof GatehouseError) return error;
     if (error instanceof TRPCClientError) {
-      const data = error.data as { code?: ErrorCode; httpStatus?: number; details?: GatehouseErrorDetail[] } | undefined;
+      const data = error.data as
+        | { code?: ErrorCode; httpStatus?: number; details?: GatehouseErrorDetail[] | { organization_id?: string } }
+        | undefined;
       const response = (error.meta as { response?: Response } | undefined)?.response;
       const requestId = response?.headers.get('x-request-id') ?? undefined;
       if (data?.code) return new GatehouseError(data.code, data.httpStatus ?? 0, error.message, data.details, requestId);

@@ -1,9 +1,19 @@
 import type { AppRouter } from '@gatehouse/api';
 import type { AnyProcedure, inferProcedureInput, inferProcedureOutput, inferRouterOutputs } from '@trpc/server';
+import {
+  type AuditLogEntry,
+  type AuditLogExportFormat,
+  type AuditLogFilters,
+  downloadAuditLogs,
+  exportAuditLogs,
+} from './audit-logs.ts';
 import { createTransport, type ProcedurePath } from './transport.ts';
+
+export type { AuditLogEntry, AuditLogExportFormat, AuditLogFilters } from './audit-logs.ts';
 
 export {
   type AcceptConsentInput,
+  type AcceptedInvitation,
   type BackupCodes,
   type ClientSession,
   type ConfirmTotpInput,
@@ -14,6 +24,7 @@ export {
   type GatehouseBrowserClient,
   type GatehouseClientOptions,
   type Grant,
+  type InvitationPreview,
   type LinkedIdentity,
   type ListRelationsInput,
   type MagicLinkOutcome,
@@ -33,6 +44,7 @@ export {
   type SsoStarted,
   type StartMagicLinkInput,
   type StartSsoInput,
+  type StepUp,
   type TokenStorage,
   type Tokens,
   type TotpEnrollment,
@@ -60,10 +72,26 @@ type Call<P extends AnyProcedure> =
 export type Methods<TRecord> = {
   [K in keyof TRecord]: TRecord[K] extends AnyProcedure ? Call<TRecord[K]> : Methods<TRecord[K]>;
 };
-export type GatehouseClient = Methods<AppRouter['_def']['record']>;
+type RouterMethods = Methods<AppRouter['_def']['record']>;
+
+/** The audit log: a page (`list`), or every entry as it streams (`export`), or the raw NDJSON/CSV body (`download`). */
+export interface AuditLogMethods {
+  list: RouterMethods['auditLogs']['list'];
+  /**
+   * Every entry under the filters, newest first, from the streamed export (memory for one entry at a time):
+   * `for await (const entry of gatehouse.auditLogs.export({ action: 'user.*' })) …`.
+   */
+  export(filters?: AuditLogFilters): AsyncGenerator<AuditLogEntry>;
+  /** The export's body as it streams (`format`: `ndjson`, the default, or `csv`), e.g. to write to a file. */
+  download(input?: AuditLogFilters & { format?: AuditLogExportFormat }): Promise<ReadableStream<Uint8Array>>;
+}
+
+export type GatehouseClient = Omit<RouterMethods, 'auditLogs'> & { auditLogs: AuditLogMethods };
 
 type Outputs = inferRouterOutputs<AppRouter>;
 export type Application = Outputs['applications']['get'];
+/** A person who signs in to the console, with their roles per application (`operators.*`, operator token). */
+export type Operator = Outputs['operators']['list']['operators'][number];
 export type ApiKey = Outputs['apiKeys']['list'][number];
 export type User = Outputs['users']['get'];
 export type WebhookEndpoint = Outputs['webhooks']['get'];
@@ -75,6 +103,12 @@ export type Organization = Outputs['organizations']['get'];
 /** @deprecated The same as `Organization` (every organization answer has one shape now). */
 export type OrganizationDetail = Organization;
 export type OrganizationMember = Outputs['organizations']['members']['add'];
+/** An invitation to an organization (never its token: that travels only in the mail). */
+export type OrganizationInvitation = Outputs['organizations']['invitations']['create'];
+/** A domain an organization claims, with its TXT challenge and policies (`organizations.domains.*`). */
+export type OrganizationDomain = Outputs['organizations']['domains']['add'];
+/** An organization's SCIM directory (its `token` only in the answers of create and rotate-token). */
+export type Directory = Outputs['organizations']['directories']['get'];
 export type Event = Outputs['events']['list']['events'][number];
 export type TemplateCatalogEntry = Outputs['templates']['catalog'][number];
 export type Template = Outputs['templates']['get'];
@@ -110,7 +144,10 @@ export interface GatehouseOptions {
   fetch?: typeof fetch;
   /** Per attempt, in milliseconds (default 30 000); a slower call fails with `timeout`. */
   timeoutMs?: number;
-  /** Retries of reads after a network error, a timeout, 429 (honouring `retry-after`) or a 5xx (default 2; 0 = none). */
+  /**
+   * Retries of reads (and creates, with their Idempotency-Key) after a network error, a timeout, 429 (honouring
+   * `retry-after`) or a 5xx (default 2; 0 = none).
+   */
   maxRetries?: number;
 }
 
@@ -131,10 +168,21 @@ export function createGatehouse(options: GatehouseOptions): GatehouseClient {
       ...(token ? { authorization: `Bearer ${token}` } : {}),
     }),
   });
+  const exportOptions = { ...options, secretKey: token };
+  // The export is a REST stream, not a tRPC call.
+  const streamed: Record<string, (input: never) => unknown> = {
+    'auditLogs.export': (input: AuditLogFilters | undefined) => exportAuditLogs(exportOptions, input),
+    'auditLogs.download': (input: Parameters<typeof downloadAuditLogs>[1] | undefined) =>
+      downloadAuditLogs(exportOptions, input ?? {}),
+  };
   const proxy = (path: string[]): unknown =>
     new Proxy(() => undefined, {
       get: (_target, key) => (typeof key === 'string' && key !== 'then' ? proxy([...path, key]) : undefined),
-      apply: (_target, _this, args: unknown[]) => call(path.join('.') as ProcedurePath, args[0]),
+      apply: (_target, _this, args: unknown[]) => {
+        const name = path.join('.');
+        const stream = streamed[name];
+        return stream ? stream(args[0] as never) : call(name as ProcedurePath, args[0]);
+      },
     });
   return proxy([]) as GatehouseClient;
 }

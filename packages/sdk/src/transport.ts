@@ -16,8 +16,9 @@ export interface TransportOptions {
   /** Per attempt; default 30 s. A call that takes longer fails with `timeout`. */
   timeoutMs?: number;
   /**
-   * Retries of a read (a query: safe to repeat) or a create (it carries an Idempotency-Key) after a network error, a
-   * timeout, 429 or a 5xx answer; default 2, 0 turns them off. Other writes are never repeated by the SDK.
+   * Retries of a read (a query: safe to repeat), a create (it carries an Idempotency-Key) or a refresh (the server
+   * answers a repeat within its grace with the same pair) after a network error, a timeout, 429 or a 5xx answer;
+   * default 2, 0 turns them off. Other writes are never repeated by the SDK.
    */
   maxRetries?: number;
   /** Set a User-Agent (servers; a browser sets its own). */
@@ -25,6 +26,17 @@ export interface TransportOptions {
 }
 
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
+
+/**
+ * Writes the service answers the same when they are repeated, so a retry after a lost answer is safe: a refresh
+ * presented again within the server's grace (30 s by default) answers the same new pair, never a second one.
+ */
+const REPLAYABLE_PATHS = ['/trpc/auth.token.refresh'];
+const replayable = (input: Parameters<typeof fetch>[0]) => {
+  const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+  const path = url.split('?')[0] ?? '';
+  return REPLAYABLE_PATHS.some((suffix) => path.endsWith(suffix));
+};
 const MAX_DELAY_MS = 20_000;
 
 /** Exponential back-off with full jitter (0.5 s, 1 s, 2 s … capped), or the server's `retry-after` when it says. */
@@ -74,8 +86,9 @@ function resilientFetch(options: TransportOptions): typeof fetch {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxRetries = options.maxRetries ?? 2;
   return async (input, init) => {
-    // Reads, and creates that carry an Idempotency-Key (the service answers a repeat with the first answer).
-    const idempotent = (init?.method ?? 'GET').toUpperCase() === 'GET' || new Headers(init?.headers).has('idempotency-key');
+    // Reads, creates that carry an Idempotency-Key (the service answers a repeat with the first answer), and refreshes.
+    const idempotent =
+      (init?.method ?? 'GET').toUpperCase() === 'GET' || new Headers(init?.headers).has('idempotency-key') || replayable(input);
     for (let attempt = 0; ; attempt++) {
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;

@@ -13,6 +13,7 @@ const columns: Column<Application>[] = [
   { key: 'name', header: 'NAME', value: (a) => a.name },
   { key: 'environment', header: 'ENVIRONMENT', value: (a) => a.environment },
   { key: 'allowed_origins', header: 'ORIGINS', value: (a) => a.allowed_origins },
+  { key: 'reserved', header: 'RESERVED', value: (a) => (a.reserved ? 'reserved (console)' : '') },
   { key: 'created_at', header: 'CREATED', value: (a) => a.created_at },
 ];
 

@@ -1,11 +1,13 @@
-import type { Organization, OrganizationMember } from '@gatehouse/sdk';
-import type { Command } from 'commander';
+import type { Organization, OrganizationInvitation, OrganizationMember } from '@gatehouse/sdk';
+import { type Command, InvalidArgumentError } from 'commander';
 import { pageInput, pageOptions } from '../args.ts';
 import { confirm, mustConfirm } from '../confirm.ts';
 import { secretKeyClient } from '../context.ts';
 import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 import { type Column, pageSummary, recordView, tableView } from '../ui/view.ts';
+import { registerDirectories } from './directories.ts';
+import { registerOrgDomains } from './org-domains.ts';
 
 const orgColumns: Column<Organization>[] = [
   { key: 'id', header: 'ID', value: (o) => o.id },
@@ -22,6 +24,31 @@ const memberColumns: Column<OrganizationMember>[] = [
   { key: 'user_status', header: 'STATUS', value: (m) => m.user_status },
   { key: 'created_at', header: 'SINCE', value: (m) => m.created_at },
 ];
+
+const invitationColumns: Column<OrganizationInvitation>[] = [
+  { key: 'id', header: 'ID', value: (i) => i.id },
+  { key: 'email', header: 'EMAIL', value: (i) => i.email },
+  { key: 'role', header: 'ROLE', value: (i) => i.role },
+  { key: 'status', header: 'STATUS', value: (i) => i.status },
+  { key: 'expires_at', header: 'EXPIRES', value: (i) => i.expires_at },
+  { key: 'created_at', header: 'CREATED', value: (i) => i.created_at },
+];
+
+const INVITATION_STATUSES = ['pending', 'accepted', 'revoked', 'expired'] as const;
+const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `--expires-in 7d`: seconds, or a number with s, m, h or d (the server checks the range: 300 s to 30 days). */
+export function parseDuration(value: string): number {
+  const match = /^(\d+)\s*([smhd]?)$/i.exec(value.trim());
+  if (!match) throw new InvalidArgumentError('expected seconds, or a number with s, m, h or d (e.g. 7d).');
+  return Number(match[1]) * (DURATION_UNITS[(match[2] || 's').toLowerCase()] ?? 1);
+}
+
+function parseInvitationStatus(value: string): (typeof INVITATION_STATUSES)[number] {
+  const status = INVITATION_STATUSES.find((s) => s === value.trim().toLowerCase());
+  if (!status) throw new InvalidArgumentError(`expected one of ${INVITATION_STATUSES.join(', ')}.`);
+  return status;
+}
 
 export function registerOrgs(program: Command): void {
   const orgs = program.command('orgs').description("Manage the application's organizations and their members");
@@ -114,6 +141,9 @@ export function registerOrgs(program: Command): void {
       );
     });
 
+  registerOrgDomains(orgs);
+  registerDirectories(orgs);
+
   const members = orgs.command('members').description("Manage an organization's members");
 
   members
@@ -178,4 +208,98 @@ export function registerOrgs(program: Command): void {
       (page) => tableView(memberColumns, page.members, 'No members.', pageSummary(page, page.members.length)),
     );
   });
+
+  orgs
+    .command('invite')
+    .description('Invite an email address to an organization (the invitation link is mailed to it)')
+    .argument('<org>', 'organization id')
+    .argument('<email>', 'the address to invite')
+    .option('--role <role>', 'owner, admin, member (default) or an application-defined role key')
+    .option('--redirect-url <url>', 'where the invitation page sends the person once accepted (an allowed origin)')
+    .option(
+      '--expires-in <duration>',
+      'lifetime of the link: seconds, or e.g. 30m, 48h, 7d (default 7d, 300 s to 30 days)',
+      parseDuration,
+    )
+    .action(
+      async (
+        org: string,
+        email: string,
+        options: { role?: string; redirectUrl?: string; expiresIn?: number },
+        command: Command,
+      ) => {
+        const gatehouse = await secretKeyClient(command);
+        await present(
+          command,
+          'Inviting',
+          () =>
+            gatehouse.organizations.invitations.create({
+              id: org,
+              email,
+              ...(options.role !== undefined ? { role: options.role } : {}),
+              ...(options.redirectUrl !== undefined ? { redirect_url: options.redirectUrl } : {}),
+              ...(options.expiresIn !== undefined ? { expires_in_s: options.expiresIn } : {}),
+            }),
+          (invitation) => recordView(invitation),
+        );
+      },
+    );
+
+  const invitations = pageOptions(
+    orgs
+      .command('invitations')
+      .description("List an organization's invitations, newest first (or revoke or resend one)")
+      .argument('[org]', 'organization id')
+      .option('--status <status>', `only invitations with this status: ${INVITATION_STATUSES.join(', ')}`, parseInvitationStatus),
+  ).action(
+    async (
+      org: string | undefined,
+      options: { status?: OrganizationInvitation['status']; limit?: number; offset?: number },
+      command: Command,
+    ) => {
+      if (!org) throw new UsageError('missing the organization id: gatehouse orgs invitations <org>');
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Listing invitations',
+        () =>
+          gatehouse.organizations.invitations.list({
+            id: org,
+            ...(options.status !== undefined ? { status: options.status } : {}),
+            ...pageInput(options),
+          }),
+        (page) => tableView(invitationColumns, page.invitations, 'No invitations.', pageSummary(page, page.invitations.length)),
+      );
+    },
+  );
+
+  invitations
+    .command('revoke')
+    .description('Revoke an invitation: its link stops working at once')
+    .argument('<org>', 'organization id')
+    .argument('<invitation>', 'invitation id')
+    .action(async (org: string, invitation: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Revoking the invitation',
+        () => gatehouse.organizations.invitations.revoke({ id: org, invitation_id: invitation }),
+        (revoked) => recordView(revoked),
+      );
+    });
+
+  invitations
+    .command('resend')
+    .description('Mail a new invitation link (the previous link stops working)')
+    .argument('<org>', 'organization id')
+    .argument('<invitation>', 'invitation id')
+    .action(async (org: string, invitation: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Resending the invitation',
+        () => gatehouse.organizations.invitations.resend({ id: org, invitation_id: invitation }),
+        (resent) => recordView(resent),
+      );
+    });
 }

@@ -9,6 +9,7 @@ import { globalOptions, resolveCredentials, secretKeyClient } from '../context.t
 import { UsageError } from '../errors.ts';
 import { present } from '../output.ts';
 import { type Column, recordView, tableView } from '../ui/view.ts';
+import { registerSamlTestIdp } from './saml-test-idp.ts';
 
 const columns: Column<SamlConnection>[] = [
   { key: 'id', header: 'ID', value: (c) => c.id },
@@ -77,6 +78,7 @@ const commonInput = (o: CommonOptions) => ({
 
 export function registerSaml(program: Command): void {
   const saml = program.command('saml').description('Manage SAML SSO connections (one per customer identity provider)');
+  registerSamlTestIdp(saml);
 
   common(
     saml

@@ -23,6 +23,12 @@ const factorColumns: Column<UserFactor>[] = [
   { key: 'last_used_at', header: 'LAST USED', value: (f) => f.last_used_at },
 ];
 
+const organizationColumns: Column<{ id: string; name: string; role: string }>[] = [
+  { key: 'id', header: 'ID', value: (o) => o.id },
+  { key: 'name', header: 'NAME', value: (o) => o.name },
+  { key: 'role', header: 'ROLE', value: (o) => o.role },
+];
+
 const KIND_LABELS: Record<UserFactor['kind'], string> = {
   passkey: 'passkey',
   totp: 'authenticator app (TOTP)',
@@ -242,6 +248,20 @@ export function registerUsers(program: Command): void {
         'Revoking the grant',
         () => gatehouse.users.grants.revoke({ id: user, grant_id: grantId }),
         () => ({ kind: 'message', text: `Revoked grant ${grantId} of user ${user}; its tokens no longer work` }),
+      );
+    });
+
+  users
+    .command('orgs')
+    .description('List the organizations a user is a member of, by name, with their role')
+    .argument('<user>', 'user id')
+    .action(async (user: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        "Fetching the user's organizations",
+        () => gatehouse.users.organizations({ id: user }),
+        (list) => tableView(organizationColumns, list, 'No organizations.'),
       );
     });
 

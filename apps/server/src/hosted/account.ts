@@ -4,6 +4,7 @@ import { isMessageKey, type MessageKey } from './catalog.ts';
 import { startTotpEnrolment } from './enrolment.ts';
 import { type Html, html } from './html.ts';
 import { page } from './page.ts';
+import { mfaPage } from './pages.ts';
 import { accountPasskeys } from './passkeys.ts';
 import { qrSvg } from './qr.ts';
 import { type Caller, currentSession, type Form, type Hosted, type Routes, redirect, send, signedInApi } from './request.ts';
@@ -246,7 +247,7 @@ export function failure(h: Hosted, error: unknown, specific: Partial<Record<Erro
   }
 }
 
-/** The way to a session at aal 2: a new sign-in with the second factor (the magic link, then the factor). */
+/** The way to a session at aal 2: a step-up of this session with the second factor alone. */
 const stepUp = (h: Hosted) =>
   html`<div class="notice"><p>${h.frame.t('account.step_up.body')}</p>
 ${button(h, '/account/verify', h.frame.t('account.step_up.button'))}</div>`;
@@ -265,7 +266,10 @@ export async function showAccount(h: Hosted) {
   // One after another: the calls share the caller's context (and its entity manager).
   const sections: Html[] = [];
   for (const draw of ACCOUNT_SECTIONS) sections.push(await draw(view));
-  const needsStepUp = flash === 'account.failed.step_up_required' || (account.session.aal < 2 && factors.length > 0);
+  // Fastify parses the query string into an object of strings; only one value is compared, never trusted further.
+  const passkeyRefused = (h.request.query as Record<string, unknown>).passkeys === 'step_up';
+  const needsStepUp =
+    flash === 'account.failed.step_up_required' || passkeyRefused || (account.session.aal < 2 && factors.length > 0);
   const { t } = h.frame;
   return send(
     h,
@@ -441,28 +445,21 @@ async function createBackupCodes(h: Hosted) {
 }
 
 /**
- * A session at aal 2 for what needs one: a new sign-in of the same person by magic link, which asks for their
- * second factor; its session then replaces this one and the account page continues.
+ * A session at aal 2 for what needs one: a step-up of this very session (`POST /v1/auth/step-up` as the person),
+ * which asks for the second factor only — an authenticator app's code, a backup code or a passkey. The factor's
+ * page posts where a sign-in's second factor does; its answer is this session, raised to aal 2, whose cookie is then
+ * rotated (`proceed`), and the account page continues with the change possible.
  */
 async function verifySecondFactor(h: Hosted) {
   const account = await signedIn(h);
   if (!account) return redirect(h, `${h.base}/sign-in`);
-  const email = account.me.primary_email;
-  if (!email) return back(h, 'account.failed.no_email');
   try {
-    // The link opens on the service's own host, as the sign-in form's does.
-    const started = await h.api.auth.magicLink.start({
-      email,
-      redirect_url: `${h.services.baseUrl}/a/${h.application.id}/magic-link`,
-    });
-    writeFlow(h.services, h.reply, h.application.id, {
-      verification_id: started.verification_id,
-      poll_secret: started.poll_secret ?? undefined,
-      email,
-    });
-    return redirect(h, `${h.base}/sign-in/wait`);
+    const challenge = await account.api.auth.stepUp.start();
+    return send(h, 200, mfaPage(h, { pending_token: challenge.pending_token, methods: challenge.mfa.methods }));
   } catch (error) {
-    return back(h, failure(h, error));
+    // At aal 2 already (another tab verified): the change is possible now.
+    if (errorBody(error).code === 'conflict') return redirect(h, `${h.base}/account`);
+    return back(h, failure(h, error, { no_second_factor: 'account.failed.no_second_factor' }));
   }
 }
 

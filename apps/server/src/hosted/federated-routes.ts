@@ -19,7 +19,7 @@ import {
 } from './federated.ts';
 import { html } from './html.ts';
 import { page } from './page.ts';
-import { errorPage } from './pages.ts';
+import { refusalPage } from './pages.ts';
 import { currentSession, type Form, type Hosted, messageFor, type Routes, redirect, send, signedInApi } from './request.ts';
 import { continueSignedIn, proceed, startWithEmail } from './sign-in.ts';
 import { readFlow, writeFlow } from './state.ts';
@@ -42,7 +42,7 @@ export function registerFederatedRoutes(pages: FastifyInstance, routes: Routes) 
 
 const query = (h: Hosted) => h.request.query as Record<string, string | undefined>;
 const fail = (h: Hosted, status: number, key: MessageKey, again = `${h.base}/sign-in`) =>
-  send(h, status, errorPage(h.frame, h.request.id, key, again));
+  send(h, status, refusalPage(h, key, again));
 
 // ——— Enterprise SSO (the hop starts on the sign-in form: startSsoIfConnected) ———
 

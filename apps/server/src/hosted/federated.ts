@@ -58,13 +58,14 @@ ${providers.map(
  * IdP's URL to send the browser to. Undefined when the domain has none: the magic link is next.
  */
 export async function startSsoIfConnected(h: Hosted, email: string, flow: Flow): Promise<string | undefined> {
-  if (!(await hasSsoConnection(h.services.orm.em.fork(), h.application.id, email))) return undefined;
+  if (!(await hasSsoConnection(h.services.hooks, h.services.orm.em.fork(), h.application.id, email))) return undefined;
   const hop = randomBytes(32).toString('base64url');
   const { redirect_url } = await h.api.auth.sso.start({ email, redirect_uri: ssoCallbackUri(h, hop) });
   writeFlow(h.services, h.reply, h.application.id, {
     interaction: flow.interaction,
     organization: flow.organization,
     name: flow.name,
+    invitation: flow.invitation,
     sso_hop: hop,
   });
   return redirect_url;

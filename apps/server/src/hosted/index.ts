@@ -1,10 +1,11 @@
 import cookie from '@fastify/cookie';
-import helmet from '@fastify/helmet';
-import { describeError, type Services } from '@gatehouse/api';
+import helmet, { type FastifyHelmetOptions } from '@fastify/helmet';
+import { describeError, isDatabaseUnreachable, OUTAGE_RETRY_AFTER_S, type Services } from '@gatehouse/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { registerAccountRoutes } from './account.ts';
 import { negotiateLocale } from './catalog.ts';
 import { registerFederatedRoutes } from './federated-routes.ts';
+import { registerInvitationRoutes } from './invitations.ts';
 import { authorizeInteraction, continueInteraction } from './oauth2.ts';
 import { errorPage } from './pages.ts';
 import { registerPasskeyRoutes } from './passkeys.ts';
@@ -22,6 +23,32 @@ import {
 import { csrfValid } from './state.ts';
 
 /**
+ * The headers of every hosted page and of the admin portal (CONTRACT §9): a nonce CSP that nothing may frame, no
+ * framing, and same-origin referrers.
+ */
+export const PAGE_HEADERS: FastifyHelmetOptions = {
+  enableCSPNonces: true,
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      // The logo may be an https URL of the customer's.
+      imgSrc: ["'self'", 'https:'],
+      connectSrc: ["'self'"],
+      baseUri: ["'none'"],
+      frameAncestors: ["'none'"],
+      // No form-action: a sign-in form's answer redirects to the client's registered redirect URI (the portal's
+      // connection test, to the customer's IdP), and browsers check form-action against every redirect of a
+      // submission. The forms themselves are ours.
+    },
+  },
+  frameguard: { action: 'deny' },
+  // Not no-referrer: under it browsers send `Origin: null` with a form post, which csrfValid refuses. same-origin
+  // sends no referrer to other sites (the magic link's token stays here) and the real Origin with our own posts.
+  referrerPolicy: { policy: 'same-origin' },
+};
+
+/**
  * The hosted pages of every application (CONTRACT §9) under `/a/{application_id}/`: server-rendered HTML, forms that
  * post back here with a CSRF token, a CSP with nonces and no framing. They hold no rule of their own: each step calls
  * the same procedure any client calls (`api`), and a sign-in that completes becomes this browser's session
@@ -30,26 +57,7 @@ import { csrfValid } from './state.ts';
 export async function registerHostedPages(app: FastifyInstance, services: Services) {
   await app.register(async (pages) => {
     await pages.register(cookie);
-    await pages.register(helmet, {
-      enableCSPNonces: true,
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: {
-          defaultSrc: ["'none'"],
-          // The logo may be an https URL of the customer's.
-          imgSrc: ["'self'", 'https:'],
-          connectSrc: ["'self'"],
-          baseUri: ["'none'"],
-          frameAncestors: ["'none'"],
-          // No form-action: a sign-in form's answer redirects to the client's registered redirect URI, and browsers
-          // check form-action against every redirect of a submission. The forms themselves are ours.
-        },
-      },
-      frameguard: { action: 'deny' },
-      // Not no-referrer: under it browsers send `Origin: null` with a form post, which csrfValid refuses. same-origin
-      // sends no referrer to other sites (the magic link's token stays here) and the real Origin with our own posts.
-      referrerPolicy: { policy: 'same-origin' },
-    });
+    await pages.register(helmet, PAGE_HEADERS);
     // Every page of `/a/{id}/…` is also at the root of the applications' verified custom domains (the application is
     // then the host's: request.ts).
     pages.addHook('onRoute', (route) => {
@@ -67,11 +75,19 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
       (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
     );
     pages.setErrorHandler((error, request, reply) => {
-      const status = (error as { statusCode?: number }).statusCode;
-      if (status === undefined || status >= 500) request.log.error({ err: describeError(error) }, 'unhandled error');
+      // The database cannot be reached: 503 with retry-after, the outage logged once for the process.
+      const unreachable = isDatabaseUnreachable(error);
+      if (unreachable) {
+        services.outage.report(error);
+        reply.header('retry-after', String(OUTAGE_RETRY_AFTER_S));
+      }
+      const status = unreachable ? 503 : (error as { statusCode?: number }).statusCode;
+      if (status === undefined || (status >= 500 && !unreachable)) {
+        request.log.error({ err: describeError(error) }, 'unhandled error');
+      }
       const locale = negotiateLocale(undefined, request.headers['accept-language']);
       return reply
-        .code(status && status < 500 ? status : 500)
+        .code(status && (status < 500 || unreachable) ? status : 500)
         .type('text/html')
         .header('cache-control', 'no-store')
         .send(errorPage(bareFrame(locale, reply), request.id, 'error.generic'));
@@ -112,5 +128,6 @@ export async function registerHostedPages(app: FastifyInstance, services: Servic
     registerAccountRoutes(pages, { open, post });
     registerPasskeyRoutes(pages, { open, post });
     registerFederatedRoutes(pages, { open, post });
+    registerInvitationRoutes(pages, { open, post });
   });
 }

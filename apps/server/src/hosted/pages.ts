@@ -51,16 +51,34 @@ export function checkEmailPage(h: Hosted, email: string): string {
   );
 }
 
-export function magicLinkPage(h: Hosted, token: string): string {
+/** A magic link's confirmation: opening the link consumes nothing, its button does (posted to `action`). */
+export function magicLinkPage(h: Hosted, token: string, action = `${h.base}/magic-link`): string {
   const { t } = h.frame;
   return page(
     h.frame,
     t('magic_link.title'),
     html`<p>${t('magic_link.body', { app: appName(h) })}</p>
-<form method="post" action="${h.base}/magic-link">
+<form method="post" action="${action}">
 ${csrfField(h)}
 <input type="hidden" name="token" value="${token}">
 <button type="submit">${t('magic_link.confirm')}</button>
+</form>`,
+  );
+}
+
+/** The first operator's set-up (the link the start prints while the console has no operator): an email address. */
+export function consoleSetupPage(h: Hosted, token: string, error?: MessageKey): string {
+  const { t } = h.frame;
+  return page(
+    h.frame,
+    t('console.setup.title'),
+    html`${alert(h, error)}<p>${t('console.setup.body')}</p>
+<form method="post" action="/console/setup">
+${csrfField(h)}
+<input type="hidden" name="token" value="${token}">
+<label for="email">${t('sign_in.email')}</label>
+<input id="email" name="email" type="email" autocomplete="email" required autofocus>
+<button type="submit">${t('console.setup.submit')}</button>
 </form>`,
   );
 }
@@ -184,6 +202,14 @@ export function errorPage(frame: Hosted['frame'], requestId: string, key: Messag
 ${startAgain ? html`<p><a class="button" href="${startAgain}">${t('error.start_again')}</a></p>` : ''}
 <p class="muted">${t('error.request_id', { id: requestId })}</p>`,
   );
+}
+
+/**
+ * A refused step: an organization's SSO requirement is a message on the sign-in form (the email address then goes
+ * to the organization's SSO, identifier first); any other refusal is the error page.
+ */
+export function refusalPage(h: Hosted, key: MessageKey, startAgain = `${h.base}/sign-in`): string {
+  return key === 'error.sso_required' ? signInPage(h, { error: key }) : errorPage(h.frame, h.request.id, key, startAgain);
 }
 
 /** Only http(s) links are shown as links (a document URL is configuration, but `javascript:` must never be one). */

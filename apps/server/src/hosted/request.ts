@@ -32,6 +32,8 @@ export interface Hosted {
   api: Caller;
   /** Where the application's pages are on this host: `/a/{id}`, or `` at the root of its custom domain. */
   base: string;
+  /** The application's verified custom domain the pages were opened on (undefined on the service's own host). */
+  domain: string | undefined;
 }
 
 export const bareFrame = (locale: ReturnType<typeof negotiateLocale>, reply: FastifyReply): Frame => ({
@@ -44,16 +46,17 @@ export const bareFrame = (locale: ReturnType<typeof negotiateLocale>, reply: Fas
 
 /**
  * The application of `/a/{id}/…` — or, for the same pages at the root of a host, the application whose verified
- * custom domain the host is — and all a page needs with it; undefined for an unknown application.
+ * custom domain the host is; or `applicationId` (the console's pages, which are the console application's) — and all
+ * a page needs with it; undefined for an unknown application.
  */
 export async function hostedRequest(
   services: Services,
   request: FastifyRequest,
   reply: FastifyReply,
+  applicationId = (request.params as { applicationId?: string }).applicationId,
 ): Promise<Hosted | undefined> {
-  const { applicationId } = request.params as { applicationId?: string };
-  const onDomain = applicationId === undefined;
-  const id = onDomain ? await domainApplication(services, request.headers.host) : applicationId.toLowerCase();
+  const domain = applicationId === undefined ? hostnameOf(services, request.headers.host) : undefined;
+  const id = domain ? await applicationOfVerifiedDomain(services.orm.em.fork(), domain) : applicationId?.toLowerCase();
   const query = request.query as Record<string, string | undefined>;
   const locale = negotiateLocale(query.ui_locales, request.headers['accept-language']);
   const application = id ? await applicationById(services.orm.em.fork(), id) : undefined;
@@ -83,7 +86,8 @@ export async function hostedRequest(
     },
     csrf: csrfToken(services, request, reply, application.id),
     api: appRouter.createCaller(ctx),
-    base: onDomain ? '' : `/a/${application.id}`,
+    base: domain ? '' : `/a/${application.id}`,
+    domain,
   };
 }
 
@@ -121,6 +125,8 @@ export function messageFor(error: unknown, fallback: MessageKey): { status: numb
       return { status: 429, key: 'error.rate_limited' };
     case 'access_denied':
       return { status: 403, key: 'error.access_denied' };
+    case 'sso_required':
+      return { status: 403, key: 'error.sso_required' };
     case 'internal_error':
     case 'service_unavailable':
       return { status: 503, key: 'error.generic' };
@@ -129,18 +135,22 @@ export function messageFor(error: unknown, fallback: MessageKey): { status: numb
   }
 }
 
-/** The service's own host never serves the root pages: they are for the applications' custom domains. */
-async function domainApplication(services: Services, host: string | undefined) {
+/**
+ * The host name a request's `Host` names, as custom domains are stored (the URL parser's reading: port dropped,
+ * lower-cased, punycode); undefined for the service's own host, which never serves the root pages (they are for the
+ * applications' custom domains), or a Host that is no name.
+ */
+export function hostnameOf(services: Services, host: string | undefined): string | undefined {
   if (!host || host === new URL(services.baseUrl).host) return undefined;
-  let hostname: string;
   try {
-    // The Host header as a URL reads it: port dropped, lower-cased, punycode — as custom domains are stored.
-    hostname = new URL(`http://${host}`).hostname;
+    return new URL(`http://${host}`).hostname;
   } catch {
     return undefined;
   }
-  return applicationOfVerifiedDomain(services.orm.em.fork(), hostname);
 }
+
+/** The provider's view of this browser: its cookies, and the custom domain the pages are on. */
+export const providerBrowser = (h: Hosted) => ({ cookie: h.request.headers.cookie, domain: h.domain });
 
 /** How a feature's routes are declared: `open` for a page, `post` for a form (its CSRF token checked first). */
 export interface Routes {

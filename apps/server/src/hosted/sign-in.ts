@@ -9,6 +9,7 @@ import {
   errorPage,
   magicLinkPage,
   mfaPage,
+  refusalPage,
   signedOutPage,
   signInPage,
 } from './pages.ts';
@@ -40,7 +41,11 @@ export async function startSignIn(h: Hosted, form: Form) {
   const email = (form.email ?? '').trim();
   const flow = readFlow(h.services, h.request, h.application.id);
   try {
-    return await startWithEmail(h, email, { interaction: flow.interaction, organization: flow.organization });
+    return await startWithEmail(h, email, {
+      interaction: flow.interaction,
+      organization: flow.organization,
+      invitation: flow.invitation,
+    });
   } catch (error) {
     const { status, key } = messageFor(error, 'error.email_invalid');
     return send(h, status, signInPage(h, { email, error: key, below: await federatedBlock(h, 'sign_in') }));
@@ -52,7 +57,11 @@ export async function startSignIn(h: Hosted, form: Form) {
  * any other gets a magic link, and this browser waits for it. `carried` (the interaction, the organization choice, a
  * sign-up's name) stays in the flow. The API's refusals are thrown for the form to show.
  */
-export async function startWithEmail(h: Hosted, email: string, carried: Pick<Flow, 'interaction' | 'organization' | 'name'>) {
+export async function startWithEmail(
+  h: Hosted,
+  email: string,
+  carried: Pick<Flow, 'interaction' | 'organization' | 'name' | 'invitation'>,
+) {
   const sso = await startSsoIfConnected(h, email, carried);
   if (sso) return redirect(h, sso);
   const started = await h.api.auth.magicLink.start({
@@ -80,7 +89,7 @@ export async function waitForLink(h: Hosted) {
     // Collected by another tab of this browser (the link opened here): carry on as it did.
     if (await currentSession(h)) return continueSignedIn(h, flow);
     const { status, key } = messageFor(error, 'error.link_invalid');
-    return send(h, status, errorPage(h.frame, h.request.id, key, `${h.base}/sign-in`));
+    return send(h, status, refusalPage(h, key));
   }
   if (result.status === 'pending') return send(h, 200, checkEmailPage(h, flow.email ?? ''));
   return proceed(h, flow, result);
@@ -101,7 +110,7 @@ export async function confirmMagicLink(h: Hosted, form: Form) {
     await h.api.auth.magicLink.confirm({ token: form.token ?? '' });
   } catch (error) {
     const { status, key } = messageFor(error, 'error.link_invalid');
-    return send(h, status, errorPage(h.frame, h.request.id, key, `${h.base}/sign-in`));
+    return send(h, status, refusalPage(h, key));
   }
   const flow = readFlow(h.services, h.request, h.application.id);
   if (flow.verification_id && flow.poll_secret) {
@@ -144,7 +153,7 @@ export async function acceptConsent(h: Hosted, form: Form) {
     return proceed(h, flow, await h.api.auth.consent.accept({ pending_token: form.pending_token ?? '', doc_types }));
   } catch (error) {
     const { status, key } = messageFor(error, 'error.link_invalid');
-    return send(h, status, errorPage(h.frame, h.request.id, key, `${h.base}/sign-in`));
+    return send(h, status, refusalPage(h, key));
   }
 }
 
@@ -183,6 +192,8 @@ export function continueSignedIn(h: Hosted, flow: Flow) {
     return redirect(h, `${h.base}/sign-in?interaction=${encodeURIComponent(flow.interaction)}`);
   }
   clearFlow(h.services, h.reply, h.application.id);
+  // Signed in from an invitation page: back to it, to accept (invitations.ts).
+  if (flow.invitation) return redirect(h, `${h.base}/invitations/${encodeURIComponent(flow.invitation)}`);
   return redirect(h, `${h.base}/account`);
 }
 

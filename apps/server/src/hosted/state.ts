@@ -32,6 +32,8 @@ export interface Flow {
   name?: string;
   /** The organization picker comes before continuing (`organization=select`, or the client's `organization` scope). */
   organization?: 'select';
+  /** The invitation page this sign-in started from (its token): the sign-in ends back there, to accept it. */
+  invitation?: string;
 }
 
 const secure = (services: Services) => services.baseUrl.startsWith('https:');

@@ -14,6 +14,12 @@ declare module 'vitest' {
     databaseUrl: string;
     /** A migrated PostgreSQL database that each test server's database is copied from (`create database … template`). */
     databaseTemplate: string;
+    /**
+     * GATEHOUSE_TEST_POOLER_URL when set: a pooler in transaction mode (PgBouncer) in front of DATABASE_URL's server.
+     * Test servers then reach their database through it with `pooler: 'transaction'`; databases are still created,
+     * copied and dropped on DATABASE_URL directly (a pooler keeps server connections, and a template must have none).
+     */
+    poolerUrl: string;
   }
 }
 
@@ -32,6 +38,7 @@ export default async function setup(project: TestProject) {
   project.provide('pgliteDataDir', embedded.dataDir);
   project.provide('databaseUrl', url ?? '');
   project.provide('databaseTemplate', postgres?.name ?? '');
+  project.provide('poolerUrl', url ? (process.env.GATEHOUSE_TEST_POOLER_URL ?? '') : '');
   return async () => {
     await postgres?.drop();
     await embedded.remove();

@@ -15,6 +15,17 @@ export interface ProcessDeployment {
   databaseUrl?: string;
 }
 
+/**
+ * How a test server reaches the database `name` on the run's PostgreSQL: directly, or through the run's
+ * transaction-mode pooler when there is one (GATEHOUSE_TEST_POOLER_URL, global-setup.ts).
+ */
+export function serverDatabaseUrl(name: string): { kind: 'postgres'; url: string; pooler: 'direct' | 'transaction' } {
+  const pooler = inject('poolerUrl');
+  const url = new URL(pooler || inject('databaseUrl'));
+  url.pathname = `/${name}`;
+  return { kind: 'postgres', url: url.toString(), pooler: pooler ? 'transaction' : 'direct' };
+}
+
 /** Runs one statement on a PostgreSQL database through a connection of its own. */
 export async function onDatabase<T = Record<string, unknown>>(url: string, statement: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
@@ -75,8 +86,10 @@ export function processTestbed() {
     cleanups.push(() => onDatabase(admin, `drop database if exists ${name} with (force)`));
     const url = new URL(admin);
     url.pathname = `/${name}`;
-    env.DATABASE_URL = url.toString();
-    return { env, databaseUrl: env.DATABASE_URL };
+    const served = serverDatabaseUrl(name);
+    env.DATABASE_URL = served.url;
+    env.GATEHOUSE_DATABASE_POOLER = served.pooler;
+    return { env, databaseUrl: url.toString() };
   }
 
   return { children, cleanups, deployment };

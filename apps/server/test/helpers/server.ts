@@ -7,6 +7,7 @@ import { expect, inject } from 'vitest';
 import { createGatehouseServer, type GatehouseServer } from '../../src/index.ts';
 import { totpNow } from './clock.ts';
 import { WAIT_MS } from './limits.ts';
+import { serverDatabaseUrl } from './processes.ts';
 
 export interface Envelope<T = any> {
   success: boolean;
@@ -128,10 +129,8 @@ async function database(): Promise<{ config: DatabaseConfig; dispose: () => Prom
     const template = inject('databaseTemplate');
     const name = `${template}_${process.pid}_${++copies}`;
     await onPostgres(`create database ${name} template ${template}`);
-    const url = new URL(inject('databaseUrl'));
-    url.pathname = `/${name}`;
     return {
-      config: { kind: 'postgres', url: url.toString(), poolSize: 10 },
+      config: { ...serverDatabaseUrl(name), poolSize: 10 },
       dispose: () => onPostgres(`drop database if exists ${name} with (force)`),
     };
   }
@@ -164,6 +163,8 @@ export interface StartOptions {
   dnsServers?: string[];
   /** Social sign-in: shared credentials, http issuers, stand-in endpoints of built-in providers (in-process only). */
   oauth?: Partial<OAuthConfig>;
+  /** GATEHOUSE_REFRESH_GRACE_S (default 30). */
+  refreshGraceS?: number;
 }
 
 /** Boots the real server on an ephemeral port, on a database of its own unless one is given. */
@@ -187,6 +188,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     cnameTarget: options.cnameTarget,
     dnsServers: options.dnsServers,
     oauth: options.oauth,
+    refreshGraceS: options.refreshGraceS,
     totpClock: totpNow,
   });
   await server.app.listen({ port: options.port ?? 0, host: '127.0.0.1' });

@@ -1,16 +1,23 @@
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import type { PGlite } from '@electric-sql/pglite';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { PgliteDriver } from '@mikro-orm/pglite';
 import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { type AbstractSqlDriver, createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
 import pg from 'pg';
 import array from 'postgres-array';
+import { embeddedTemplateFor } from './embedded-template.ts';
 import { migrationsList } from './migrations/index.ts';
 
+/**
+ * How the server reaches PostgreSQL. `direct` (the default): a connection is the server's for as long as it is in the
+ * pool, so hot statements are named and prepared once per connection. `transaction`: a pooler in transaction mode
+ * (PgBouncer, RDS Proxy, a platform's pooler) hands each transaction any server connection, so nothing may outlive
+ * a transaction: every statement is unnamed (parsed and planned each time) and no session state is kept.
+ */
+export type DatabasePooler = 'direct' | 'transaction';
+
 export type DatabaseConfig =
-  | { kind: 'postgres'; url: string; poolSize?: number }
+  | { kind: 'postgres'; url: string; poolSize?: number; pooler?: DatabasePooler }
   /** Embedded PostgreSQL: a directory to persist in, or an instance the caller owns (tests restore snapshots). */
   | { kind: 'pglite'; dataDir: string }
   | { kind: 'pglite'; pglite: PGlite };
@@ -18,12 +25,39 @@ export type DatabaseConfig =
 /** Both drivers (PostgreSQL, PGlite) are SQL drivers: their entity managers run SQL (`execute`, query builders). */
 export type Orm = MikroORM<AbstractSqlDriver>;
 
-/** The PostgreSQL extensions the migrations use, loaded into the embedded database (pg_trgm: literal search). */
-const PGLITE_EXTENSIONS = { pg_trgm };
+/**
+ * The embedded database's packages (PGlite, its pg_trgm extension, MikroORM's driver for it), loaded when an embedded
+ * database is opened: a server on PostgreSQL never loads them.
+ */
+async function embedded() {
+  const [{ PGlite }, { pg_trgm }, { PgliteDriver }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@mikro-orm/pglite'),
+  ]);
+  return {
+    PGlite,
+    PgliteDriver,
+    /** The PostgreSQL extensions the migrations use, loaded into the embedded database (pg_trgm: literal search). */
+    extensions: { pg_trgm },
+    /**
+     * The embedded server's start parameters: PGlite's own, with a 16 MB buffer cache instead of 128 MB. One process
+     * and one connection read a small database; the cache is memory the process holds for good once touched (about
+     * 115 MB of resident memory at idle). A cache size only: nothing about durability changes.
+     */
+    startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
+  };
+}
+type Embedded = Awaited<ReturnType<typeof embedded>>;
 export type EntityManager = SqlEntityManager;
 
 /** `entities`: every table's entity, from the module list of the composition root (`src/modules.ts`): the kernel knows no module. */
-function ormOptions(db: DatabaseConfig, entities: Options['entities']): Partial<Options<AbstractSqlDriver>> {
+function ormOptions(
+  db: DatabaseConfig,
+  entities: Options['entities'],
+  lib: Embedded | undefined,
+  template?: Blob,
+): Partial<Options<AbstractSqlDriver>> {
   const common = {
     entities,
     extensions: [Migrator],
@@ -31,19 +65,81 @@ function ormOptions(db: DatabaseConfig, entities: Options['entities']): Partial<
     // Identity maps are per request (forked managers); nothing is shared between requests.
     forceUtcTimezone: true,
     migrations: { migrationsList, tableName: 'mikro_orm_migrations', snapshot: false, silent: true },
+    // The SQL functions of hand-written migrations (authz_check, authz_keyed_check) are not MikroORM routines: the
+    // schema diff leaves existing functions alone (it still creates declared routines; none are declared).
+    schemaGenerator: { ignoreRoutines: true },
     debug: false,
   } satisfies Partial<Options>;
   if (db.kind === 'postgres') {
     return { ...common, driver: PostgreSqlDriver, clientUrl: db.url, pool: { max: db.poolSize ?? 20 } };
   }
+  if (!lib) throw new Error('The embedded database needs its packages loaded');
   if ('pglite' in db) {
-    return { ...common, driver: PgliteDriver, dbName: 'gatehouse', driverOptions: { pglite: db.pglite } };
+    return { ...common, driver: lib.PgliteDriver, dbName: 'gatehouse', driverOptions: { pglite: db.pglite } };
   }
-  return { ...common, driver: PgliteDriver, dbName: db.dataDir, driverOptions: { extensions: PGLITE_EXTENSIONS } };
+  // A fresh data directory starts from the migrated template when there is one (embedded-template.ts).
+  return {
+    ...common,
+    driver: lib.PgliteDriver,
+    dbName: db.dataDir,
+    driverOptions: {
+      extensions: lib.extensions,
+      startParams: lib.startParams,
+      ...(template ? { loadDataDir: blobLike(template) } : {}),
+    },
+  };
 }
 
+/**
+ * A Blob that survives MikroORM's copy of the driver options: a Blob's content lives in internal slots that a copy loses
+ * (its `arrayBuffer()` then throws "Illegal invocation"); PGlite reads only `arrayBuffer()` and `type` of it.
+ */
+function blobLike(blob: Blob): Blob {
+  const bytes = blob.arrayBuffer();
+  // PGlite's loadDataDir reads the two members given here and nothing else of the Blob (dist: `r.arrayBuffer()`, `r.type`).
+  return { type: blob.type, size: blob.size, arrayBuffer: () => bytes } as unknown as Blob;
+}
+
+/** The connections (MikroORM's, one per ORM) whose statements must stay unnamed: behind a transaction-mode pooler. */
+const unnamedOnly = new WeakSet<object>();
+
 export async function openOrm(db: DatabaseConfig, entities: Options['entities']): Promise<Orm> {
-  return MikroORM.init<AbstractSqlDriver>(ormOptions(db, entities));
+  const template = db.kind === 'pglite' && 'dataDir' in db ? await embeddedTemplateFor(db.dataDir) : undefined;
+  const lib = db.kind === 'pglite' ? await embedded() : undefined;
+  const orm = await MikroORM.init<AbstractSqlDriver>(ormOptions(db, entities, lib, template?.data));
+  if (template) fromTemplate.set(orm, template.migrations);
+  if (db.kind === 'postgres') {
+    if (db.pooler === 'transaction') unnamedOnly.add(orm.em.getConnection());
+    const pool = await nativePool(orm.em);
+    if (pool) releaseEndedClients(pool);
+  }
+  return orm;
+}
+
+/**
+ * Gives the pool back a connection that ended while checked out (the server crashed, failed over or ended it), which
+ * the query builder under MikroORM (Kysely) would otherwise keep forever: when a transaction fails and its `rollback`
+ * fails too, as it does on a dead connection, Kysely never releases that connection. Each such failure took one
+ * connection of the pool for good; a failover under load took half of it, and a second could take the rest. The
+ * connection is released with an error (the pool discards it) and later releases of it do nothing.
+ */
+function releaseEndedClients(pool: pg.Pool): void {
+  const checkedOut = new Set<pg.PoolClient>();
+  const watched = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => {
+    checkedOut.add(client);
+    if (watched.has(client)) return;
+    watched.add(client);
+    client.on('end', () => {
+      if (!checkedOut.delete(client)) return;
+      const release = client.release;
+      client.release = () => undefined;
+      release(new Error('The database connection ended while in use'));
+    });
+  });
+  pool.on('release', (_error, client) => {
+    checkedOut.delete(client);
+  });
 }
 
 /** An arbitrary constant: the advisory lock that serializes migrations across processes. */
@@ -51,18 +147,38 @@ const MIGRATION_LOCK = 4_711_2026;
 
 /**
  * Applies every committed migration that has not run yet. On PostgreSQL, several processes starting at once take
- * turns under an advisory lock (held on a connection of its own), so each migration runs exactly once.
+ * turns under an advisory lock held on a connection of its own, so each migration runs exactly once. The lock is
+ * transaction-scoped: its holder keeps a transaction open while the migrations run (on the ORM's pool), then commits.
+ * It needs no session, so it holds behind a transaction-mode pooler too (a session lock would stay on whichever
+ * server connection the pooler lent, and its unlock could reach another). A process that finds the lock taken ends its
+ * transaction and tries again a moment later rather than waiting inside it: behind a pooler, waiters holding server
+ * connections could take the last one the holder's migrations need.
  */
+/** The migrations a new embedded database received with its template: `migrate` reports them as applied, once. */
+const fromTemplate = new WeakMap<Orm, string[]>();
+
+/** Applies the pending migrations; answers the names of those this database received (from its template too). */
 export async function migrate(orm: Orm): Promise<string[]> {
   const url = orm.config.get('clientUrl');
-  if (!url || orm.config.get('driver') !== PostgreSqlDriver) return (await orm.migrator.up()).map((m) => m.name);
+  if (!url || orm.config.get('driver') !== PostgreSqlDriver) {
+    const templated = fromTemplate.get(orm) ?? [];
+    fromTemplate.delete(orm);
+    return [...templated, ...(await orm.migrator.up()).map((m) => m.name)];
+  }
   const lock = new pg.Client({ connectionString: url });
   await lock.connect();
   try {
-    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    return (await orm.migrator.up()).map((m) => m.name);
+    for (;;) {
+      await lock.query('begin');
+      const { rows } = await lock.query<{ taken: boolean }>('select pg_try_advisory_xact_lock($1) as taken', [MIGRATION_LOCK]);
+      if (rows[0]?.taken) break;
+      await lock.query('rollback');
+      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+    }
+    const applied = (await orm.migrator.up()).map((m) => m.name);
+    await lock.query('commit');
+    return applied;
   } finally {
-    await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await lock.end();
   }
 }
@@ -76,10 +192,11 @@ export async function pendingMigrations(orm: Orm): Promise<number> {
  * `dataDir`, with the same type parsers MikroORM gives the instances it creates itself.
  */
 export async function openPglite(loadDataDir?: Blob, dataDir?: string): Promise<PGlite> {
-  return PGlite.create({
+  const lib = await embedded();
+  return lib.PGlite.create({
     loadDataDir,
     dataDir,
-    extensions: PGLITE_EXTENSIONS,
+    extensions: lib.extensions,
     parsers: createPostgreSqlTypeParsers((s) => array.parse(s)),
   });
 }
@@ -100,7 +217,10 @@ function nativePool(em: EntityManager): Promise<pg.Pool | null> {
 /**
  * One statement of a hot path, outside any transaction: on PostgreSQL a named prepared statement (parsed and planned
  * once per pooled connection, then only bound and executed), elsewhere a plain execute. `sql` uses `?` placeholders
- * and must contain no other `?`. Inside a transaction it runs on the transaction's connection, unprepared.
+ * and must contain no other `?`. Inside a transaction it runs on the transaction's connection, unprepared. Behind a
+ * transaction-mode pooler (`pooler: 'transaction'`) the statement goes unnamed: the same text in one round trip
+ * (parse, bind, execute), planned each time, valid on whichever server connection the pooler lends. Its errors are
+ * those `em.execute` throws (the driver's exceptions: a unique violation is `UniqueConstraintViolationException`).
  */
 export async function preparedQuery<T extends object>(
   em: EntityManager,
@@ -110,8 +230,28 @@ export async function preparedQuery<T extends object>(
 ): Promise<T[]> {
   const pool = em.isInTransaction() ? null : await nativePool(em);
   if (!pool) return em.execute<T[]>(sql, params);
-  const { rows } = await pool.query<T>({ name, text: numbered(name, sql), values: params });
-  return rows;
+  const text = numbered(name, sql);
+  const named = !unnamedOnly.has(em.getConnection());
+  try {
+    const { rows } = await pool.query<T>(named ? { name, text, values: params } : { text, values: params });
+    return rows;
+  } catch (error) {
+    // As `em.execute` throws them: a unique violation is MikroORM's `UniqueConstraintViolationException`, and so on.
+    throw error instanceof Error ? em.getDriver().convertException(error) : error;
+  }
+}
+
+/**
+ * `$1`-style SQL (readable where a value recurs) as the `?` placeholders the drivers take, and the values in their
+ * order: built once per statement text (at load for the fixed statements), applied per call.
+ */
+export function positional(sql: string): { sql: string; params: (values: unknown[]) => unknown[] } {
+  const order: number[] = [];
+  const text = sql.replace(/\$(\d+)/g, (_, n: string) => {
+    order.push(Number(n) - 1);
+    return '?';
+  });
+  return { sql: text, params: (values) => order.map((i) => values[i]) };
 }
 
 /** The row of a statement that always answers exactly one (an aggregate, or `from (select 1) left join …`). */

@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 export interface OutgoingMail {
   to: string;
@@ -19,12 +19,15 @@ export interface Mailer {
 /** Real SMTP through nodemailer when `GATEHOUSE_SMTP_URL` is set; otherwise messages are printed to the console. */
 export function createMailer(smtpUrl: string | undefined, from: string): Mailer {
   if (smtpUrl) {
-    const transport: Transporter = nodemailer.createTransport(smtpUrl);
+    // nodemailer loads with the first message, not at start (the same transport, made once).
+    let transport: Promise<Transporter> | undefined;
     return {
       send: async (mail) => {
-        await transport.sendMail({ from, to: mail.to, subject: mail.subject, html: mail.html, text: mail.text });
+        transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(smtpUrl));
+        const made = await transport;
+        await made.sendMail({ from, to: mail.to, subject: mail.subject, html: mail.html, text: mail.text });
       },
-      close: () => transport.close(),
+      close: () => void transport?.then((made) => made.close()),
     };
   }
   return {

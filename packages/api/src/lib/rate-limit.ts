@@ -1,9 +1,10 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import pg from 'pg';
-import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
 import { deleteInBatches, type PurgeStep } from './housekeeping.ts';
 import type { Metrics } from './metrics.ts';
+import { OUTAGE_RETRY_AFTER_S } from './outage.ts';
 
 /** One counter: at most `points` attempts per `key` in a fixed window of `windowS` seconds. */
 export interface Limit {
@@ -22,7 +23,9 @@ interface Count {
 }
 
 /** Where counters live: shared by every process (PostgreSQL or Redis), or in memory for the one-process PGlite. */
-export type RateLimitStore = { kind: 'postgres'; url: string } | { kind: 'redis'; url: string } | { kind: 'memory' };
+export type RateLimitStore =
+  /** `unnamed`: behind a transaction-mode pooler, statements are not prepared by name (`DatabasePooler`). */
+  { kind: 'postgres'; url: string; unnamed?: boolean } | { kind: 'redis'; url: string } | { kind: 'memory' };
 
 /** Adds `delta` to every limit's counter and answers the counts, in the order of `limits`. */
 interface Counters {
@@ -41,9 +44,11 @@ const storageKey = (limit: Limit) => `gh:${limit.name}:${limit.points}:${limit.w
  */
 class PostgresCounters implements Counters {
   readonly #pool: pg.Pool;
+  readonly #named: boolean;
 
-  constructor(url: string) {
+  constructor(url: string, unnamed = false) {
     this.#pool = new pg.Pool({ connectionString: url, max: 4 });
+    this.#named = !unnamed;
     // An idle connection the server ends (a restart, a dropped database) is an 'error' on the pool: without a
     // listener, Node would end the process. The pool discards that connection; the next query opens another.
     this.#pool.on('error', () => undefined);
@@ -60,7 +65,7 @@ class PostgresCounters implements Counters {
     const { rows } = await this.#pool.query<{ key: string; points: number; expire: string }>(
       delta === 1
         ? {
-            name: 'rate_limit_consume',
+            name: this.#named ? 'rate_limit_consume' : undefined,
             text: `insert into rate_limits (key, points, expire)
                      select key, 1, $3::bigint + window_ms from unnest($1::text[], $2::bigint[]) as l(key, window_ms)
                    on conflict (key) do update set
@@ -70,7 +75,7 @@ class PostgresCounters implements Counters {
             values: [ordered.map((l) => l.key), ordered.map((l) => l.windowMs), now],
           }
         : {
-            name: 'rate_limit_refund',
+            name: this.#named ? 'rate_limit_refund' : undefined,
             text: `update rate_limits set points = points - 1
                     where key in (select key from rate_limits where key = any($1::text[]) order by key for update)
                       and expire > $2 and points > 0
@@ -94,33 +99,55 @@ class PostgresCounters implements Counters {
  * ioredis's client, typed as the one constructor used here: checking a call against the class's own overloads costs the
  * type checker about 230 k type instantiations, a quarter of this package's (`tsc --extendedDiagnostics`).
  */
-const RedisClient = Redis as unknown as new (url: string, options: RedisOptions) => Redis;
+type RedisClient = new (url: string, options: RedisOptions) => Redis;
 
-/** Memory (one process) or Redis (several): rate-limiter-flexible, one limiter per distinct (name, points, window). */
+/** What a library store holds once loaded: rate-limiter-flexible, and the Redis client when counters live there. */
+interface LibraryStore {
+  library: typeof import('rate-limiter-flexible');
+  redis: Redis | undefined;
+}
+
+/**
+ * Memory (one process) or Redis (several): rate-limiter-flexible, one limiter per distinct (name, points, window). The
+ * library (and ioredis) load when such a store is made, never on PostgreSQL, whose store is ours; the Redis client
+ * still connects at start.
+ */
 class LibraryCounters implements Counters {
   readonly #limiters = new Map<string, RateLimiterAbstract>();
-  readonly #redis: Redis | undefined;
+  readonly #store: Promise<LibraryStore>;
 
   constructor(redisUrl?: string) {
-    if (redisUrl) this.#redis = new RedisClient(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    this.#store = Promise.all([import('rate-limiter-flexible'), redisUrl ? import('ioredis') : undefined]).then(
+      ([library, ioredis]): LibraryStore => ({
+        library,
+        redis:
+          ioredis && redisUrl
+            ? // see RedisClient
+              new (ioredis.Redis as unknown as RedisClient)(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+            : undefined,
+      }),
+    );
   }
 
-  #limiter(limit: Limit): RateLimiterAbstract {
+  #limiter(store: LibraryStore, limit: Limit): RateLimiterAbstract {
     const id = `${limit.name}:${limit.points}:${limit.windowS}`;
     let limiter = this.#limiters.get(id);
     if (!limiter) {
       // The limit is enforced by RateLimits, so the library may count past it (points: a bound it never reaches).
       const options = { keyPrefix: `gh:${id}`, points: Number.MAX_SAFE_INTEGER, duration: limit.windowS };
-      limiter = this.#redis ? new RateLimiterRedis({ ...options, storeClient: this.#redis }) : new RateLimiterMemory(options);
+      limiter = store.redis
+        ? new store.library.RateLimiterRedis({ ...options, storeClient: store.redis })
+        : new store.library.RateLimiterMemory(options);
       this.#limiters.set(id, limiter);
     }
     return limiter;
   }
 
-  add(limits: Limit[], delta: 1 | -1): Promise<Count[]> {
+  async add(limits: Limit[], delta: 1 | -1): Promise<Count[]> {
+    const store = await this.#store;
     return Promise.all(
       limits.map(async (limit) => {
-        const limiter = this.#limiter(limit);
+        const limiter = this.#limiter(store, limit);
         const res: RateLimiterRes = delta === 1 ? await limiter.consume(limit.key) : await limiter.reward(limit.key);
         return { limit, points: res.consumedPoints, msBeforeNext: res.msBeforeNext };
       }),
@@ -128,7 +155,7 @@ class LibraryCounters implements Counters {
   }
 
   async close(): Promise<void> {
-    this.#redis?.disconnect();
+    (await this.#store).redis?.disconnect();
   }
 }
 
@@ -155,7 +182,7 @@ export class RateLimits {
     this.#metrics = metrics;
     this.#counters =
       store.kind === 'postgres'
-        ? new PostgresCounters(store.url)
+        ? new PostgresCounters(store.url, store.unnamed)
         : new LibraryCounters(store.kind === 'redis' ? store.url : undefined);
   }
 
@@ -169,8 +196,14 @@ export class RateLimits {
     let counts: Count[];
     try {
       counts = await this.#counters.add(limits, 1);
-    } catch {
-      throw new AppError('service_unavailable', 'Rate limiting is unavailable; try again later');
+    } catch (error) {
+      throw new AppError(
+        'service_unavailable',
+        'Rate limiting is unavailable; try again later',
+        undefined,
+        { 'retry-after': String(OUTAGE_RETRY_AFTER_S) },
+        error,
+      );
     }
     const over = counts.find((count) => count.points > count.limit.points);
     if (!over) {

@@ -25,6 +25,9 @@ export const SCOPES = [
   'stats:read',
   'oauth2:read',
   'oauth2:write',
+  'directories:read',
+  'directories:write',
+  'audit_logs:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

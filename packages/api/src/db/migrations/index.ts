@@ -21,6 +21,17 @@ import { Migration20261127050000_application_logos } from './Migration2026112705
 import { Migration20261127060000_session_amr } from './Migration20261127060000_session_amr.ts';
 import { Migration20261127061500_saml_code_redirect } from './Migration20261127061500_saml_code_redirect.ts';
 import { Migration20261127070000_oauth2_grant_organization } from './Migration20261127070000_oauth2_grant_organization.ts';
+import { Migration20261128000000_member_status_source } from './Migration20261128000000_member_status_source.ts';
+import { Migration20261128000500_saml_connection_organization } from './Migration20261128000500_saml_connection_organization.ts';
+import { Migration20261128010000_organization_invitations } from './Migration20261128010000_organization_invitations.ts';
+import { Migration20261128020000_organization_domains } from './Migration20261128020000_organization_domains.ts';
+import { Migration20261128030000_directories } from './Migration20261128030000_directories.ts';
+import { Migration20261128040000_audit_log } from './Migration20261128040000_audit_log.ts';
+import { Migration20261128050000_admin_portal } from './Migration20261128050000_admin_portal.ts';
+import { Migration20261128090000_step_up } from './Migration20261128090000_step_up.ts';
+import { Migration20261128094500_authz_check_function } from './Migration20261128094500_authz_check_function.ts';
+import { Migration20261128100500_console_operators } from './Migration20261128100500_console_operators.ts';
+import { Migration20261128110000_stats_daily } from './Migration20261128110000_stats_daily.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
@@ -47,4 +58,15 @@ export const migrationsList = [
   { name: 'Migration20261127060000_session_amr', class: Migration20261127060000_session_amr },
   { name: 'Migration20261127061500_saml_code_redirect', class: Migration20261127061500_saml_code_redirect },
   { name: 'Migration20261127070000_oauth2_grant_organization', class: Migration20261127070000_oauth2_grant_organization },
+  { name: 'Migration20261128000000_member_status_source', class: Migration20261128000000_member_status_source },
+  { name: 'Migration20261128000500_saml_connection_organization', class: Migration20261128000500_saml_connection_organization },
+  { name: 'Migration20261128010000_organization_invitations', class: Migration20261128010000_organization_invitations },
+  { name: 'Migration20261128020000_organization_domains', class: Migration20261128020000_organization_domains },
+  { name: 'Migration20261128030000_directories', class: Migration20261128030000_directories },
+  { name: 'Migration20261128040000_audit_log', class: Migration20261128040000_audit_log },
+  { name: 'Migration20261128050000_admin_portal', class: Migration20261128050000_admin_portal },
+  { name: 'Migration20261128090000_step_up', class: Migration20261128090000_step_up },
+  { name: 'Migration20261128094500_authz_check_function', class: Migration20261128094500_authz_check_function },
+  { name: 'Migration20261128100500_console_operators', class: Migration20261128100500_console_operators },
+  { name: 'Migration20261128110000_stats_daily', class: Migration20261128110000_stats_daily },
 ];

@@ -1,8 +1,10 @@
 import { type Context, header } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
+import { actAs } from '../../lib/acting.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
+import { Registry } from '../../lib/modules.ts';
 import { isScope, type Scope } from '../../lib/scopes.ts';
 import { iso } from '../../lib/time.ts';
 import { authenticatedProcedure, DeferredCredential } from '../../trpc.ts';
@@ -14,10 +16,35 @@ import { recordEvent } from '../events/events.service.ts';
 import { type ApiKey, ApiKeyEntity } from './api-key.entity.ts';
 import type { ApiKeyRecord } from './api-keys.schema.ts';
 
-/** A call with a secret key: its application (the tenant) and the key, which held the procedure's scope. */
+/**
+ * A call with a secret key: its application (the tenant) and the key, which held the procedure's scope; or with another
+ * bearer credential a module accepts on the same procedures (`bearerCredentials`: a console operator), `apiKey` null.
+ */
 export interface SecretKeyContext extends TenantContext {
-  apiKey: ApiKey;
+  apiKey: ApiKey | null;
+  /** What the caller may do: the key's scopes, or the operator's role's. */
+  scopes: readonly string[];
 }
+
+/** The application id and bearer token presented to a secret-key procedure. */
+export interface PresentedBearer {
+  applicationId: string;
+  token: string;
+}
+
+/**
+ * A bearer credential other than a secret key that secret-key procedures accept (the console operator's access token,
+ * `modules/operators`): asked only for a bearer that is not `sk_…` (a secret key goes the way it always went). It
+ * answers the application and the scopes the caller holds, having checked the procedure's scope and named the caller
+ * (`actAs`); undefined when the token is not its kind (the key's answers follow); or throws its own refusal.
+ */
+export type BearerCredential = (
+  ctx: Context,
+  presented: PresentedBearer,
+  scope: Scope,
+) => Promise<{ application: Application; scopes: readonly string[] } | undefined>;
+
+export const bearerCredentials = new Registry<BearerCredential>('bearer credential', { single: true });
 
 /** `last_used_at` is written at most this often per key, so reads do not turn into writes. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -51,7 +78,9 @@ export type PresentedKeyRow = { id: string } & (KeyColumns | { [column in keyof 
 /**
  * The application of `$app` and the key of SHA-256 `$hash` in it, as one row (the key's columns prefixed `key_`,
  * null when there is no such key): what a secret key authenticates against, alone (`a.*`: the whole application) or
- * inside a procedure's statement (`a.id`).
+ * inside a procedure's statement (`a.id`). The PL/pgSQL function `authz_keyed_check` (a migration of authz) reads the
+ * same row and judges it as `secretKeyInStatement` does: a change to these columns or that condition needs a migration
+ * replacing it too.
  */
 const secretKeyRowSql = (app: string, hash: string, applicationColumns: 'a.*' | 'a.id') =>
   `select ${applicationColumns}, ${KEY_COLUMNS.map((c) => `k.${c} as key_${c}`).join(', ')}
@@ -101,6 +130,7 @@ async function acceptSecretKey(
     revokedAt: null,
   };
   if (!grants(apiKey.scopes, scope)) throw new AppError('insufficient_scope', `This key lacks the ${scope} scope`);
+  actAs({ type: 'api_key', id: apiKey.id });
   const now = new Date();
   if (!apiKey.lastUsedAt || now.getTime() - apiKey.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await ctx.em.nativeUpdate(ApiKeyEntity, { id: apiKey.id }, { lastUsedAt: now });
@@ -112,8 +142,17 @@ async function acceptSecretKey(
  * The application of `x-application-id` and the bearer key, in the contract's order (application first, then the
  * key, then the scope), read in one query: the hot path of every management call.
  */
-export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise<{ application: Application; apiKey: ApiKey }> {
+export async function authenticateSecretKey(
+  ctx: Context,
+  scope: Scope,
+): Promise<{ application: Application; apiKey: ApiKey | null; scopes: readonly string[] }> {
   const presented = await presentedKey(ctx);
+  if (!presented.secret.startsWith('sk_')) {
+    for (const credential of ctx.services.hooks.get(bearerCredentials)) {
+      const accepted = await credential(ctx, { applicationId: presented.applicationId, token: presented.secret }, scope);
+      if (accepted) return { ...accepted, apiKey: null };
+    }
+  }
   const [row] = await preparedQuery<Record<string, unknown> & PresentedKeyRow>(
     ctx.em,
     'secret_key_authentication',
@@ -122,7 +161,7 @@ export async function authenticateSecretKey(ctx: Context, scope: Scope): Promise
   );
   if (!row) throw applicationNotResolved();
   const apiKey = await acceptSecretKey(ctx, presented, row, scope);
-  return { application: applicationFromRow(row), apiKey };
+  return { application: applicationFromRow(row), apiKey, scopes: apiKey.scopes };
 }
 
 /**
@@ -147,12 +186,17 @@ export interface KeyInStatement {
   hash: string;
   scopes: string;
   /**
+   * The bearer is no secret key (`sk_…`): another credential (`bearerCredentials`, a console operator's token) or none.
+   * The procedure then settles it with `authenticate` before its statement, which runs without the key's columns.
+   */
+  notAKey: boolean;
+  /**
    * Judges the `presented_key` row the statement returned (undefined: no such application), as `authenticate` would,
    * and answers the key (the statement's tenant is `applicationId`).
    */
   accept(row: PresentedKeyRow | undefined): Promise<ApiKey>;
   /** The ordinary check (its own query), for a call that needs the key settled before its statement. */
-  authenticate(): Promise<{ application: Application; apiKey: ApiKey }>;
+  authenticate(): Promise<{ application: Application; apiKey: ApiKey | null; scopes: readonly string[] }>;
 }
 
 /** A call with a secret key that its procedure checks inside its own statement (`keyInStatement`). */
@@ -170,6 +214,7 @@ async function deferSecretKey(ctx: Context, scope: Scope): Promise<Omit<SecretKe
     applicationId: presented.applicationId,
     hash: sha256(presented.secret),
     scopes: scopesGranting(scope).join(','),
+    notAKey: !presented.secret.startsWith('sk_'),
     accept(row) {
       deferredCredential.settled = true;
       return acceptSecretKey(ctx, presented, row, scope);
@@ -229,7 +274,7 @@ export async function createApiKey(ctx: SecretKeyContext, input: { name: string;
       unknown.map((s) => ({ path: 'scopes', message: `unknown scope ${s}` })),
     );
   }
-  const held = ctx.apiKey.scopes;
+  const held = ctx.scopes;
   // A key can only hand out what it holds: no escalation through key creation.
   const beyond = input.scopes.filter((s) => (s === '*' ? !held.includes('*') : !grants(held, s)));
   if (beyond.length) throw new AppError('insufficient_scope', `This key cannot grant: ${beyond.join(', ')}`);

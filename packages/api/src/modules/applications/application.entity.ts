@@ -12,6 +12,8 @@ export const ApplicationEntity = defineEntity({
     settings: p.json<ApplicationSettings>(),
     /** When the first user or session was created: `has_traffic` never goes back (users can be deleted). */
     firstTrafficAt: p.datetime().nullable(),
+    /** A service's own application (`console`: the operators' console), created at start; it cannot be deleted. */
+    reserved: p.string().length(32).nullable().unique(),
     createdAt: p.datetime().onCreate(() => new Date()),
     /** Set by the service that changes the row, so the answer and the event carry the stored value. */
     updatedAt: p.datetime().onCreate(() => new Date()),

@@ -112,6 +112,11 @@ const settingsShape = {
       ended_sessions_days: z.number().int().min(1).max(365).default(30),
     })
     .default({ events_days: 30, messages_days: 30, ended_sessions_days: 30 }),
+  /**
+   * How many days the audit log keeps its entries (CONTRACT §8). Events stay that long as audit entries even when
+   * `retention.events_days` is shorter; the event log shows only its own days (ARCHITECTURE "Housekeeping and retention").
+   */
+  audit_log_retention_days: z.number().int().min(1).max(3650).default(365),
   /** Social sign-in: keep each identity's provider tokens (encrypted) for calls to the provider's API. */
   oauth: z.strictObject({ store_provider_tokens: z.boolean().default(false) }).default({ store_provider_tokens: false }),
   /**
@@ -154,6 +159,7 @@ export const ApplicationSettingsPatchSchema = z.strictObject({
   passkeys: settingsShape.passkeys.unwrap().optional(),
   rate_limits: settingsShape.rate_limits.unwrap().optional(),
   retention: settingsShape.retention.unwrap().optional(),
+  audit_log_retention_days: settingsShape.audit_log_retention_days.unwrap().optional(),
   oauth: settingsShape.oauth.unwrap().optional(),
   oauth2: settingsShape.oauth2.unwrap().optional(),
   branding: settingsShape.branding.unwrap().optional(),
@@ -169,6 +175,9 @@ export const ApplicationSchema = z
     name: text(),
     environment: z.enum(ENVIRONMENTS),
     allowed_origins: z.array(text()),
+    reserved: z.boolean().meta({
+      description: 'The service\u2019s own application (the operators\u2019 console): it cannot be deleted',
+    }),
     settings: ApplicationSettingsSchema,
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),

@@ -18,6 +18,7 @@ export const toApplicationRecord = (app: Application): ApplicationRecord => ({
   // the entity types the column as string; only the schema's values are ever written to it.
   environment: app.environment as ApplicationRecord['environment'],
   allowed_origins: app.allowedOrigins,
+  reserved: app.reserved !== null,
   // Stored settings are completed with today's defaults, so keys added later read as their default.
   settings: ApplicationSettingsSchema.parse(app.settings),
   created_at: app.createdAt.toISOString(),
@@ -116,6 +117,7 @@ export const applicationFromRow = (a: Record<string, any>): Application => ({
   allowedOrigins: a.allowed_origins,
   settings: a.settings,
   firstTrafficAt: a.first_traffic_at === null ? null : new Date(a.first_traffic_at),
+  reserved: a.reserved ?? null,
   createdAt: new Date(a.created_at),
   updatedAt: new Date(a.updated_at),
 });
@@ -148,6 +150,7 @@ export function newApplication(
   return em.create(ApplicationEntity, {
     id: newId(),
     firstTrafficAt: null,
+    reserved: null,
     name: input.name,
     environment: input.environment,
     allowedOrigins: input.allowed_origins,
@@ -157,7 +160,7 @@ export function newApplication(
 
 /** Whether the database holds a production application (a start-up check of development-only settings). */
 export async function hasProductionApplications(orm: Orm): Promise<boolean> {
-  return (await orm.em.fork().count(ApplicationEntity, { environment: 'production' })) > 0;
+  return (await orm.em.fork().count(ApplicationEntity, { environment: 'production', reserved: null })) > 0;
 }
 
 export async function listApplications(ctx: OperatorContext, input: PageQuery) {
@@ -170,9 +173,16 @@ export async function listApplications(ctx: OperatorContext, input: PageQuery) {
 }
 
 export async function deleteApplication(ctx: OperatorContext, id: string) {
-  // Every tenant-owned row references the application with ON DELETE CASCADE.
-  const deleted = await ctx.em.nativeDelete(ApplicationEntity, { id });
-  if (!deleted) throw notFound('Application');
+  if (ctx.owns && !ctx.owns(id)) throw notFound('Application');
+  // Every tenant-owned row references the application with ON DELETE CASCADE. A reserved application (the console)
+  // is the service's own: it stays, or nobody could sign in to the console again.
+  const deleted = await ctx.em.nativeDelete(ApplicationEntity, { id, reserved: null });
+  if (!deleted) {
+    if (isUuid(id) && (await ctx.em.count(ApplicationEntity, { id }))) {
+      throw new AppError('conflict', 'This application is reserved (the console): it cannot be deleted');
+    }
+    throw notFound('Application');
+  }
   return { id, deleted: true as const };
 }
 

@@ -1,10 +1,13 @@
 import { type Context, header } from '../../context.ts';
 import { AppError } from '../../errors.ts';
+import { actAs } from '../../lib/acting.ts';
 import { constantTimeEqual, sha256 } from '../../lib/crypto.ts';
 import { isUuid } from '../../lib/ids.ts';
-import { authenticatedProcedure, DeferredCredential } from '../../trpc.ts';
+import { Registry } from '../../lib/modules.ts';
+import { authenticatedProcedure, DeferredCredential, type Meta } from '../../trpc.ts';
 import type { Application } from './application.entity.ts';
 import { applicationById, applicationFromRow } from './applications.service.ts';
+import type { OperatorContext } from './contexts.ts';
 import { allowOrigin, originCondition } from './cors.ts';
 
 /**
@@ -88,11 +91,42 @@ async function deferApplication(ctx: Context): Promise<Omit<EndUserInStatementCo
   return { applicationInStatement, deferredCredential };
 }
 
-/** Operator routes: the operator token. */
-export const operatorProcedure = authenticatedProcedure('operator', async (ctx) => {
-  authenticateOperator(ctx.services.operatorTokenHash, header(ctx, 'authorization'));
-  return { operator: true as const };
-});
+/** The operator, as the audit log names them: there is one operator token per deployment. */
+export const OPERATOR_ACTOR = { type: 'operator', id: 'operator' } as const;
+
+/**
+ * A credential other than the operator token that operator routes accept (the console operator's access token,
+ * `modules/operators`): asked only for a bearer that is not the operator token. It answers the caller (named with
+ * `actAs`), undefined when the token is not its kind (401 `invalid_credentials` follows), or throws its own refusal.
+ */
+export type OperatorCredential = (
+  ctx: Context,
+  token: string,
+  meta: Meta | undefined,
+) => Promise<Omit<OperatorContext, keyof Context> | undefined>;
+
+export const operatorCredentials = new Registry<OperatorCredential>('operator credential', { single: true });
+
+/** Operator routes: the operator token (or a credential of `operatorCredentials`). */
+export const operatorProcedure = authenticatedProcedure(
+  'operator',
+  async (ctx, meta): Promise<Omit<OperatorContext, keyof Context>> => {
+    const authorization = header(ctx, 'authorization');
+    try {
+      authenticateOperator(ctx.services.operatorTokenHash, authorization);
+    } catch (error) {
+      const token = bearer(authorization);
+      if (!(error instanceof AppError) || error.code !== 'invalid_credentials' || !token) throw error;
+      for (const credential of ctx.services.hooks.get(operatorCredentials)) {
+        const accepted = await credential(ctx, token, meta);
+        if (accepted) return accepted;
+      }
+      throw error;
+    }
+    actAs(OPERATOR_ACTOR);
+    return { operator: true as const };
+  },
+);
 
 /** End-user routes (ES): the application from `x-application-id`, then the browser's origin against its allowlist. */
 export const endUserProcedure = authenticatedProcedure('end_user', authenticateEndUser);

@@ -11,7 +11,12 @@ export interface TenantContext extends Context {
   application: Application;
 }
 
-/** A call with the operator token. */
+/** A call with the operator token, or of a console operator allowed an operator route (`operatorCredentials`). */
 export interface OperatorContext extends Context {
   operator: true;
+  /**
+   * Set when the caller may act on some applications only (a console operator who owns them may delete them): whether
+   * it may act on this one. Unset: every application (the operator token, an instance-wide owner).
+   */
+  owns?: (applicationId: string) => boolean;
 }

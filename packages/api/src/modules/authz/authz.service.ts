@@ -1,9 +1,9 @@
 import type { Context } from '../../context.ts';
-import { type EntityManager, onlyRow, preparedQuery } from '../../db/orm.ts';
+import { type EntityManager, onlyRow, positional, preparedQuery } from '../../db/orm.ts';
 import { AppError, type ErrorDetail } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { PageQuery } from '../../lib/pagination.ts';
-import { type PresentedKeyRow, type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
+import type { PresentedKeyRow, SecretKeyInStatementContext } from '../api-keys/api-keys.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import type { SignedInContext } from '../sessions/contexts.ts';
 import type { DeleteStep } from '../users/users.hooks.ts';
@@ -41,19 +41,6 @@ const formatSubject = (type: string, id: string, relation: string) => `${type}:$
 
 /** The user id of a direct `user:` subject (the membership join compares it as a uuid), else null. */
 const directUser = (ref: Ref) => (ref.type === 'user' && ref.relation === '' ? ref.id : null);
-
-/**
- * `$1`-style SQL (readable where a value recurs) as the `?` placeholders the drivers take, and the values in their
- * order: built once per statement text (at load for the fixed statements), applied per call.
- */
-function positional(sql: string): { sql: string; params: (values: unknown[]) => unknown[] } {
-  const order: number[] = [];
-  const text = sql.replace(/\$(\d+)/g, (_, n: string) => {
-    order.push(Number(n) - 1);
-    return '?';
-  });
-  return { sql: text, params: (values) => order.map((i) => values[i]) };
-}
 
 interface TupleRow {
   object_type: string;
@@ -191,8 +178,8 @@ async function honourConsistency(ctx: Context, consistency?: { mode: string; tok
 }
 
 /**
- * The walk from an object#relation down its subject sets (`reach`: type, id, relation, depth), as check and expand
- * share it. $1 application, $2–$4 the object#relation.
+ * The walk from an object#relation down its subject sets (`reach`: type, id, relation, depth), as expand takes it (and
+ * the check, whose statement is the function `authz_check`: the same walk). $1 application, $2–$4 the object#relation.
  */
 const DOWNWARD = `with recursive reach(t, i, r, d) as (
     select $2::text, $3::text, $4::text, 0
@@ -204,50 +191,32 @@ const DOWNWARD = `with recursive reach(t, i, r, d) as (
   )`;
 
 /**
- * The check: is the subject ($5–$7; $8 its user id when it is a user) in object#relation? Allowed when the subject is
- * a reached userset itself, or a direct subject of a reached userset, or a member (with the role, for `#<role>`) of a
- * reached organization userset.
+ * The check: is the subject ($5–$7; $8 its user id when it is a user) in object#relation? The statement is the PL/pgSQL
+ * function `authz_check` (migration `authz_check_function`): the walk down (`DOWNWARD`), then allowed when the subject
+ * is a reached userset itself, or a direct subject of a reached userset, or a member (with the role, for `#<role>`) of
+ * a reached organization userset; `exceeded` as `EXCEEDED`. PL/pgSQL plans its statements once per server connection
+ * and keeps the plans, so the recursive statement is not planned per call even when the call is an unnamed statement
+ * (behind a transaction-mode pooler); the call itself costs next to nothing to plan.
  */
-const CHECK_ANSWER = `(
-      exists (select 1 from reach where reach.d < $limit and reach.t = $5::text and reach.i = $6::text and reach.r = $7::text)
-   or exists (select 1 from reach join authz_tuples x
-                on x.application_id = $1 and x.object_type = reach.t and x.object_id = reach.i and x.relation = reach.r
-               where reach.d < $limit and x.subject_type = $5::text and x.subject_id = $6::text and x.subject_relation = $7::text)
-   or exists (select 1 from organization_members m join reach
-                on reach.t = 'organization' and reach.i = m.organization_id::text and (reach.r = 'member' or reach.r = m.role)
-               where m.user_id = $8::uuid and m.application_id = $1 and reach.d < $limit)
-    ) as allowed,
-    ${EXCEEDED} as exceeded`;
-
-const CHECK = positional(
-  `${DOWNWARD}
-  select ${CHECK_ANSWER}`.replaceAll('$limit', String(MAX_DEPTH + 1)),
-);
+const CHECK_ARGS = `$1, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::uuid, ${MAX_DEPTH + 1}`;
+const CHECK = positional(`select allowed, exceeded from authz_check(${CHECK_ARGS})`);
 
 /**
  * The check that also checks the secret key ($9 its hash, $10 the scopes granting `authz:read`; $1 the presented
- * application): one round trip on the hot path. The walk starts only for a valid key; the key's row comes back beside
- * the answer (all null when the application does not exist) and is judged before the answer is used.
+ * application), `authz_keyed_check`: one round trip on the hot path. The function reads the key's row as
+ * `secretKeyInStatement` does and runs the check only for a live key with the scope; the row (all null when the
+ * application does not exist) comes back beside the answer and is judged before the answer is used.
  */
-const KEY = secretKeyInStatement('$1', '$9', '$10');
-const KEYED_CHECK = positional(
-  `${DOWNWARD.replace('with recursive', `with recursive ${KEY.cte},`).replace(
-    'select $2::text, $3::text, $4::text, 0',
-    `select $2::text, $3::text, $4::text, 0 where ${KEY.valid}`,
-  )}
-  select presented_key.*, ${CHECK_ANSWER} from (select 1) as one left join presented_key on true`.replaceAll(
-    '$limit',
-    String(MAX_DEPTH + 1),
-  ),
-);
+const KEYED_CHECK = positional(`select * from authz_keyed_check(${CHECK_ARGS}, $9, $10)`);
 
 export async function check(
   ctx: SecretKeyInStatementContext,
   input: { object: string; relation: string; subject: string; consistency?: { mode: string; token?: string } },
 ) {
   const key = ctx.keyInStatement;
-  // A consistency token is judged after the key, which then needs its own query first (not the hot path).
-  const keyFirst = input.consistency?.mode === 'at_least_as_fresh';
+  // A consistency token is judged after the key, which then needs its own query first (not the hot path); so does a
+  // bearer that is no secret key (a console operator's token).
+  const keyFirst = input.consistency?.mode === 'at_least_as_fresh' || key.notAKey;
   if (keyFirst) {
     await key.authenticate();
     await honourConsistency(ctx, input.consistency);
@@ -265,7 +234,8 @@ export async function check(
     directUser(subject),
   ];
   const row = onlyRow(
-    await preparedQuery<({ id: null } | PresentedKeyRow) & { allowed: boolean; exceeded: boolean }>(
+    // allowed and exceeded are null only beside a key that `accept` refuses.
+    await preparedQuery<({ id: null } | PresentedKeyRow) & { allowed: boolean | null; exceeded: boolean | null }>(
       ctx.em,
       keyFirst ? 'authz_check' : 'authz_keyed_check',
       keyFirst ? CHECK.sql : KEYED_CHECK.sql,
@@ -274,7 +244,7 @@ export async function check(
   );
   if (!keyFirst) await key.accept(row.id === null ? undefined : row);
   if (!row.allowed && row.exceeded) throw depthExceeded();
-  return { allowed: row.allowed };
+  return { allowed: row.allowed === true };
 }
 
 const UUID_TEXT = `'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`;

@@ -3,7 +3,12 @@ import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../.
 import { memberAddChecks, subscriptionSummarySources } from '../organizations/organizations.hooks.ts';
 import { billingRouter } from './billing.router.ts';
 import { SubscriptionSchema } from './billing.schema.ts';
-import { advanceSubscriptionPeriods, billingSubscriptionSummary, checkSeats } from './billing.service.ts';
+import {
+  advanceSubscriptionPeriods,
+  billingSubscriptionSummary,
+  checkSeats,
+  NO_LIVE_SUBSCRIPTION_SQL,
+} from './billing.service.ts';
 import { PlanEntity } from './plan.entity.ts';
 import { SubscriptionEntity } from './subscription.entity.ts';
 
@@ -29,7 +34,7 @@ export const billingModule = defineModule({
   },
   hooks: [
     housekeepingTasks.entry('subscription_periods', advanceSubscriptionPeriods),
-    memberAddChecks.entry('seats', checkSeats),
+    memberAddChecks.entry('seats', { check: checkSeats, clearSql: NO_LIVE_SUBSCRIPTION_SQL }),
     subscriptionSummarySources.entry('billing', billingSubscriptionSummary),
   ],
   events,

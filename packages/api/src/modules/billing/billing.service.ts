@@ -345,7 +345,7 @@ export async function advanceSubscriptionPeriods(em: EntityManager): Promise<num
  * row is locked first, so concurrent additions on any number of processes are judged one after another, each counting
  * the members the ones before it committed.
  */
-export const checkSeats: MemberAddCheck = async (em, { organizationId }) => {
+export const checkSeats: MemberAddCheck['check'] = async (em, { organizationId }) => {
   const [live] = await em.execute<Array<{ seats: number }>>(
     `select seats from billing_subscriptions where organization_id = ? and status <> 'canceled' for update`,
     [organizationId],
@@ -356,6 +356,9 @@ export const checkSeats: MemberAddCheck = async (em, { organizationId }) => {
     throw new AppError('seat_limit_reached', `Every seat of the subscription is taken (${live.seats})`);
   }
 };
+
+/** Over the organization's row `o`: it has no live subscription, so `checkSeats` has nothing to judge. */
+export const NO_LIVE_SUBSCRIPTION_SQL = `not exists (select 1 from billing_subscriptions s where s.organization_id = o.id and s.status <> 'canceled')`;
 
 export const billingSubscriptionSummary: SubscriptionSummarySource = async (em, organizationIds) => {
   const rows = await em.execute<

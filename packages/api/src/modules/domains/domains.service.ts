@@ -23,8 +23,9 @@ const FAIL_AFTER = "interval '7 days'";
 const CLAIM_LEASE = "interval '10 minutes'";
 const BATCH = 50;
 
-const challengeName = (domain: string) => `${CHALLENGE_PREFIX}.${domain}`;
-const challengeValue = (token: string) => `gatehouse-domain-verification=${token}`;
+/** The TXT challenge of a domain (custom domains and organization domains alike): its name and expected value. */
+export const challengeName = (domain: string) => `${CHALLENGE_PREFIX}.${domain}`;
+export const challengeValue = (token: string) => `gatehouse-domain-verification=${token}`;
 const backoffS = (checks: number) => RECHECK_BACKOFF_S[checks] ?? LAST_BACKOFF_S;
 
 const toDomainRecord = (d: CustomDomain, cnameTarget: string): CustomDomainRecord => ({
@@ -146,7 +147,7 @@ export async function allowedDomain(ctx: Context, input: { domain: string }) {
 }
 
 /** null when a TXT record at `_gatehouse-challenge.<domain>` holds the token, else why not. */
-async function lookUpChallenge(
+export async function lookUpChallenge(
   domain: string,
   token: string,
   dnsServers: readonly string[] | undefined,

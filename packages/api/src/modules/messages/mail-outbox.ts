@@ -61,7 +61,9 @@ export function queueMail(em: EntityManager, services: Services, input: QueuedMa
     lastError: null,
     sentAt: null,
   });
-  if (input.status === 'queued') mailWorkers.get(services)?.nudge();
+  // Every message wakes the worker, a suppressed one too (it then finds nothing to send): an answer that queued a mail
+  // and one that suppressed it leave the same work behind (magic-link start answers known and unknown addresses alike).
+  mailWorkers.get(services)?.nudge();
   return message;
 }
 
@@ -85,7 +87,10 @@ export class MailWorker {
       pollMs: POLL_MS,
       nudgeMs: NUDGE_MS,
       runBatch: () => this.#runBatch(),
-      onError: (error) => this.services.log.warn({ err: { type: errorName(error) } }, 'mail outbox poll failed'),
+      onError: (error) => {
+        if (!this.services.outage.absorb(error))
+          this.services.log.warn({ err: { type: errorName(error) } }, 'mail outbox poll failed');
+      },
     });
   }
 

@@ -1,5 +1,4 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { generateCodeVerifier } from 'arctic';
 import type { Context } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound, stepUpRequired } from '../../errors.ts';
@@ -12,7 +11,7 @@ import { settingsOf } from '../applications/applications.service.ts';
 import type { EndUserInStatementContext } from '../applications/callers.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { isHostedPageOf } from '../applications/cors.ts';
-import { EVENT_COLUMNS, eventRow, recordEvent } from '../events/events.service.ts';
+import { EVENT_COLUMNS, EVENT_VALUES, eventRow, recordEvent } from '../events/events.service.ts';
 import type { SignedInContext } from '../sessions/contexts.ts';
 import {
   completeReturningSignIn,
@@ -27,6 +26,7 @@ import type { User } from '../users/user.entity.ts';
 import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
 import {
   authorizationUrl,
+  codeVerifier,
   type ExchangeResult,
   exchangeCode,
   type OAuthProviderName,
@@ -93,7 +93,7 @@ async function start(
   const client = await providerClient(ctx, application, input.provider);
   const secrets = {
     state: randomBase62(43),
-    verifier: generateCodeVerifier(),
+    verifier: await codeVerifier(),
     nonce: usesNonce(input.provider) ? randomBase62(32) : null,
   };
   let url: URL;
@@ -250,7 +250,7 @@ async function linkNew(
        insert into identities (id, application_id, user_id, kind, subject, name, created_at, last_used_at)
        values (?, ?, ?, 'oauth', ?, ?, ?, ?)
      )
-     insert into events (${EVENT_COLUMNS}) values ${events.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+     insert into events (${EVENT_COLUMNS}) values ${events.map(() => EVENT_VALUES).join(', ')}`,
     [
       ...(before?.params ?? []),
       record.id,

@@ -1,6 +1,6 @@
-import { Apple, CodeChallengeMethod, LinkedIn, OAuth2Client, OAuth2RequestError, type OAuth2Tokens } from 'arctic';
+import type { Apple, OAuth2Tokens } from 'arctic';
 import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
-import * as oidc from 'openid-client';
+import type * as oidc from 'openid-client';
 import type { OAuthConfig } from '../../context.ts';
 import { errorMessage, errorName, fieldOf } from '../../errors.ts';
 import { guardedRequest, OutboundBlockedError, type OutboundPolicy } from '../../lib/ssrf.ts';
@@ -188,6 +188,14 @@ const DISCOVERY_TTL_MS = 10 * 60_000;
 /** The setting that lets a generic issuer be http and loopback (development), named in the refusals it would lift. */
 export const INSECURE_OIDC_SETTING = 'GATEHOUSE_ALLOW_INSECURE_OIDC';
 
+/** arctic and openid-client: they load with the first social sign-in (or issuer check), not at every start. */
+let libraries: Promise<{ arctic: typeof import('arctic'); oidc: typeof import('openid-client') }> | undefined;
+const socialLibraries = () =>
+  (libraries ??= Promise.all([import('arctic'), import('openid-client')]).then(([arctic, oidc]) => ({ arctic, oidc })));
+
+/** A PKCE code verifier (RFC 7636: 32 random bytes, base64url), made by arctic. */
+export const codeVerifier = async (): Promise<string> => (await socialLibraries()).arctic.generateCodeVerifier();
+
 /** A discovered issuer's client, with what each callback reads of its metadata (`serverMetadata()` clones it all). */
 interface Discovered {
   configuration: oidc.Configuration;
@@ -237,7 +245,13 @@ const guardedFetch =
   };
 
 /** An issuer's discovery document, loaded through the SSRF guard, as openid-client's client of it. */
-function loadIssuer(config: OAuthConfig, issuer: string, clientId: string, clientSecret?: string): Promise<oidc.Configuration> {
+async function loadIssuer(
+  config: OAuthConfig,
+  issuer: string,
+  clientId: string,
+  clientSecret?: string,
+): Promise<oidc.Configuration> {
+  const { oidc } = await socialLibraries();
   const fetcher = guardedFetch({ allowInsecure: config.allowInsecureIssuers, dnsServers: config.dnsServers });
   return oidc
     .discovery(
@@ -340,6 +354,7 @@ export interface AuthorizationSecrets {
 }
 
 export async function authorizationUrl(config: OAuthConfig, client: ProviderClient, secrets: AuthorizationSecrets): Promise<URL> {
+  const { arctic, oidc } = await socialLibraries();
   if (client.provider === 'oidc') {
     const { configuration } = await discover(config, client);
     return oidc.buildAuthorizationUrl(configuration, {
@@ -354,20 +369,26 @@ export async function authorizationUrl(config: OAuthConfig, client: ProviderClie
   const entry = CATALOG[client.provider];
   let url: URL;
   if (client.provider === 'linkedin') {
-    url = new LinkedIn(client.clientId, client.clientSecret, client.redirectUri).createAuthorizationURL(
+    url = new arctic.LinkedIn(client.clientId, client.clientSecret, client.redirectUri).createAuthorizationURL(
       secrets.state,
       client.scopes,
     );
   } else if (client.provider === 'apple') {
-    url = appleClient(client).createAuthorizationURL(secrets.state, client.scopes);
+    url = appleClient(arctic, client).createAuthorizationURL(secrets.state, client.scopes);
     // Apple posts the answer back when name or email is asked for (its documented requirement).
     url.searchParams.set('response_mode', 'form_post');
   } else {
-    const arctic = new OAuth2Client(client.clientId, client.clientSecret, client.redirectUri);
+    const oauth2 = new arctic.OAuth2Client(client.clientId, client.clientSecret, client.redirectUri);
     const endpoint = endpointsOf(config, client.provider).authorization;
     url = entry.pkce
-      ? arctic.createAuthorizationURLWithPKCE(endpoint, secrets.state, CodeChallengeMethod.S256, secrets.verifier, client.scopes)
-      : arctic.createAuthorizationURL(endpoint, secrets.state, client.scopes);
+      ? oauth2.createAuthorizationURLWithPKCE(
+          endpoint,
+          secrets.state,
+          arctic.CodeChallengeMethod.S256,
+          secrets.verifier,
+          client.scopes,
+        )
+      : oauth2.createAuthorizationURL(endpoint, secrets.state, client.scopes);
   }
   if (secrets.nonce) url.searchParams.set('nonce', secrets.nonce);
   if (client.provider === 'google') url.searchParams.set('prompt', 'select_account');
@@ -378,11 +399,11 @@ export async function authorizationUrl(config: OAuthConfig, client: ProviderClie
  * Apple's client secret is a short-lived JWT signed with the developer's key: the setting's `client_secret` holds
  * `TEAM_ID:KEY_ID:<the .p8 private key, PEM>` and arctic signs a fresh one per exchange.
  */
-function appleClient(client: ProviderClient): Apple {
+function appleClient(arctic: typeof import('arctic'), client: ProviderClient): Apple {
   const [teamId, keyId, ...rest] = client.clientSecret.split(':');
   const pem = rest.join(':');
   const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  return new Apple(client.clientId, teamId ?? '', keyId ?? '', new Uint8Array(der), client.redirectUri);
+  return new arctic.Apple(client.clientId, teamId ?? '', keyId ?? '', new Uint8Array(der), client.redirectUri);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -404,10 +425,10 @@ const TOKEN_TIME =
   'The provider\u2019s ID token is expired or not yet valid. Check that this server\u2019s clock is correct, then start again.';
 
 /** Any failure below, as a `ProviderFailure` whose hint is safe to show. */
-function classify(error: unknown): ProviderFailure {
+function classify(error: unknown, { arctic, oidc }: Awaited<ReturnType<typeof socialLibraries>>): ProviderFailure {
   if (error instanceof ProviderFailure) return error;
   const code = fieldOf(error, 'code');
-  if (error instanceof OAuth2RequestError) return new ProviderFailure(`token endpoint: ${error.code}`, CODE_REFUSED);
+  if (error instanceof arctic.OAuth2RequestError) return new ProviderFailure(`token endpoint: ${error.code}`, CODE_REFUSED);
   if (
     code === 'ERR_JWT_EXPIRED' ||
     (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && /"(nbf|iat)"/.test(String(errorMessage(error))))
@@ -550,6 +571,8 @@ export async function exchangeCode(
   client: ProviderClient,
   input: { code: string; state: string; verifier: string; nonce: string | null },
 ): Promise<ExchangeResult> {
+  const libraries = await socialLibraries();
+  const { arctic, oidc } = libraries;
   try {
     if (client.provider === 'oidc') {
       const { configuration, issuer, issParameter } = await discover(config, client);
@@ -584,11 +607,13 @@ export async function exchangeCode(
     const endpoints = endpointsOf(config, client.provider);
     let tokens: OAuth2Tokens;
     if (client.provider === 'linkedin') {
-      tokens = await new LinkedIn(client.clientId, client.clientSecret, client.redirectUri).validateAuthorizationCode(input.code);
+      tokens = await new arctic.LinkedIn(client.clientId, client.clientSecret, client.redirectUri).validateAuthorizationCode(
+        input.code,
+      );
     } else if (client.provider === 'apple') {
-      tokens = await appleClient(client).validateAuthorizationCode(input.code);
+      tokens = await appleClient(arctic, client).validateAuthorizationCode(input.code);
     } else {
-      tokens = await new OAuth2Client(client.clientId, client.clientSecret, client.redirectUri).validateAuthorizationCode(
+      tokens = await new arctic.OAuth2Client(client.clientId, client.clientSecret, client.redirectUri).validateAuthorizationCode(
         endpoints.token,
         input.code,
         entry.pkce ? input.verifier : null,
@@ -606,6 +631,6 @@ export async function exchangeCode(
     }
     return { profile, tokens: stored };
   } catch (error) {
-    throw classify(error);
+    throw classify(error, libraries);
   }
 }

@@ -1,12 +1,19 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { errors } from 'oidc-provider';
 import type { Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { isUuid } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
+import { ApplicationSettingsSchema } from '../applications/applications.schema.ts';
 import { applicationById, applicationFromRow } from '../applications/applications.service.ts';
-import { EVENT_COLUMNS, eventRow } from '../events/events.service.ts';
+import { EVENT_COLUMNS, EVENT_VALUES, eventRow } from '../events/events.service.ts';
+import {
+  type BrowserSession,
+  type BrowserSessionRow,
+  browserSessionCtes,
+  browserSessionOfRow,
+} from '../sessions/browser-sessions.ts';
+import { oidcProvider } from './oidc-library.ts';
 
 /** How long after a code or refresh token is spent a second use counts as a racing request, not a replay. */
 const REPLAY_GRACE = '10 seconds';
@@ -37,14 +44,25 @@ const GRANT_BOUND = new Set([
  * `Basic` Authorization header and the artifact its form presents (`applicationWithReads`). They are dropped at the
  * request's first write, so nothing read before a change is served after it.
  *
- * The rotation: a refresh spends its token (`consume`), then saves the new refresh token and the access token. The
+ * The rotation: a refresh spends its token (`consume`), then saves the new refresh token and the access token; a code
+ * exchange spends its code, then saves the access token (and a refresh token, if one is issued). The
  * spending is held back and written with those saves in one statement (the conditional update, and the inserts only
  * if it took the row), at the request's next other statement or when the provider has built its answer, before it is
  * sent: a request that loses the race answers `invalid_grant` as it would at `consume`, and nothing is saved for it.
  */
 interface RequestScope {
   reads: Map<string, Promise<unknown>>;
-  rotation?: { em: EntityManager; applicationId: string; spent: string; saves: unknown[][] };
+  /** The provider sessions this request read (hashed id → stored payload and expiry): kept across its writes. */
+  sessions?: Map<string, { payload: Payload; expiresAt: number }>;
+  rotation?: {
+    em: EntityManager;
+    applicationId: string;
+    kind: 'RefreshToken' | 'AuthorizationCode';
+    spent: string;
+    saves: unknown[][];
+  };
+  /** The hosted browser session read with the application (SHA-256 of its token → the session, if live). */
+  hosted?: { tokenHash: string; session: BrowserSession | undefined };
 }
 const requestScope = new AsyncLocalStorage<RequestScope>();
 
@@ -74,10 +92,12 @@ function alsoRead(
   if (scope && scope.reads === reads) scope.reads.set(key, Promise.resolve(value));
 }
 
-/** Before a write: what the request read may no longer be so. */
-function forgetReads() {
+/** Before a write: what the request read may no longer be so (but what `keep` names, which the write cannot change). */
+function forgetReads(keep?: string) {
   const scope = requestScope.getStore();
-  if (scope) scope.reads = new Map();
+  if (!scope) return;
+  const kept = keep ? [...scope.reads].filter(([key]) => key.startsWith(keep)) : [];
+  scope.reads = new Map(kept);
 }
 
 const ARTIFACT_COLUMNS = 'id, kind, application_id, grant_id, uid, account_id, client_id, payload, expires_at';
@@ -97,7 +117,7 @@ export async function writeRotation(): Promise<void> {
   const rotation = scope?.rotation;
   if (!rotation) return;
   scope.rotation = undefined;
-  const { em, applicationId, spent, saves } = rotation;
+  const { em, applicationId, kind, spent, saves } = rotation;
   const rows = saves.length
     ? await preparedQuery(
         em,
@@ -110,10 +130,11 @@ export async function writeRotation(): Promise<void> {
               where exists (select from spent)
           ${ARTIFACT_CONFLICT}
           returning id`,
-        [spent, 'RefreshToken', applicationId, ...saves.flat()],
+        [spent, kind, applicationId, ...saves.flat()],
       )
-    : await preparedQuery(em, 'oauth2_artifact_consume', SPEND, [spent, 'RefreshToken', applicationId]);
-  if (!rows[0]) throw new errors.InvalidGrant('refresh token already used');
+    : await preparedQuery(em, 'oauth2_artifact_consume', SPEND, [spent, kind, applicationId]);
+  if (!rows[0])
+    throw new (oidcProvider().errors.InvalidGrant)(`${kind === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
 }
 
 /** The user columns the provider's `findAccount` reads. */
@@ -146,17 +167,22 @@ export function findAccountRow(services: Services, applicationId: string, id: st
 
 /**
  * Any artifact by its hashed id (ids are random, so at most one row of any kind), with its grant as `Grant.find` sees
- * it and its user as `findAccountRow` does. A code or refresh token spent within the last REPLAY_GRACE is shown
+ * it and its user as `findAccountRow` does, and for a code the provider session it is bound to as `findByUid` sees it
+ * (the code exchange checks that binding next). A code or refresh token spent within the last REPLAY_GRACE is shown
  * unspent (see `find`).
  */
 const ARTIFACT_FIND = `select a.kind, a.payload, a.consumed_at, a.consumed_at < now() - interval '${REPLAY_GRACE}' as replayed,
     a.grant_id, g.payload as grant_payload, a.account_id,
-    u.id as user_id, u.primary_email, u.email_verified, u.profile, u.updated_at
+    u.id as user_id, u.primary_email, u.email_verified, u.profile, u.updated_at,
+    a.payload->>'sessionUid' as session_uid, s.payload as session_payload
   from oauth2_artifacts a
   left join oauth2_grants g on g.id = a.grant_id and g.application_id = a.application_id and g.expires_at > now()
   left join users u on u.id = (case when a.account_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
       then a.account_id::uuid end)
     and u.application_id = a.application_id and u.status = 'active'
+  left join lateral (select payload from oauth2_artifacts
+      where a.kind = 'AuthorizationCode' and uid = a.payload->>'sessionUid' and kind = 'Session'
+        and application_id = a.application_id and expires_at > now() limit 1) s on true
   where a.id = ? and a.application_id = ? and a.expires_at > now()`;
 
 type ArtifactRow = Omit<AccountRow, 'id'> & {
@@ -168,6 +194,8 @@ type ArtifactRow = Omit<AccountRow, 'id'> & {
   grant_payload: Payload | null;
   account_id: string | null;
   user_id: string | null;
+  session_uid?: string | null;
+  session_payload?: Payload | null;
 };
 
 /** Records the grant and the user an artifact row was read with (see `ARTIFACT_FIND`). */
@@ -178,6 +206,30 @@ function alsoReadWith(scope: RequestScope | undefined, reads: Map<string, Promis
     const account = user_id ? { id: user_id, primary_email, email_verified, profile, updated_at } : undefined;
     alsoRead(scope, reads, `account:${found.account_id}`, account);
   }
+  if (found?.kind === 'AuthorizationCode' && found.session_uid) {
+    alsoRead(scope, reads, `uid:Session:${found.session_uid}`, found.session_payload ?? undefined);
+  }
+}
+
+/**
+ * The hosted browser session as `findBrowserSession` judges it, for `applicationWithReads`: the idle timeout is the
+ * application's (`settings.session.idle_timeout_s`, its default when the stored settings leave it out), and only an
+ * application without a `login_url` of its own (a hosted one) reads or touches it.
+ */
+const DEFAULT_IDLE_TIMEOUT_S = ApplicationSettingsSchema.parse({}).session.idle_timeout_s;
+const HOSTED_SESSION_CTES = browserSessionCtes(
+  `coalesce((select (a.settings #>> '{session,idle_timeout_s}')::int from applications a where a.id = s.application_id),
+      ${DEFAULT_IDLE_TIMEOUT_S})`,
+  `exists (select from applications a where a.id = s.application_id and a.settings #>> '{oauth2,login_url}' is null)`,
+);
+
+/**
+ * The hosted browser session this request read with the application for the token whose SHA-256 is `tokenHash`:
+ * `{session}` (undefined when not live), or undefined when the statement did not read it.
+ */
+export function hostedSessionRead(tokenHash: string): { session: BrowserSession | undefined } | undefined {
+  const hosted = requestScope.getStore()?.hosted;
+  return hosted?.tokenHash === tokenHash ? hosted : undefined;
 }
 
 /** The client metadata the provider reads, from a row of `oauth2_clients`. */
@@ -197,48 +249,116 @@ const CLIENT_COLUMNS = 'id, name, type, redirect_uris, post_logout_redirect_uris
 /**
  * The application, with what the request will ask for next as the provider reads it (see `RequestScope`), in one
  * statement: the client a request names in its `Basic` Authorization header (a confidential client at the token,
- * introspection and revocation endpoints; `Client.find`), and the artifact of the code or token it presents, with its
- * grant and user (`find`). Without either, or outside a request scope, the application alone.
+ * introspection and revocation endpoints; `Client.find`) or, without one, `named` (the authorization request's
+ * `client_id`), and the artifact of the code or token it presents (or the provider session its cookie names), with its
+ * grant and user (`find`); and for an authorization request, the hosted browser session its `gh_session_<id>` cookie
+ * names (`browserToken`), judged and touched as `findBrowserSession` does (`browserSessionCtes`, with the application's
+ * idle timeout read in the statement), when the application has no `login_url` (only then does the provider consult
+ * it). Without any of them, or outside a request scope, the application alone.
  */
 export async function applicationWithReads(
   em: EntityManager,
   applicationId: string,
   authorization: string | undefined,
   presented: string | undefined,
+  named?: string,
+  browserToken?: string,
 ): Promise<Application | undefined> {
   const scope = requestScope.getStore();
   const basicId = authorization?.startsWith('Basic ')
     ? Buffer.from(authorization.slice(6), 'base64').toString().split(':')[0]
-    : undefined;
+    : named;
   const clientId = basicId && isUuid(basicId) ? basicId : undefined;
   const artifactId = presented && presented.length <= 512 ? sha256(presented) : undefined;
-  if (!scope || (!clientId && !artifactId) || !isUuid(applicationId)) return applicationById(em, applicationId);
-  const [row] = await preparedQuery<Record<string, unknown> & { client: ClientRow | null; artifact: ArtifactRow | null }>(
+  if (!scope || (!clientId && !artifactId && !browserToken) || !isUuid(applicationId)) return applicationById(em, applicationId);
+  // An authorization request's provider session names its grant for the client: read that too (`loadExistingGrant`).
+  const sessionClient = named && clientId === named ? clientId : null;
+  const tokenHash = browserToken ? sha256(browserToken) : undefined;
+  const [row] = await preparedQuery<
+    Record<string, unknown> & {
+      client: ClientRow | null;
+      artifact: ArtifactRow | null;
+      session_grant: { id: string; payload: Payload } | null;
+      hosted?: BrowserSessionRow | null;
+    }
+  >(
     em,
-    'oauth2_application_reads',
-    `select app.*,
+    tokenHash ? 'oauth2_application_reads_hosted' : 'oauth2_application_reads',
+    `${tokenHash ? `with ${HOSTED_SESSION_CTES}` : ''}
+      select app.*,${tokenHash ? ' (select row_to_json(h) from (select id, user_id, aal, amr, created_at, organization_id, host_id from found) h) as hosted,' : ''}
         (select row_to_json(c) from (select ${CLIENT_COLUMNS} from oauth2_clients
           where id = ? and application_id = app.id) c) as client,
-        (select row_to_json(f) from (${ARTIFACT_FIND}) f) as artifact
+        (select row_to_json(f) from (${ARTIFACT_FIND}) f) as artifact,
+        (select row_to_json(sg) from (select id, payload from oauth2_grants
+          where id = (select payload->'authorizations'->(?::text)->>'grantId' from oauth2_artifacts
+                       where id = ? and application_id = app.id and kind = 'Session' and expires_at > now())
+            and application_id = app.id and expires_at > now()) sg) as session_grant
       from applications app where app.id = ?`,
-    [clientId ?? null, artifactId ?? null, applicationId, applicationId],
+    [
+      ...(tokenHash ? [applicationId, tokenHash] : []),
+      clientId ?? null,
+      artifactId ?? null,
+      applicationId,
+      sessionClient,
+      artifactId ?? null,
+      applicationId,
+    ],
   );
   if (!row) return undefined;
+  if (tokenHash) scope.hosted = { tokenHash, session: row.hosted ? browserSessionOfRow(row.hosted) : undefined };
   if (clientId) scope.reads.set(`client:${clientId}`, Promise.resolve(row.client ?? undefined));
   if (artifactId) {
     scope.reads.set(`artifact:${artifactId}`, Promise.resolve(row.artifact ?? undefined));
     alsoReadWith(scope, scope.reads, row.artifact ?? undefined);
   }
+  if (row.session_grant) scope.reads.set(`grant:${row.session_grant.id}`, Promise.resolve(row.session_grant.payload));
   return applicationFromRow(row);
 }
 
-/** Native apps (RFC 8252): a loopback `http` redirect or a private-use URI scheme. */
-const isNativeRedirect = (uri: string): boolean => {
+/**
+ * A provider session is saved at the end of every request that uses it, with its expiry slid forward; one that has not
+ * changed since this request read it is not written again while its stored expiry is within SESSION_SLIDE of the new
+ * one (a returning browser's authorization request then writes only its code). The session still slides, by the day.
+ */
+const SESSION_SLIDE_MS = 86_400_000;
+/** JSON with object keys sorted at every level (jsonb keeps its own key order), `undefined` members left out. */
+const canonical = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const members = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${members.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+};
+const withoutTimes = ({ iat: _iat, exp: _exp, ...rest }: Payload) => canonical(rest);
+
+function rememberSession(hashed: string, row: ArtifactRow & { expires_at?: Date | string }) {
+  const scope = requestScope.getStore();
+  if (!scope || !row.payload) return;
+  // `exp` is the stored payload's expiry in seconds (oidc-provider's BaseModel); the row's own column is not read.
+  const exp = typeof row.payload.exp === 'number' ? row.payload.exp * 1000 : 0;
+  scope.sessions ??= new Map();
+  scope.sessions.set(hashed, { payload: row.payload, expiresAt: exp });
+}
+
+function unchangedSession(hashed: string, payload: Payload, expiresAt: Date): boolean {
+  const read = requestScope.getStore()?.sessions?.get(hashed);
+  if (!read || read.expiresAt < expiresAt.getTime() - SESSION_SLIDE_MS) return false;
+  return withoutTimes(read.payload) === withoutTimes(payload);
+}
+
+/**
+ * Native apps (RFC 8252): a loopback `http` redirect or a private-use URI scheme. A redirect to the service's own
+ * origin is the service's own web page (the console's), even on `http` (a development base URL).
+ */
+const isNativeRedirect = (uri: string, ownOrigin: string): boolean => {
   const url = new URL(uri);
-  return url.protocol !== 'https:';
+  return url.protocol !== 'https:' && url.origin !== ownOrigin;
 };
 
-function clientMetadata(row: ClientRow): Record<string, unknown> {
+function clientMetadata(row: ClientRow, ownOrigin: string): Record<string, unknown> {
   const confidential = row.type === 'confidential';
   return {
     client_id: row.id,
@@ -254,7 +374,7 @@ function clientMetadata(row: ClientRow): Record<string, unknown> {
     ...(confidential && row.secret_hash ? { client_secret: row.secret_hash } : {}),
     // No scopes listed (a self-registered client that named none): any scope the application offers.
     ...(row.scopes.length ? { scope: row.scopes.join(' ') } : {}),
-    application_type: row.redirect_uris.some(isNativeRedirect) ? 'native' : 'web',
+    application_type: row.redirect_uris.some((uri) => isNativeRedirect(uri, ownOrigin)) ? 'native' : 'web',
     ...(row.logo_url ? { logo_uri: row.logo_url } : {}),
     id_token_signed_response_alg: 'EdDSA',
   };
@@ -305,6 +425,7 @@ export function adapterFor(services: Services, applicationId: string) {
       const rotation = requestScope.getStore()?.rotation;
       // The tokens a refresh issues go with the spending of its refresh token (see `RequestScope`).
       if (rotation && GRANT_BOUND.has(this.name)) return void rotation.saves.push(row());
+      if (this.name === 'Session' && unchangedSession(sha256(id), payload, expiresAt)) return;
       await writeRotation();
       forgetReads();
       if (this.name === 'Grant') return upsertGrant(fork(), applicationId, id, payload, expiresAt);
@@ -344,7 +465,7 @@ export function adapterFor(services: Services, applicationId: string) {
           );
           return found;
         });
-        return row ? clientMetadata(row) : undefined;
+        return row ? clientMetadata(row, new URL(services.baseUrl).origin) : undefined;
       }
       // Expiry by the database clock (SECURITY 4): an expired artifact is not found. A code or refresh token spent
       // within the last REPLAY_GRACE is shown unspent: a request racing the one that spent it then loses when its own
@@ -360,6 +481,7 @@ export function adapterFor(services: Services, applicationId: string) {
         return found;
       });
       if (!row || row.kind !== this.name) return undefined;
+      if (this.name === 'Session') rememberSession(hashed, row);
       return row.consumed_at && row.replayed
         ? { ...row.payload, consumed: Math.floor(new Date(row.consumed_at).getTime() / 1000) }
         : row.payload;
@@ -367,13 +489,15 @@ export function adapterFor(services: Services, applicationId: string) {
 
     async findByUid(uid: string): Promise<Payload | undefined> {
       await writeRotation();
-      const [row] = await preparedQuery<{ payload: Payload }>(
-        em,
-        'oauth2_artifact_by_uid',
-        'select payload from oauth2_artifacts where uid = ? and kind = ? and application_id = ? and expires_at > now()',
-        [uid, this.name, applicationId],
-      );
-      return row?.payload;
+      return remembered(`uid:${this.name}:${uid}`, async () => {
+        const [row] = await preparedQuery<{ payload: Payload }>(
+          em,
+          'oauth2_artifact_by_uid',
+          'select payload from oauth2_artifacts where uid = ? and kind = ? and application_id = ? and expires_at > now()',
+          [uid, this.name, applicationId],
+        );
+        return row?.payload;
+      });
     }
 
     async findByUserCode(): Promise<undefined> {
@@ -387,10 +511,11 @@ export function adapterFor(services: Services, applicationId: string) {
      */
     async consume(id: string): Promise<void> {
       await writeRotation();
-      forgetReads();
+      // Spending a code changes no user: the account read with it stands (the provider asks for it next).
+      forgetReads(this.name === 'AuthorizationCode' ? 'account:' : undefined);
       const scope = requestScope.getStore();
-      if (scope && this.name === 'RefreshToken') {
-        scope.rotation = { em, applicationId, spent: sha256(id), saves: [] };
+      if (scope && (this.name === 'RefreshToken' || this.name === 'AuthorizationCode')) {
+        scope.rotation = { em, applicationId, kind: this.name, spent: sha256(id), saves: [] };
         return;
       }
       const rows = await preparedQuery<{ id: string }>(em, 'oauth2_artifact_consume', SPEND, [
@@ -398,7 +523,10 @@ export function adapterFor(services: Services, applicationId: string) {
         this.name,
         applicationId,
       ]);
-      if (!rows[0]) throw new errors.InvalidGrant(`${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
+      if (!rows[0])
+        throw new (oidcProvider().errors.InvalidGrant)(
+          `${this.name === 'RefreshToken' ? 'refresh token' : 'grant'} already used`,
+        );
     }
 
     async destroy(id: string): Promise<void> {
@@ -438,7 +566,7 @@ async function upsertGrant(em: EntityManager, applicationId: string, id: string,
       [id, applicationId, payload.accountId, payload.clientId, scopes, JSON.stringify(payload), expiresAt],
     );
     if (row?.inserted) {
-      await tx.execute(`insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`, [
+      await tx.execute(`insert into events (${EVENT_COLUMNS}) values ${EVENT_VALUES}`, [
         ...eventRow(applicationId, 'oauth2_grant.created', {
           id,
           user_id: row.user_id,
@@ -485,7 +613,7 @@ export async function revokeGrant(em: EntityManager, applicationId: string, gran
       [grantId, applicationId],
     );
     if (!rows[0]) return false;
-    await tx.execute(`insert into events (${EVENT_COLUMNS}) values (?, ?, ?, ?, ?)`, [
+    await tx.execute(`insert into events (${EVENT_COLUMNS}) values ${EVENT_VALUES}`, [
       ...eventRow(applicationId, 'oauth2_grant.revoked', {
         id: grantId,
         user_id: rows[0].user_id,

@@ -66,11 +66,20 @@ function cookieRequest(cookie: string | undefined) {
   return { req, res: new ServerResponse(req) };
 }
 
+/**
+ * The browser on the hosted pages, as the provider knows it: its `Cookie` header (the provider's interaction cookie),
+ * and the application's verified custom domain when the pages were opened there (its issuer is that domain's).
+ */
+export interface ProviderBrowser {
+  cookie: string | undefined;
+  domain?: string;
+}
+
 /** The interaction `uid` names, if it is live and belongs to this browser; its provider with it. */
-async function boundInteraction(services: Services, application: Application, uid: string, cookie: string | undefined) {
-  const built = await providerFor(services, application.id);
+async function boundInteraction(services: Services, application: Application, uid: string, browser: ProviderBrowser) {
+  const built = await providerFor(services, application.id, {}, browser.domain);
   if (!built) throw notFound('Interaction');
-  const { req, res } = cookieRequest(cookie);
+  const { req, res } = cookieRequest(browser.cookie);
   const interaction = await built.provider.interactionDetails(req, res).catch(() => undefined);
   // The browser's cookie names another interaction (or none): this uid is not this browser's to finish.
   if (!interaction || interaction.uid !== uid) throw notFound('Interaction');
@@ -116,10 +125,10 @@ export async function interactionFor(
   services: Services,
   application: Application,
   uid: string,
-  cookie: string | undefined,
+  browser: ProviderBrowser,
   session?: BrowserSession,
 ): Promise<HostedInteraction> {
-  const { interaction } = await boundInteraction(services, application, uid, cookie);
+  const { interaction } = await boundInteraction(services, application, uid, browser);
   const params = interaction.params;
   const clientId = String(params.client_id ?? '');
   const client = isUuid(clientId)
@@ -159,10 +168,10 @@ export async function finishLogin(
   services: Services,
   application: Application,
   uid: string,
-  cookie: string | undefined,
+  browser: ProviderBrowser,
   session: BrowserSession,
 ): Promise<string> {
-  const { provider, interaction, req, res } = await boundInteraction(services, application, uid, cookie);
+  const { provider, interaction, req, res } = await boundInteraction(services, application, uid, browser);
   if (interaction.prompt.name === 'consent') throw notFound('Interaction');
   if (sessionFit(interaction, session) !== 'satisfies') {
     throw new AppError('validation_failed', 'This sign-in does not satisfy the request', [
@@ -196,11 +205,11 @@ export async function finishConsent(
   services: Services,
   application: Application,
   uid: string,
-  cookie: string | undefined,
+  browser: ProviderBrowser,
   session: BrowserSession,
   approvedScopes: string[],
 ): Promise<string> {
-  const { provider, interaction, req, res } = await boundInteraction(services, application, uid, cookie);
+  const { provider, interaction, req, res } = await boundInteraction(services, application, uid, browser);
   const accountId = interaction.session?.accountId;
   if (interaction.prompt.name !== 'consent' || !accountId || accountId !== session.userId) throw notFound('Interaction');
   const clientId = String(interaction.params.client_id ?? '');
@@ -224,9 +233,9 @@ export async function denyHostedInteraction(
   services: Services,
   application: Application,
   uid: string,
-  cookie: string | undefined,
+  browser: ProviderBrowser,
 ): Promise<string> {
-  const { provider, req, res } = await boundInteraction(services, application, uid, cookie);
+  const { provider, req, res } = await boundInteraction(services, application, uid, browser);
   return provider.interactionResult(
     req,
     res,

@@ -1,19 +1,29 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createPublicKey, sign as signWithKey } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Provider, { type Configuration, errors, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Services } from '../../context.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import {
+  type BrowserSession,
   browserTokenFrom,
   clearedBrowserSessionCookie,
   endBrowserSession,
   findBrowserSession,
 } from '../sessions/browser-sessions.ts';
 import { activeSigningKey, jwks } from '../signing-keys/signing-keys.service.ts';
-import { adapterFor, applicationWithReads, findAccountRow, inRequestScope, writeRotation } from './oauth2.adapter.ts';
+import {
+  adapterFor,
+  applicationWithReads,
+  findAccountRow,
+  hostedSessionRead,
+  inRequestScope,
+  writeRotation,
+} from './oauth2.adapter.ts';
+import { loadOidcProvider, oidcProvider } from './oidc-library.ts';
 
 /** The OpenID Connect scopes every provider offers; applications add theirs in `settings.oauth2.scopes`. */
 export const STANDARD_SCOPES = ['openid', 'profile', 'email', 'organization', 'offline_access'] as const;
@@ -22,10 +32,16 @@ const DAY = 86_400;
 /** Providers kept built per process; the least recently used goes first. */
 const MAX_PROVIDERS = 200;
 
-export const issuerOf = (services: Services, applicationId: string) => `${services.baseUrl}/oauth2/${applicationId}`;
+/**
+ * The application's issuer: `{base}/oauth2/{id}`, or, on one of its verified custom domains (`domain`), the root of
+ * that domain (`https://login.acme.com`, the base URL's scheme) — as the hosted pages live there.
+ */
+export const issuerOf = (services: Services, applicationId: string, domain?: string) =>
+  domain ? `${new URL(services.baseUrl).protocol}//${domain}` : `${services.baseUrl}/oauth2/${applicationId}`;
 
-/** The application's hosted sign-in page: the provider's login and consent when it has no `login_url` of its own. */
-export const hostedSignInUrl = (services: Services, applicationId: string) => `${services.baseUrl}/a/${applicationId}/sign-in`;
+/** The application's hosted sign-in page (on `domain`, at its root): the provider's login and consent when it has no `login_url` of its own. */
+export const hostedSignInUrl = (services: Services, applicationId: string, domain?: string) =>
+  domain ? `${issuerOf(services, applicationId, domain)}/sign-in` : `${services.baseUrl}/a/${applicationId}/sign-in`;
 
 /**
  * Authentication context classes (`acr`, `acr_values`): the NIST SP 800-63B assurance level of the sign-in. A relying
@@ -48,37 +64,51 @@ interface Built {
 
 const caches = new WeakMap<Services, Map<string, Built>>();
 
+/** What a provider request reads with the application (`applicationWithReads`). */
+export interface ProviderReads {
+  /** The request's `Authorization` header. */
+  authorization?: string;
+  /** The code or token its form presents. */
+  presented?: string;
+  clientId?: string;
+  /** The hosted session an authorization request's `gh_session_<id>` names. */
+  browserToken?: string;
+}
+
 /**
- * The application's provider, built on first use and kept (bounded) per process. The application row is read on
- * every request, so a settings PATCH on another process is picked up at once; a new signing key within the
- * signing-key cache's 30 s. `authorization` (the request's header) and `presented` (the code or token its form
- * presents): their client and artifact are read with the application (`applicationWithReads`).
+ * The application's provider (for its issuer on `domain`, one of its verified custom domains, when given), built on
+ * first use and kept (bounded) per process. The application row is read on every request, so a settings PATCH on
+ * another process is picked up at once; a new signing key within the signing-key cache's 30 s. `reads`: the client,
+ * artifact and hosted session the request names are read with the application (`applicationWithReads`).
  */
 export async function providerFor(
   services: Services,
   applicationId: string,
-  authorization?: string,
-  presented?: string,
+  reads: ProviderReads = {},
+  domain?: string,
 ): Promise<Built | undefined> {
   const em = services.orm.em.fork();
-  const application = await applicationWithReads(em, applicationId, authorization, presented);
+  const { authorization, presented, clientId, browserToken } = reads;
+  const application = await applicationWithReads(em, applicationId, authorization, presented, clientId, browserToken);
   if (!application) return undefined;
   const signing = await activeSigningKey(em, services, applicationId);
   const version = `${signing.kid}/${application.updatedAt.getTime()}`;
   const cache = caches.get(services) ?? new Map<string, Built>();
   caches.set(services, cache);
-  const cached = cache.get(applicationId);
+  const key = domain ? `${applicationId}@${domain}` : applicationId;
+  const cached = cache.get(key);
   if (cached?.version === version) {
-    cache.delete(applicationId);
-    cache.set(applicationId, cached);
+    cache.delete(key);
+    cache.set(key, cached);
     return cached;
   }
-  const provider = buildProvider(services, application, signing);
+  await loadOidcProvider();
+  const provider = buildProvider(services, application, signing, domain);
   const built = { provider, handle: provider.callback(), version };
-  cache.delete(applicationId);
+  cache.delete(key);
   const oldest = cache.keys().next();
   if (cache.size >= MAX_PROVIDERS && !oldest.done) cache.delete(oldest.value);
-  cache.set(applicationId, built);
+  cache.set(key, built);
   return built;
 }
 
@@ -90,29 +120,26 @@ function buildProvider(
   services: Services,
   application: Application,
   signing: Awaited<ReturnType<typeof activeSigningKey>>,
+  domain: string | undefined,
 ): Provider {
   const settings = settingsOf(application).oauth2;
+  const { errors } = oidcProvider();
   const applicationId = application.id;
-  const issuer = issuerOf(services, applicationId);
+  const issuer = issuerOf(services, applicationId, domain);
   const customScopes = settings.scopes.map((s) => s.name);
-  const jwk = {
-    // node types an exported JWK as a loose JsonWebKey; an Ed25519 key's members are strings.
-    ...(signing.key.export({ format: 'jwk' }) as Record<string, string>),
-    kid: signing.kid,
-    alg: 'EdDSA',
-    use: 'sig',
-  };
 
   const configuration: Configuration = {
     adapter: adapterFor(services, applicationId),
     clients: [],
-    // oidc-provider's JWK type is a union keyed by kty that the spread above cannot match; the key is an OKP Ed25519 JWK.
-    jwks: { keys: [jwk as never] },
+    jwks: { keys: [externalSigningKey(signing)] },
     scopes: [...STANDARD_SCOPES, ...customScopes],
-    // `acr`, `amr` and `auth_time` go in every ID token: the sign-in's assurance level, methods and time.
+    // `acr`, `amr` and `auth_time` go in every ID token: the sign-in's assurance level, methods and time. So do `org`
+    // and `org_role` when the client was granted `organization` (the account's claims hold them only then): a relying
+    // party reads the organization from the ID token as from the service's own tokens, with no userinfo call. Other
+    // scope claims (`email`, `profile`) stay in userinfo when an access token is issued (OIDC Core 5.4).
     claims: {
       sid: null,
-      openid: ['sub', 'acr', 'amr', 'auth_time'],
+      openid: ['sub', 'acr', 'amr', 'auth_time', 'org', 'org_role'],
       email: ['email', 'email_verified'],
       profile: ['name', 'picture', 'updated_at'],
       organization: ['org', 'org_role'],
@@ -142,7 +169,7 @@ function buildProvider(
     acrValues: [ACR_AAL1, ACR_AAL2],
     interactions: {
       url: (_ctx, interaction) =>
-        withQuery(settings.login_url ?? hostedSignInUrl(services, applicationId), 'interaction', interaction.uid),
+        withQuery(settings.login_url ?? hostedSignInUrl(services, applicationId, domain), 'interaction', interaction.uid),
       policy: loginPolicy(services, application),
     },
     async loadExistingGrant(ctx) {
@@ -217,17 +244,30 @@ function buildProvider(
       client.grantTypeAllowed('refresh_token') && (code.scopes.has('offline_access') || !code.scopes.has('openid')),
     // `sid` names the grant (what the user revokes), `aal` the sign-in's assurance level (its `acr`) and `amr` its
     // methods. With them a resource server verifies these tokens with the SDK's `verifyToken` like its own users'.
-    extraTokenClaims: (ctx, token) => {
+    // With `organization` granted, `org` and `org_role` too (JWT access tokens for a resource server carry them; an
+    // opaque one's introspection answers them), read when the token is issued: a refresh reads them again.
+    extraTokenClaims: async (ctx, token) => {
       if (!('grantId' in token) || !token.grantId) return undefined;
       // The sign-in the token comes from: the code it was exchanged for, or the refresh token it was refreshed with.
       const from = ctx.oidc.entities.AuthorizationCode ?? ctx.oidc.entities.RefreshToken;
       // oidc-provider types grantId loosely; it is the grant's string id.
-      const claims: Record<string, unknown> = { sid: token.grantId as string, aal: aalOfAcr(from?.acr) };
+      const grantId = token.grantId as string;
+      const claims: Record<string, unknown> = { sid: grantId, aal: aalOfAcr(from?.acr) };
       if (from?.amr?.length) claims.amr = from.amr;
+      // The authorization asked for it (the code's or refresh token's scope) and the grant still holds it.
+      const grant = ctx.oidc.entities.Grant;
+      const granted = grant?.jti === grantId ? grant.getOIDCScope().split(' ') : [];
+      const asked = typeof from?.scope === 'string' ? from.scope.split(' ') : [];
+      if (asked.includes('organization') && granted.includes('organization')) {
+        Object.assign(claims, await grantOrganization(services, applicationId, grantId));
+      }
       return claims;
     },
     features: {
       devInteractions: { enabled: false },
+      // The signing key is an ExternalSigningKey (`externalSigningKey`); the ack pins the experiment's version, so an
+      // oidc-provider update that changes it fails at the provider's construction (in every test), not in production.
+      externalSigningSupport: { enabled: true, ack: 'experimental-01' },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
@@ -275,7 +315,7 @@ function buildProvider(
     },
   };
 
-  const provider = new Provider(issuer, configuration);
+  const provider = new (oidcProvider().default)(issuer, configuration);
   // A refresh's rotation is written with the tokens it issues (oauth2.adapter.ts, `RequestScope`): at the latest here,
   // once the answer is built and before it is sent. Lost to another request, the answer is `invalid_grant` instead.
   provider.use(async (ctx, next) => {
@@ -300,12 +340,38 @@ function buildProvider(
   // Links come from configuration, never from the request (SECURITY 10): the HTTP host sets the forwarded headers
   // from GATEHOUSE_BASE_URL on every request it hands over, and nothing else.
   provider.proxy = true;
+  if (!settings.login_url) adoptHostedSession(services, application, provider);
   // A confidential client's secret is stored as SHA-256 only: compare hashes, in constant time.
   const compare = provider.Client.prototype.compareClientSecret;
   provider.Client.prototype.compareClientSecret = function (this: { clientSecret?: string }, actual: string) {
     return compare.call(this, sha256(actual));
   };
   return provider;
+}
+
+/**
+ * The application's active Ed25519 key as oidc-provider's `ExternalSigningKey` (the library's hook for keys it does
+ * not hold as a JWK): ID tokens and JWT access tokens are signed by node:crypto with the signing-key cache's KeyObject,
+ * synchronously, as the service's own access tokens are (`signAccessToken`); a private JWK would go through jose's
+ * WebCrypto path (a CryptoKey conversion and a queued job per token). Verification (an `id_token_hint`) uses the
+ * public key.
+ */
+function externalSigningKey(signing: Awaited<ReturnType<typeof activeSigningKey>>) {
+  const publicKey = createPublicKey(signing.key);
+  return new (class extends oidcProvider().ExternalSigningKey {
+    override get kid() {
+      return signing.kid;
+    }
+    override get alg() {
+      return 'EdDSA';
+    }
+    override keyObject() {
+      return publicKey;
+    }
+    override sign(data: Uint8Array) {
+      return signWithKey(null, data, signing.key);
+    }
+  })();
 }
 
 /**
@@ -316,7 +382,7 @@ async function grantOrganization(services: Services, applicationId: string, gran
   const [row] = await services.orm.em.fork().execute<Array<{ organization_id: string; role: string }>>(
     `select m.organization_id, m.role from oauth2_grants g
       join organization_members m on m.organization_id = g.organization_id and m.user_id = g.user_id
-        and m.application_id = g.application_id
+        and m.application_id = g.application_id and m.status = 'active'
       where g.id = ? and g.application_id = ?`,
     [grantId, applicationId],
   );
@@ -331,7 +397,7 @@ async function grantOrganization(services: Services, applicationId: string, gran
  * or another). A login the page has just finished (`result.login`) satisfies them all: it decided.
  */
 function loginPolicy(services: Services, application: Application) {
-  const { Check, Prompt, base } = interactionPolicy;
+  const { Check, Prompt, base } = oidcProvider().interactionPolicy;
   const policy = base();
   const login = policy.get('login');
   const hosted = !settingsOf(application).oauth2.login_url;
@@ -340,8 +406,7 @@ function loginPolicy(services: Services, application: Application) {
     new Check('hosted_session', 'End-User authentication is required', 'login_required', async (ctx) => {
       const accountId = ctx.oidc.session?.accountId;
       if (!hosted || !accountId || justSignedIn(ctx)) return Check.NO_NEED_TO_PROMPT;
-      const token = browserTokenFrom(ctx.get('cookie'), application.id);
-      const session = token ? await findBrowserSession(services.orm.em.fork(), application, token) : undefined;
+      const session = await hostedSessionOf(services, application, ctx);
       return session?.userId === accountId ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
     }),
   );
@@ -363,6 +428,60 @@ function loginPolicy(services: Services, application: Application) {
   // Requestable: its check (`select_account_prompt`) asks while the login result has not answered it.
   policy.add(new Prompt({ name: 'select_account', requestable: true }, started), 1);
   return policy;
+}
+
+/**
+ * The browser's hosted session an authorization request carries, read once per request: with the application when
+ * the request's first statement read it (`applicationWithReads`, a `GET /auth`), else by a statement of its own.
+ */
+const hostedSessions = new WeakMap<IncomingMessage, Promise<BrowserSession | undefined>>();
+function hostedSessionOf(services: Services, application: Application, ctx: KoaContextWithOIDC) {
+  let found = hostedSessions.get(ctx.req);
+  if (!found) {
+    const token = browserTokenFrom(ctx.get('cookie'), application.id);
+    const read = token ? hostedSessionRead(sha256(token)) : undefined;
+    found = read
+      ? Promise.resolve(read.session)
+      : token
+        ? findBrowserSession(services.orm.em.fork(), application, token)
+        : Promise.resolve(undefined);
+    hostedSessions.set(ctx.req, found);
+  }
+  return found;
+}
+
+/**
+ * A browser signed in on the hosted pages but not (or no longer) at the provider — the person signed in on the
+ * sign-in page directly, or the provider's session cookie is gone — is signed in at the provider by its hosted session
+ * when an authorization request arrives: the provider's session is opened with the hosted session's account,
+ * assurance level (`acr`), methods (`amr`) and sign-in time (`auth_time`), as the sign-in page would have finished
+ * the login. So single sign-on — `prompt=none` included — answers at once instead of `login_required`, and every
+ * check of the request still applies to it (`max_age`, `prompt=login`, `acr_values`, the consent): the session is
+ * what the sign-in page would have used. Only the authorization endpoint does this; the provider's session is saved
+ * with the request, like any login.
+ */
+function adoptHostedSession(services: Services, application: Application, provider: Provider) {
+  const Session = provider.Session;
+  const get = Session.get.bind(Session);
+  Session.get = async (ctx) => {
+    const session = await get(ctx);
+    // oidc-provider types the context loosely here; the authorization endpoint's has its `oidc` context with a route.
+    const route = (ctx as Partial<KoaContextWithOIDC>).oidc?.route;
+    if (session.accountId || route !== 'authorization') return session;
+    // The context is a Koa context with the OIDC context set (checked just above).
+    const hosted = await hostedSessionOf(services, application, ctx as KoaContextWithOIDC);
+    if (!hosted) return session;
+    session.loginAccount({
+      accountId: hosted.userId,
+      loginTs: Math.floor(hosted.authTime.getTime() / 1000),
+      acr: acrOfAal(hosted.aal),
+      ...(hosted.amr.length ? { amr: hosted.amr } : {}),
+    });
+    // Saved when the request ends, like a login the sign-in page finishes (the provider marks a session it must save
+    // as touched; this one is not yet behind the proxy that would).
+    Reflect.defineProperty(session, 'touched', { writable: true, value: true });
+    return session;
+  };
 }
 
 /**
@@ -452,8 +571,32 @@ function presentedArtifact(req: IncomingMessage, path: string): string | undefin
 }
 
 /**
- * Hands one HTTP request to the application's provider (a Koa app). `path` is what follows the issuer's path. The
- * host headers are replaced by the configured base URL's, so every URL the provider writes (discovery, redirects,
+ * What an authorization request (`GET /auth?…`) will have read first, to read it with the application: its client
+ * (`client_id`), the provider session its `_session` cookie names, with the session's account, and the hosted browser
+ * session its `gh_session_<id>` cookie names (the provider consults it on every authorization request of a hosted
+ * application: to adopt it, or to check that the provider's session still has it). The provider checks the cookie's
+ * signature and the client itself, and a read it does not use is dropped; the hosted session's use is recorded as
+ * `findBrowserSession` records it, which the request would have done at its session's start.
+ */
+function authorizationReads(
+  req: IncomingMessage,
+  path: string,
+  applicationId: string,
+): { clientId?: string; session?: string; browserToken?: string } | undefined {
+  if (req.method !== 'GET' || !(path === '/auth' || path.startsWith('/auth?'))) return undefined;
+  const clientId = new URLSearchParams(path.slice(path.indexOf('?') + 1)).get('client_id') ?? undefined;
+  let session: string | undefined;
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const at = part.indexOf('=');
+    if (at > 0 && part.slice(0, at).trim() === '_session') session = part.slice(at + 1).trim() || undefined;
+  }
+  return { clientId, session, browserToken: browserTokenFrom(req.headers.cookie, applicationId) };
+}
+
+/**
+ * Hands one HTTP request to the application's provider (a Koa app) — its issuer on `domain` when the request came to
+ * one of the application's verified custom domains. `path` is what follows the issuer's path. The host headers are
+ * replaced by the configured base URL's (or that domain), so every URL the provider writes (discovery, redirects,
  * `iss`) comes from configuration (SECURITY 10).
  */
 export async function handleProviderRequest(
@@ -462,9 +605,17 @@ export async function handleProviderRequest(
   path: string,
   req: IncomingMessage & { originalUrl?: string },
   res: ServerResponse,
+  domain?: string,
 ): Promise<boolean> {
   return inRequestScope(async () => {
-    const built = await providerFor(services, applicationId, req.headers.authorization, presentedArtifact(req, path));
+    const authorizing = authorizationReads(req, path, applicationId);
+    const reads = {
+      authorization: req.headers.authorization,
+      presented: authorizing?.session ?? presentedArtifact(req, path),
+      clientId: authorizing?.clientId,
+      browserToken: authorizing?.browserToken,
+    };
+    const built = await providerFor(services, applicationId, reads, domain);
     if (!built) return false;
     if (path === '/jwks' && req.method === 'GET') {
       // One key set per application: the provider publishes the service's document (active and still-valid retired keys).
@@ -473,11 +624,11 @@ export async function handleProviderRequest(
       return true;
     }
     const base = new URL(services.baseUrl);
-    req.headers['x-forwarded-host'] = base.host;
+    req.headers['x-forwarded-host'] = domain ?? base.host;
     req.headers['x-forwarded-proto'] = base.protocol.slice(0, -1);
     delete req.headers['x-forwarded-for'];
     delete req.headers.forwarded;
-    req.originalUrl = `${new URL(issuerOf(services, applicationId)).pathname}${path}`;
+    req.originalUrl = `${new URL(issuerOf(services, applicationId, domain)).pathname.replace(/\/$/, '')}${path}`;
     req.url = path;
     await built.handle(req, res);
     return true;

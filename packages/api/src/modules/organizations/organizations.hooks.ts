@@ -7,7 +7,15 @@ import type { SubscriptionSummary } from './organizations.schema.ts';
  * the transaction that inserts the membership, before the insert, and throws an `AppError` to refuse it; it must be
  * race-safe across processes (lock the row it judges by, then count).
  */
-export type MemberAddCheck = (em: EntityManager, input: { applicationId: string; organizationId: string }) => Promise<void>;
+export interface MemberAddCheck {
+  check: (em: EntityManager, input: { applicationId: string; organizationId: string }) => Promise<void>;
+  /**
+   * A SQL condition over the organization's row `o` (no parameters) that holds when the check has nothing to judge
+   * (billing: no live subscription): a check that declares one lets a SCIM create add the member in one statement
+   * (which adds it only while the condition holds, and leaves it to the transaction running `check` otherwise).
+   */
+  clearSql?: string;
+}
 
 export const memberAddChecks = new Registry<MemberAddCheck>('member add check');
 
@@ -16,7 +24,17 @@ export async function runMemberAddChecks(
   em: EntityManager,
   input: { applicationId: string; organizationId: string },
 ) {
-  for (const check of hooks.get(memberAddChecks)) await check(em, input);
+  for (const { check } of hooks.get(memberAddChecks)) await check(em, input);
+}
+
+/**
+ * The member add checks as one SQL condition over the organization's row `o` that holds when none of them has
+ * anything to judge; null when one of them declares no such condition (its `check` must run).
+ */
+export function memberAddChecksClearSql(hooks: Hooks): string | null {
+  const checks = hooks.get(memberAddChecks);
+  if (checks.some(({ clearSql }) => clearSql === undefined)) return null;
+  return checks.map(({ clearSql }) => `(${clearSql})`).join(' and ') || 'true';
 }
 
 /**
@@ -36,3 +54,14 @@ export async function subscriptionSummaries(hooks: Hooks, em: EntityManager, org
   const [source] = hooks.get(subscriptionSummarySources);
   return source && organizationIds.length ? source(em, organizationIds) : new Map<string, SubscriptionSummary>();
 }
+
+/**
+ * What a module above organizations does when a membership is suspended by its directory (sessions: revoke the
+ * sessions whose active organization it is), inside the suspension's transaction.
+ */
+export type MemberSuspendStep = (
+  em: EntityManager,
+  input: { applicationId: string; organizationId: string; userId: string },
+) => Promise<void>;
+
+export const memberSuspendSteps = new Registry<MemberSuspendStep>('member suspend step');

@@ -2,7 +2,7 @@ import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../.
 import { mergeSteps } from '../users/users.merge.ts';
 import { MembershipEntity } from './membership.entity.ts';
 import { OrganizationEntity } from './organization.entity.ts';
-import { organizationsRouter } from './organizations.router.ts';
+import { organizationProcedures, userOrganizationsProcedure } from './organizations.router.ts';
 import {
   DeletedMembershipEventSchema,
   DeletedOrganizationEventSchema,
@@ -29,7 +29,7 @@ declare module '../events/events.schema.ts' {
 export const organizationsModule = defineModule({
   name: 'organizations',
   entities: [OrganizationEntity, MembershipEntity],
-  procedures: { organizations: organizationsRouter },
+  procedures: { organizations: organizationProcedures, users: { organizations: userOrganizationsProcedure } },
   tag: {
     name: 'Organizations',
     description: 'Organizations and their members with roles.',

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
@@ -13,6 +14,7 @@ import {
   OrganizationSchema,
   UpdateMemberInputSchema,
   UpdateOrganizationInputSchema,
+  UserOrganizationSchema,
 } from './organizations.schema.ts';
 import {
   addMember,
@@ -21,6 +23,7 @@ import {
   getOrganization,
   listMembers,
   listOrganizations,
+  organizationsOfTenantUser,
   removeMember,
   updateMember,
   updateOrganization,
@@ -57,7 +60,22 @@ const membersRouter = router({
     .mutation(({ ctx, input }) => removeMember(ctx, input)),
 });
 
-export const organizationsRouter = router({
+/** `users.organizations` (in the users namespace): the organizations a user belongs to, with their role. */
+export const userOrganizationsProcedure = secretKeyProcedure('organizations:read')
+  .meta({
+    openapi: {
+      method: 'GET',
+      path: '/v1/users/{id}/organizations',
+      tags: ['Users'],
+      summary: 'The organizations a user belongs to',
+    },
+  })
+  .input(IdParamSchema)
+  .output(z.array(UserOrganizationSchema))
+  .query(({ ctx, input }) => organizationsOfTenantUser(ctx, input.id));
+
+/** The organizations namespace; modules above add to it (directories). */
+export const organizationProcedures = {
   create: secretKeyProcedure('organizations:write')
     .meta({
       idempotent: true,
@@ -90,4 +108,4 @@ export const organizationsRouter = router({
     .output(DeletedSchema)
     .mutation(({ ctx, input }) => deleteOrganization(ctx, input.id)),
   members: membersRouter,
-});
+};

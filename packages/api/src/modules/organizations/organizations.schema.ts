@@ -39,6 +39,9 @@ export const OrganizationSchema = z
   .meta({ id: 'Organization' });
 export type OrganizationRecord = z.infer<typeof OrganizationSchema>;
 
+/** An organization a user belongs to, as `GET /v1/users/{id}/organizations` lists them. */
+export const UserOrganizationSchema = z.object({ id: z.uuid(), name: text(), role: RoleSchema }).meta({ id: 'UserOrganization' });
+
 export const CreateOrganizationInputSchema = z.strictObject({
   name: text().trim().min(1).max(200),
   slug: SlugSchema.optional().meta({ description: 'Generated from the name when absent' }),
@@ -56,12 +59,21 @@ export const ListOrganizationsInputSchema = listQuerySchema({
 
 export const OrganizationPageSchema = pageOf('organizations', OrganizationSchema).meta({ id: 'OrganizationPage' });
 
+/** A membership's state (CONTRACT §3): a directory suspends the memberships it provisioned. */
+export const MEMBER_STATUSES = ['active', 'suspended'] as const;
+export type MemberStatus = (typeof MEMBER_STATUSES)[number];
+/** How a membership came to be (CONTRACT §3). */
+export const MEMBER_SOURCES = ['manual', 'invitation', 'domain', 'directory'] as const;
+export type MemberSource = (typeof MEMBER_SOURCES)[number];
+
 export const MemberSchema = z
   .object({
     user_id: z.uuid(),
     email: text().nullable(),
     role: text(),
     user_status: z.enum(USER_STATUSES),
+    status: z.enum(MEMBER_STATUSES).meta({ description: '`suspended` while the directory that provisioned it has it inactive' }),
+    source: z.enum(MEMBER_SOURCES),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   })

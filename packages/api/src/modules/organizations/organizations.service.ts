@@ -4,15 +4,23 @@ import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { randomBase62 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
+import type { Hooks } from '../../lib/modules.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import type { MergeStep } from '../users/users.merge.ts';
+import { findUser } from '../users/users.service.ts';
 import { type Membership, MembershipEntity } from './membership.entity.ts';
 import { type Organization, OrganizationEntity } from './organization.entity.ts';
-import { runMemberAddChecks, subscriptionSummaries } from './organizations.hooks.ts';
-import type { MemberRecord, OrganizationRecord, SubscriptionSummary } from './organizations.schema.ts';
+import { memberSuspendSteps, runMemberAddChecks, subscriptionSummaries } from './organizations.hooks.ts';
+import type {
+  MemberRecord,
+  MemberSource,
+  MemberStatus,
+  OrganizationRecord,
+  SubscriptionSummary,
+} from './organizations.schema.ts';
 
 /**
  * The organizations a user of the application belongs to, by name, with their role (the hosted pages' organization
@@ -26,9 +34,15 @@ export async function organizationsOfUser(
   return em.execute<Array<{ id: string; name: string; role: string }>>(
     `select o.id, o.name, m.role from organization_members m
        join organizations o on o.id = m.organization_id and o.application_id = m.application_id
-      where m.application_id = ? and m.user_id = ? order by o.name, o.id`,
+      where m.application_id = ? and m.user_id = ? and m.status = 'active' order by o.name, o.id`,
     [applicationId, userId],
   );
+}
+
+/** `organizationsOfUser` for a user of the caller's application (404 for anyone else's, or no one). */
+export async function organizationsOfTenantUser(ctx: TenantContext, userId: string) {
+  const user = await findUser(ctx, userId);
+  return organizationsOfUser(ctx.em, ctx.application.id, user.id);
 }
 
 /** A URL-safe slug from a display name: ASCII-folded, lower-case, hyphen-separated, ≤ 100 characters. */
@@ -62,12 +76,16 @@ const toOrganizationRecord = (
 const subscriptionOf = async (ctx: Context, organizationId: string) =>
   (await subscriptionSummaries(ctx.services.hooks, ctx.em, [organizationId])).get(organizationId) ?? null;
 
-const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
+export const toMemberRecord = (m: Membership, user: User): MemberRecord => ({
   user_id: user.id,
   email: user.primaryEmail ?? null,
   role: m.role,
   // the entity types the column as string; only the schema's values are ever written to it.
   user_status: user.status as MemberRecord['user_status'],
+  // the entity types the column as string; only the schema's values are ever written to it.
+  status: m.status as MemberRecord['status'],
+  // the entity types the column as string; only the schema's values are ever written to it.
+  source: m.source as MemberRecord['source'],
   created_at: m.createdAt.toISOString(),
   updated_at: m.updatedAt.toISOString(),
 });
@@ -194,31 +212,45 @@ export async function addMember(ctx: TenantContext, input: { id: string; user_id
   const org = await findOrganization(ctx, input.id);
   const user = await ctx.em.findOne(UserEntity, { id: input.user_id, application: org.application });
   if (!user) throw new AppError('user_not_found', 'No such user in this application');
+  return ctx.em.transactional((em) =>
+    insertMembership(ctx.services.hooks, em, { organizationId: org.id, user, role: input.role, source: 'manual' }),
+  );
+}
+
+/**
+ * The one way a membership is made (member add, an accepted invitation, a domain's automatic join, a directory):
+ * inside the caller's transaction `em`, the checks of the modules above (the seat limit) lock what they judge by,
+ * then the insert and its `organization_membership.created` event. A member already there is 409 `already_member`
+ * — concurrent adds on any number of processes are decided by the (organization, user) unique key.
+ */
+export async function insertMembership(
+  hooks: Hooks,
+  em: EntityManager,
+  input: { organizationId: string; user: User; role: string; source: MemberSource },
+): Promise<MemberRecord> {
+  const { user } = input;
   if (user.status === 'merged') throw new AppError('user_merged', 'This user was merged into another user');
+  if (await em.count(MembershipEntity, { organization: input.organizationId, user: user.id })) {
+    throw new AppError('already_member', 'The user is already a member');
+  }
+  await runMemberAddChecks(hooks, em, { applicationId: user.application, organizationId: input.organizationId });
+  const membership = em.create(MembershipEntity, {
+    id: newId(),
+    application: user.application,
+    organization: input.organizationId,
+    user: user.id,
+    role: input.role,
+    source: input.source,
+  });
+  const record = toMemberRecord(membership, user);
+  recordEvent(em, user.application, 'organization_membership.created', { organization_id: input.organizationId, ...record });
   try {
-    // One transaction: the checks of the modules above (the seat limit) lock what they judge by, then the insert.
-    return await ctx.em.transactional(async (em) => {
-      if (await em.count(MembershipEntity, { organization: org.id, user: user.id })) {
-        throw new AppError('already_member', 'The user is already a member');
-      }
-      await runMemberAddChecks(ctx.services.hooks, em, { applicationId: org.application, organizationId: org.id });
-      const membership = em.create(MembershipEntity, {
-        id: newId(),
-        application: org.application,
-        organization: org.id,
-        user: user.id,
-        role: input.role,
-      });
-      const record = toMemberRecord(membership, user);
-      recordEvent(em, org.application, 'organization_membership.created', { organization_id: org.id, ...record });
-      await em.flush();
-      return record;
-    });
+    await em.flush();
   } catch (error) {
-    // The (organization, user) unique key decides concurrent adds: exactly one wins.
     if (error instanceof UniqueConstraintViolationException) throw new AppError('already_member', 'The user is already a member');
     throw error;
   }
+  return record;
 }
 
 export async function listMembers(ctx: TenantContext, input: PageQuery & { id: string }) {
@@ -266,6 +298,55 @@ export async function removeMember(ctx: TenantContext, input: { id: string; user
   ctx.em.remove(membership);
   await ctx.em.flush();
   return { id: input.user_id, deleted: true as const };
+}
+
+/**
+ * A membership's role or status changed by a module that governs it (a directory), inside the caller's transaction
+ * `em`, with its `organization_membership.updated` event; suspending it runs the suspend steps (sessions: the sessions
+ * whose active organization it is are revoked). Answers null when there is no such membership, or nothing changed.
+ */
+export async function changeMembership(
+  hooks: Hooks,
+  em: EntityManager,
+  input: { organizationId: string; user: User; role?: string; status?: MemberStatus },
+): Promise<MemberRecord | null> {
+  const membership = await em.findOne(MembershipEntity, { organization: input.organizationId, user: input.user.id });
+  if (!membership) return null;
+  const suspending = input.status === 'suspended' && membership.status !== 'suspended';
+  const changed =
+    (input.role !== undefined && input.role !== membership.role) ||
+    (input.status !== undefined && input.status !== membership.status);
+  if (!changed) return null;
+  if (input.role !== undefined) membership.role = input.role;
+  if (input.status !== undefined) membership.status = input.status;
+  membership.updatedAt = new Date();
+  const record = toMemberRecord(membership, input.user);
+  recordEvent(em, input.user.application, 'organization_membership.updated', {
+    organization_id: input.organizationId,
+    ...record,
+  });
+  await em.flush();
+  if (suspending) {
+    const target = { applicationId: input.user.application, organizationId: input.organizationId, userId: input.user.id };
+    for (const step of hooks.get(memberSuspendSteps)) await step(em, target);
+  }
+  return record;
+}
+
+/** Removes a membership (when there is one) with its `organization_membership.deleted` event, in the caller's `em`. */
+export async function deleteMembership(
+  em: EntityManager,
+  input: { applicationId: string; organizationId: string; userId: string },
+) {
+  const membership = await em.findOne(MembershipEntity, { organization: input.organizationId, user: input.userId });
+  if (!membership) return false;
+  recordEvent(em, input.applicationId, 'organization_membership.deleted', {
+    organization_id: input.organizationId,
+    user_id: input.userId,
+  });
+  em.remove(membership);
+  await em.flush();
+  return true;
 }
 
 /** Merge: the source's memberships move to the target, except where the target is already a member. */

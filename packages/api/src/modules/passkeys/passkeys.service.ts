@@ -1,12 +1,5 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-} from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { Context } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
 import { AppError, assertionFailed, invalidPendingToken, notFound, stepUpRequired } from '../../errors.ts';
@@ -28,6 +21,12 @@ import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 import type { AssertionCredential, PasskeyRecord, RegistrationCredential } from './passkeys.schema.ts';
 import { WebauthnChallengeEntity } from './webauthn-challenge.entity.ts';
+
+/**
+ * @simplewebauthn/server (with its ASN.1 and X.509 libraries, a tenth of the server's modules) loads on the first
+ * passkey ceremony, not at start: most deployments see few of them.
+ */
+const webauthn = () => import('@simplewebauthn/server');
 
 /** SECURITY 4: a ceremony must finish within 5 minutes; the browser is told the same. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -149,7 +148,7 @@ export async function startRegistration(ctx: SignedInContext) {
   await requireStepUpWhenEnrolled(ctx);
   const existing = await passkeysOf(ctx.em, user.id);
   const displayName = typeof user.profile.name === 'string' ? user.profile.name : undefined;
-  const options = await generateRegistrationOptions({
+  const options = await (await webauthn()).generateRegistrationOptions({
     rpName: rp.name,
     rpID: rp.id,
     userID: userHandleOf(user.id),
@@ -178,14 +177,16 @@ export async function finishRegistration(
   if (ceremony.session_id !== session.id || ceremony.user_id !== user.id) throw invalidPendingToken();
   const rp = relyingParty(application);
   await requireStepUpWhenEnrolled(ctx);
-  const verification = await verifyRegistrationResponse({
-    // our schema checks the fields we read; @simplewebauthn/server verifies the rest of the credential itself.
-    response: input.credential as RegistrationResponseJSON,
-    expectedChallenge: ceremony.challenge,
-    expectedOrigin: rp.origins,
-    expectedRPID: rp.id,
-    requireUserVerification: true,
-  }).catch(() => null);
+  const verification = await (await webauthn())
+    .verifyRegistrationResponse({
+      // our schema checks the fields we read; @simplewebauthn/server verifies the rest of the credential itself.
+      response: input.credential as RegistrationResponseJSON,
+      expectedChallenge: ceremony.challenge,
+      expectedOrigin: rp.origins,
+      expectedRPID: rp.id,
+      requireUserVerification: true,
+    })
+    .catch(() => null);
   if (!verification?.verified) throw assertionFailed();
   const info = verification.registrationInfo;
   const passkey = ctx.em.create(IdentityEntity, {
@@ -265,23 +266,25 @@ async function checkAssertion(
   // Discoverable sign-in names the user only through the handle: it must be the one this credential was made for.
   const handle = credential.response.userHandle;
   if (handle ? handle !== passkey.userHandle : !userId) throw assertionFailed();
-  const verification = await verifyAuthenticationResponse({
-    // our schema checks the fields we read; @simplewebauthn/server verifies the rest of the credential itself.
-    response: credential as AuthenticationResponseJSON,
-    expectedChallenge: challenge,
-    expectedOrigin: rp.origins,
-    expectedRPID: rp.id,
-    expectedType: 'webauthn.get',
-    requireUserVerification: true,
-    // The counter rule (and its record) is ours, below; the library is given no counter to compare.
-    credential: {
-      id: passkey.subject,
-      publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')),
-      counter: 0,
-      // the stored transports are the values @simplewebauthn/server reported at registration.
-      transports: (passkey.transports ?? undefined) as never,
-    },
-  }).catch(() => null);
+  const verification = await (await webauthn())
+    .verifyAuthenticationResponse({
+      // our schema checks the fields we read; @simplewebauthn/server verifies the rest of the credential itself.
+      response: credential as AuthenticationResponseJSON,
+      expectedChallenge: challenge,
+      expectedOrigin: rp.origins,
+      expectedRPID: rp.id,
+      expectedType: 'webauthn.get',
+      requireUserVerification: true,
+      // The counter rule (and its record) is ours, below; the library is given no counter to compare.
+      credential: {
+        id: passkey.subject,
+        publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')),
+        counter: 0,
+        // the stored transports are the values @simplewebauthn/server reported at registration.
+        transports: (passkey.transports ?? undefined) as never,
+      },
+    })
+    .catch(() => null);
   if (!verification?.verified) throw assertionFailed();
   const reported = verification.authenticationInfo.newCounter;
   return {
@@ -314,7 +317,7 @@ export async function startSignIn(ctx: TenantContext, input: { host_id?: string 
   const application = ctx.application;
   const rp = relyingParty(application);
   await limitStarts(ctx, application);
-  const options = await generateAuthenticationOptions({
+  const options = await (await webauthn()).generateAuthenticationOptions({
     rpID: rp.id,
     userVerification: 'required',
     timeout: CHALLENGE_TTL_MS,
@@ -354,7 +357,7 @@ export async function startMfa(ctx: TenantContext, input: { pending_token: strin
   const pending = await peekPendingToken(ctx.em, application, { token: input.pending_token }, 'mfa');
   const passkeys = await passkeysOf(ctx.em, pending.user);
   if (!passkeys.length) throw notFound('Passkey');
-  const options = await generateAuthenticationOptions({
+  const options = await (await webauthn()).generateAuthenticationOptions({
     rpID: rp.id,
     userVerification: 'required',
     timeout: CHALLENGE_TTL_MS,

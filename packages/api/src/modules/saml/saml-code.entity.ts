@@ -20,6 +20,10 @@ export const SamlCodeEntity = defineEntity({
     hostId: p.uuid().nullable(),
     /** Where the ACS sent the code (`sso/complete` given a `redirect_uri` requires this one). */
     redirectUri: p.string().length(2048).nullable(),
+    /** The request's purpose (`sign_in` or `test`): `sso/complete` spends only sign-in codes, the portal only tests. */
+    purpose: p.string().length(16).default('sign_in'),
+    /** A test's signed attributes, shown to the administrator who ran it; null for a sign-in (not kept). */
+    attributes: p.json<Record<string, string[]>>().nullable(),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
   },

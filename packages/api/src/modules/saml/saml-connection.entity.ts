@@ -1,5 +1,6 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 import { EditableTenantRowEntity } from '../applications/tenant-row.entity.ts';
+import { OrganizationEntity } from '../organizations/organization.entity.ts';
 
 /**
  * An enterprise customer's SAML identity provider. The IdP's signing certificate (base64 DER) is public, so it is
@@ -21,8 +22,10 @@ export const SamlConnectionEntity = defineEntity({
     emailDomain: p.string().length(253).nullable(),
     nameAttribute: p.string().length(256).nullable(),
     allowIdpInitiated: p.boolean(),
+    /** The organization whose IdP this is (its verified domains' SSO policy names it); null for an application-wide one. */
+    organization: () => p.manyToOne(OrganizationEntity).mapToPk().nullable().deleteRule('set null'),
   },
   uniques: [{ name: 'saml_connections_application_email_domain_unique', properties: ['application', 'emailDomain'] }],
-  indexes: [{ properties: ['application', 'createdAt', 'id'] }],
+  indexes: [{ properties: ['application', 'createdAt', 'id'] }, { properties: ['organization'] }],
 });
 export type SamlConnection = InferEntity<typeof SamlConnectionEntity>;

@@ -17,6 +17,11 @@ export const SamlRequestEntity = defineEntity({
     redirectUri: p.string().length(2048),
     /** Sign-in: the host named at the start (host access rules), carried to the session. */
     hostId: p.uuid().nullable(),
+    /**
+     * `sign_in`, or `test`: the admin portal's connection test. A test's code is spent only by the portal (its
+     * attributes shown, nobody signed in) and a sign-in's only by `sso/complete`; the ACS checks are the same.
+     */
+    purpose: p.string().length(16).default('sign_in'),
     expiresAt: p.datetime(),
     consumedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

@@ -57,6 +57,10 @@ export const SamlConnectionSchema = z
     email_domain: text().nullable(),
     name_attribute: text().nullable(),
     allow_idp_initiated: z.boolean(),
+    organization_id: z
+      .uuid()
+      .nullable()
+      .meta({ description: 'The organization whose IdP this is; null for one of the whole application' }),
     acs_url: text().meta({ description: 'Our Assertion Consumer Service for this connection (give it to the IdP)' }),
     metadata_url: text().meta({ description: 'Our SP metadata for this connection; also our SP entity id' }),
     certificate_expires_at: z.iso
@@ -79,6 +83,7 @@ export const CreateSamlConnectionInputSchema = z.strictObject({
   name_attribute: AttributeSchema.optional(),
   enabled: z.boolean().default(true),
   allow_idp_initiated: z.boolean().default(false),
+  organization_id: z.uuid().optional(),
 });
 
 /** S2, the seed's body; `allow_idp_initiated` is our optional addition; a `null` clears an optional field. */
@@ -93,6 +98,7 @@ export const UpdateSamlConnectionInputSchema = z.strictObject({
   enabled: z.boolean().optional(),
   name_attribute: AttributeSchema.nullable().optional(),
   allow_idp_initiated: z.boolean().optional(),
+  organization_id: z.uuid().nullable().optional(),
 });
 
 export const CreateFromMetadataInputSchema = z
@@ -109,6 +115,7 @@ export const CreateFromMetadataInputSchema = z
     name_attribute: AttributeSchema.optional(),
     enabled: z.boolean().default(true),
     allow_idp_initiated: z.boolean().default(false),
+    organization_id: z.uuid().optional(),
   })
   .superRefine((value, ctx) => {
     if ((value.metadata_xml === undefined) === (value.metadata_url === undefined)) {

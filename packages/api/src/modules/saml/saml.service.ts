@@ -16,6 +16,7 @@ import { iso } from '../../lib/time.ts';
 import type { Application } from '../applications/application.entity.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
+import { OrganizationEntity } from '../organizations/organization.entity.ts';
 import { parseCertificate, parseIdpMetadata, type SpConfig, spMetadataXml } from './saml.protocol.ts';
 import type { SamlConnectionRecord } from './saml.schema.ts';
 import { type SamlConnection, SamlConnectionEntity } from './saml-connection.entity.ts';
@@ -50,6 +51,7 @@ export function toSamlConnectionRecord(baseUrl: string, c: SamlConnection): Saml
     email_domain: c.emailDomain ?? null,
     name_attribute: c.nameAttribute ?? null,
     allow_idp_initiated: c.allowIdpInitiated,
+    organization_id: c.organization ?? null,
     acs_url: acsUrl,
     metadata_url: metadataUrl,
     certificate_expires_at: iso(c.certificateExpiresAt),
@@ -99,10 +101,20 @@ interface ConnectionFields {
   name_attribute?: string;
   enabled: boolean;
   allow_idp_initiated: boolean;
+  organization_id?: string;
+}
+
+/** An `organization_id` in a connection's body must name an organization of the application (422 otherwise). */
+async function checkOrganization(ctx: TenantContext, organizationId: string | null | undefined) {
+  if (!organizationId) return;
+  if (await ctx.em.count(OrganizationEntity, { id: organizationId, application: ctx.application.id })) return;
+  const message = 'No such organization in this application';
+  throw new AppError('validation_failed', message, [{ path: 'organization_id', message }]);
 }
 
 export async function createSamlConnection(ctx: TenantContext, input: ConnectionFields) {
   checkSsoUrl(ctx, input.idp_sso_url);
+  await checkOrganization(ctx, input.organization_id);
   const application = ctx.application;
   const connection = ctx.em.create(SamlConnectionEntity, {
     id: newId(),
@@ -116,6 +128,7 @@ export async function createSamlConnection(ctx: TenantContext, input: Connection
     emailDomain: input.email_domain ?? null,
     nameAttribute: input.name_attribute ?? null,
     allowIdpInitiated: input.allow_idp_initiated,
+    organization: input.organization_id ?? null,
   });
   const record = toSamlConnectionRecord(ctx.services.baseUrl, connection);
   recordEvent(ctx.em, application.id, 'saml_connection.created', record);
@@ -148,17 +161,13 @@ async function fetchMetadata(url: string, field: string, policy: OutboundPolicy)
   return response.body.toString('utf8');
 }
 
-/** Reads an IdP's metadata (given, or fetched through the SSRF guard) and creates the connection from it. */
-export async function createSamlConnectionFromMetadata(
-  ctx: TenantContext,
-  input: Omit<ConnectionFields, 'idp_entity_id' | 'idp_sso_url' | 'idp_certificate' | 'name'> & {
-    name?: string;
-    metadata_xml?: string;
-    metadata_url?: string;
-  },
-) {
+/**
+ * An IdP's metadata (given, or fetched through the SSRF guard), read and checked: its entity id, sign-in URL and
+ * signing certificate. Every refusal names the field (`metadata_xml` or `metadata_url`).
+ */
+export async function readIdpMetadata(ctx: TenantContext, input: { metadata_xml?: string; metadata_url?: string }) {
   const field = input.metadata_url !== undefined ? 'metadata_url' : 'metadata_xml';
-  // The input schema lets exactly one of metadata_xml and metadata_url through.
+  // The callers let exactly one of metadata_xml and metadata_url through.
   const xml =
     input.metadata_url === undefined
       ? (input.metadata_xml ?? '')
@@ -171,6 +180,19 @@ export async function createSamlConnectionFromMetadata(
     throw new AppError('validation_failed', `The IdP metadata cannot be used: ${metadata}`, [{ path: field, message: metadata }]);
   }
   checkSsoUrl(ctx, metadata.ssoUrl, field);
+  return metadata;
+}
+
+/** Reads an IdP's metadata (given, or fetched through the SSRF guard) and creates the connection from it. */
+export async function createSamlConnectionFromMetadata(
+  ctx: TenantContext,
+  input: Omit<ConnectionFields, 'idp_entity_id' | 'idp_sso_url' | 'idp_certificate' | 'name'> & {
+    name?: string;
+    metadata_xml?: string;
+    metadata_url?: string;
+  },
+) {
+  const metadata = await readIdpMetadata(ctx, input);
   const { metadata_xml: _xml, metadata_url: _url, ...rest } = input;
   // The metadata was fetched outside any transaction (meta `idempotent: 'own-write'`): the write and the
   // Idempotency-Key's answer commit together from here.
@@ -221,10 +243,12 @@ export async function updateSamlConnection(
     enabled?: boolean;
     name_attribute?: string | null;
     allow_idp_initiated?: boolean;
+    organization_id?: string | null;
   },
 ) {
   const connection = await findConnection(ctx, input.id);
   checkSsoUrl(ctx, input.idp_sso_url);
+  await checkOrganization(ctx, input.organization_id);
   Object.assign(connection, {
     name: input.name,
     idpEntityId: input.idp_entity_id,
@@ -235,6 +259,7 @@ export async function updateSamlConnection(
     ...(input.name_attribute !== undefined ? { nameAttribute: input.name_attribute } : {}),
     ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
     ...(input.allow_idp_initiated !== undefined ? { allowIdpInitiated: input.allow_idp_initiated } : {}),
+    ...(input.organization_id !== undefined ? { organization: input.organization_id } : {}),
     updatedAt: new Date(),
   });
   return saved(ctx, connection);

@@ -5,12 +5,13 @@ import { AppError, notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
+import type { Hooks } from '../../lib/modules.ts';
 import { type Application, ApplicationEntity } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { isHostedPageOf } from '../applications/cors.ts';
 import { recordEvent } from '../events/events.service.ts';
-import { completeSignIn, type SignInSubject } from '../sign-in/sign-in.service.ts';
+import { completeSignIn, domainOwnerOf, type SignInSubject } from '../sign-in/sign-in.service.ts';
 import { IdentityEntity } from '../users/identity.entity.ts';
 import { UserEntity } from '../users/user.entity.ts';
 import { createExternalIdentity, normalizeEmail, toUserRecord } from '../users/users.service.ts';
@@ -37,14 +38,39 @@ const CODE_TTL_MS = 60_000;
 const usable = (c: SamlConnection | null): c is SamlConnection => !!c && c.enabled && !!c.idpCertificate;
 
 /**
- * Whether an email's domain signs in through SAML: an enabled connection of the application, with an IdP
- * certificate, names that domain (`email_domain`). The hosted sign-in page asks before it offers a magic link.
+ * The SAML connection an email signs in through: when an organization verified the address's domain, that
+ * organization's oldest usable connection (with `sso_policy: required` it alone may sign such a person in, so there
+ * is no other answer); else an enabled connection of the application with an IdP certificate that names the domain
+ * (`email_domain`). Null for none.
  */
-export async function hasSsoConnection(em: EntityManager, applicationId: string, email: string): Promise<boolean> {
+async function connectionForEmail(
+  hooks: Hooks,
+  em: EntityManager,
+  applicationId: string,
+  email: string,
+): Promise<SamlConnection | null> {
   const domain = normalizeEmail(email).split('@').pop() ?? '';
-  if (!domain || !email.includes('@')) return false;
+  if (!domain || !email.includes('@')) return null;
+  const owner = await domainOwnerOf(hooks, em, applicationId, email);
+  if (owner) {
+    const own = await em.find(
+      SamlConnectionEntity,
+      { application: applicationId, organization: owner.organizationId, enabled: true },
+      { orderBy: { createdAt: 'asc', id: 'asc' } },
+    );
+    const found = own.find(usable);
+    if (found || owner.ssoRequired) return found ?? null;
+  }
   const connections = await em.find(SamlConnectionEntity, { application: applicationId, emailDomain: domain, enabled: true });
-  return connections.some(usable);
+  return connections.find(usable) ?? null;
+}
+
+/**
+ * Whether an email signs in through SAML (`connectionForEmail` finds a connection). The hosted sign-in page asks
+ * before it offers a magic link.
+ */
+export async function hasSsoConnection(hooks: Hooks, em: EntityManager, applicationId: string, email: string): Promise<boolean> {
+  return (await connectionForEmail(hooks, em, applicationId, email)) !== null;
 }
 
 /**
@@ -70,16 +96,9 @@ export async function startSso(
       { path: 'redirect_uri', message: 'origin not allowed' },
     ]);
   }
-  const where = input.connection_id
-    ? { id: input.connection_id, application: application.id }
-    : {
-        emailDomain:
-          normalizeEmail(input.email ?? '')
-            .split('@')
-            .pop() ?? '',
-        application: application.id,
-      };
-  const connection = await ctx.em.findOne(SamlConnectionEntity, where);
+  const connection = input.connection_id
+    ? await ctx.em.findOne(SamlConnectionEntity, { id: input.connection_id, application: application.id })
+    : await connectionForEmail(ctx.services.hooks, ctx.em, application.id, input.email ?? '');
   // Disabled, certificate-less, unknown and other applications' connections are one answer.
   const sp = usable(connection) ? spConfigOf(ctx.services.baseUrl, connection) : null;
   if (!sp || !connection) throw notFound(input.connection_id ? 'SAML connection' : 'SAML connection for this email domain');
@@ -90,6 +109,7 @@ export async function startSso(
     connection: connection.id,
     redirectUri: input.redirect_uri,
     hostId: input.host_id ?? null,
+    purpose: 'sign_in',
     expiresAt: new Date(Date.now() + REQUEST_TTL_MS),
     consumedAt: null,
   });
@@ -182,7 +202,8 @@ export async function acceptSamlResponse(
   try {
     const sp = spConfigOf(ctx.services.baseUrl, connection);
     if (!sp) return fail('the connection has no IdP certificate', 'access_denied');
-    if (!connection.enabled) return fail('the connection is disabled', 'access_denied');
+    // A disabled connection answers only the portal's test (a request stored as one; the consumed row decides below).
+    if (!connection.enabled && pending?.purpose !== 'test') return fail('the connection is disabled', 'access_denied');
     let assertion: AcceptedAssertion;
     try {
       assertion = await validateResponse(sp, response);
@@ -199,13 +220,13 @@ export async function acceptSamlResponse(
     const code = randomSecret('sso_');
     // The assertion ID enters the replay cache (a unique insert: of 20 concurrent posts one wins) and the code is stored
     // by one statement: the code exists only if the assertion was new.
-    const recordAssertion = async (em: EntityManager, hostId: string | null, redirectUri: string) => {
+    const recordAssertion = async (em: EntityManager, hostId: string | null, redirectUri: string, purpose: string) => {
       const stored = await em.execute<Array<{ id: string }>>(
         `with fresh as (
            insert into saml_assertions (id, connection_id, assertion_id, expires_at, created_at)
            values (?, ?, ?, ?, now()) on conflict do nothing returning id)
-         insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, host_id, redirect_uri, expires_at, created_at)
-         select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now() from fresh returning id`,
+         insert into saml_codes (id, application_id, connection_id, code_hash, name_id, email, display_name, host_id, redirect_uri, purpose, attributes, expires_at, created_at)
+         select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, now() from fresh returning id`,
         [
           newId(),
           connection.id,
@@ -220,6 +241,9 @@ export async function acceptSamlResponse(
           displayNameOf(assertion, connection.nameAttribute ?? null),
           hostId,
           redirectUri,
+          purpose,
+          // Only a test keeps what the IdP sent (for the administrator to read); a sign-in keeps what it uses.
+          purpose === 'test' ? JSON.stringify(assertion.attributes) : null,
           new Date(Date.now() + CODE_TTL_MS),
         ],
       );
@@ -230,21 +254,23 @@ export async function acceptSamlResponse(
       const inResponseTo = assertion.inResponseTo;
       // The request is consumed in the same transaction: a replayed assertion leaves it unconsumed.
       target = await ctx.em.transactional(async (em) => {
-        const rows = await em.execute<Array<{ redirect_uri: string; host_id: string | null }>>(
+        const rows = await em.execute<Array<{ redirect_uri: string; host_id: string | null; purpose: string }>>(
           `update saml_requests set consumed_at = now()
             where id = ? and connection_id = ? and application_id = ? and consumed_at is null and expires_at > now()
-            returning redirect_uri, host_id`,
+            returning redirect_uri, host_id, purpose`,
           [inResponseTo, connection.id, application.id],
         );
         if (!rows[0]) throw new SamlRejection('InResponseTo names no live request of this connection');
-        await recordAssertion(em, rows[0].host_id, rows[0].redirect_uri);
+        // The signed InResponseTo named a stored test: only then may a disabled connection answer.
+        if (!connection.enabled && rows[0].purpose !== 'test') throw new SamlRejection('the connection is disabled');
+        await recordAssertion(em, rows[0].host_id, rows[0].redirect_uri, rows[0].purpose);
         return rows[0].redirect_uri;
       });
     } else {
       const landing = idpInitiatedTarget(application, relayState);
       if (!landing) throw new SamlRejection('no allowed origin to land an IdP-initiated sign-in on');
       // An unsolicited response answers no start, so it names no host.
-      await recordAssertion(ctx.em, null, landing);
+      await recordAssertion(ctx.em, null, landing, 'sign_in');
       target = landing;
     }
     return { location: withParam(target, 'code', code) };
@@ -273,7 +299,7 @@ export async function completeSso(ctx: TenantContext, input: { code: string; red
   return completeSignIn(ctx, application, async (em) => {
     const rows = await em.execute<CodeRow[]>(
       `update saml_codes set consumed_at = now()
-        where code_hash = ? and application_id = ? and consumed_at is null and expires_at > now()
+        where code_hash = ? and application_id = ? and consumed_at is null and expires_at > now() and purpose = 'sign_in'
           and (?::text is null or redirect_uri = ?)
         returning connection_id, name_id, email, display_name, host_id`,
       [sha256(input.code), application.id, input.redirect_uri ?? null, input.redirect_uri ?? null],
@@ -282,29 +308,39 @@ export async function completeSso(ctx: TenantContext, input: { code: string; red
     if (!row) throw new AppError('invalid_verification', 'The sign-in code is invalid, expired or already used');
     const connection = await em.findOne(SamlConnectionEntity, { id: row.connection_id, application: application.id });
     if (!usable(connection)) throw new AppError('access_denied', 'This SSO connection is disabled');
-    return { ...(await signInBySaml(em, application, connection, row)), hostId: row.host_id };
+    const owner = row.email ? await domainOwnerOf(ctx.services.hooks, em, application.id, row.email) : null;
+    // An organization's own IdP vouches for the domains that organization verified, as for its `email_domain`.
+    const ownsDomain = !!owner && !!connection.organization && owner.organizationId === connection.organization;
+    return { ...(await signInBySaml(em, application, connection, row, ownsDomain)), hostId: row.host_id };
   });
 }
 
 /**
  * Who a SAML identity signs in: the user linked to (connection, NameID); else, on a first sign-in, the user with
- * the asserted email when the connection vouches for that domain (`email_domain`), else a new user.
+ * the asserted email when the connection vouches for that domain (its `email_domain`, or `ownsDomain`: a domain its
+ * organization verified), else a new user.
  */
 async function signInBySaml(
   em: EntityManager,
   application: Application,
   connection: SamlConnection,
   row: CodeRow,
+  ownsDomain: boolean,
 ): Promise<SignInSubject> {
   const subject = samlSubject(connection.id, row.name_id);
   const identity = await em.findOne(IdentityEntity, { application: application.id, kind: 'saml', subject });
   if (identity) {
     identity.lastUsedAt = new Date();
-    return { user: await em.findOneOrFail(UserEntity, { id: identity.user }), aal: 1, firstFactor: 'saml' };
+    return {
+      user: await em.findOneOrFail(UserEntity, { id: identity.user }),
+      aal: 1,
+      firstFactor: 'saml',
+      ssoOrganizationId: connection.organization ?? null,
+    };
   }
   const normalized = row.email ? normalizeEmail(row.email) : null;
   // The IdP is authoritative for its customer's domain only: then its email is verified and may link an account.
-  const vouched = !!normalized && !!connection.emailDomain && normalized.endsWith(`@${connection.emailDomain}`);
+  const vouched = !!normalized && ((!!connection.emailDomain && normalized.endsWith(`@${connection.emailDomain}`)) || ownsDomain);
   let user = normalized ? await em.findOne(UserEntity, { application: application.id, emailNormalized: normalized }) : null;
   if (user && !vouched) {
     throw new AppError(
@@ -331,7 +367,70 @@ async function signInBySaml(
     recordEvent(em, application.id, 'user.updated', toUserRecord(user));
   }
   createExternalIdentity(em, { application: application.id, user: user.id, kind: 'saml', subject, name: connection.name });
-  return { user, aal: 1, firstFactor: 'saml' };
+  return { user, aal: 1, firstFactor: 'saml', ssoOrganizationId: connection.organization ?? null };
+}
+
+// ——— The admin portal's connection test ———
+
+/**
+ * Starts a connection test: an AuthnRequest like `sso/start`'s, stored with purpose `test`, for a connection of the
+ * application that has a certificate (enabled or not: a test comes before enabling). `redirectUri` is built by the
+ * caller from configuration (the portal's own page), never taken from a request.
+ */
+export async function startSsoTest(ctx: TenantContext, connectionId: string, redirectUri: string) {
+  const connection = await ctx.em.findOne(SamlConnectionEntity, { id: connectionId, application: ctx.application.id });
+  const sp = connection ? spConfigOf(ctx.services.baseUrl, connection) : null;
+  if (!sp || !connection) throw notFound('SAML connection');
+  const requestId = `_${randomBytes(20).toString('hex')}`;
+  ctx.em.create(SamlRequestEntity, {
+    id: requestId,
+    application: ctx.application.id,
+    connection: connection.id,
+    redirectUri,
+    hostId: null,
+    purpose: 'test',
+    expiresAt: new Date(Date.now() + REQUEST_TTL_MS),
+    consumedAt: null,
+  });
+  await ctx.em.flush();
+  return { redirect_url: await authorizeUrl(sp, requestId, requestId) };
+}
+
+/** What a passed connection test received from the IdP (signed): shown to the administrator, nobody signed in. */
+export interface SsoTestResult {
+  connection_id: string;
+  name_id: string;
+  email: string | null;
+  display_name: string | null;
+  attributes: Record<string, string[]>;
+}
+
+/**
+ * Spends a test's code (once, within a minute, by the database clock; only a `test` code, only with the redirect
+ * URI it was issued for) and answers what the IdP asserted. A sign-in's code is never spent here, nor a test's by
+ * `sso/complete`.
+ */
+export async function collectSsoTest(ctx: TenantContext, input: { code: string; redirect_uri: string }): Promise<SsoTestResult> {
+  const rows = await ctx.em.execute<Array<CodeRow & { attributes: Record<string, string[]> | string | null }>>(
+    `update saml_codes set consumed_at = now()
+      where code_hash = ? and application_id = ? and consumed_at is null and expires_at > now() and purpose = 'test'
+        and redirect_uri = ?
+      returning connection_id, name_id, email, display_name, host_id, attributes`,
+    [sha256(input.code), ctx.application.id, input.redirect_uri],
+  );
+  const row = rows[0];
+  if (!row) throw new AppError('invalid_verification', 'The test code is invalid, expired or already used');
+  // jsonb arrives parsed on PostgreSQL and as text on some drivers: both are the object the ACS stored.
+  const attributes =
+    // the ACS stored this column from a Record<string, string[]>: parsing it gives that back.
+    typeof row.attributes === 'string' ? (JSON.parse(row.attributes) as Record<string, string[]>) : row.attributes;
+  return {
+    connection_id: row.connection_id,
+    name_id: row.name_id,
+    email: row.email,
+    display_name: row.display_name,
+    attributes: attributes ?? {},
+  };
 }
 
 export const purgeSamlRequests: PurgeStep = (em) => deleteInBatches(em, 'saml_requests', SPENT_ONE_TIME_ROWS);

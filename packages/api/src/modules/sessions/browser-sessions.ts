@@ -57,8 +57,56 @@ export async function attachBrowserSession(
 }
 
 /**
- * The live session a browser token names, its use recorded as activity (one statement). Undefined when the token is
- * unknown, the session was revoked, is past its absolute or idle timeout, or its user is no longer active.
+ * How often a browser session's use is recorded as activity: a session used again within this many seconds of its
+ * last recorded activity is not written (every page and every authorization request of a signed-in browser reads it;
+ * an idle timeout is minutes long, so the idle clock is at most this late).
+ */
+const TOUCH_EVERY_S = 30;
+
+/** The columns of a browser session row (`browserSessionCtes`'s `found`). */
+export interface BrowserSessionRow {
+  id: string;
+  user_id: string;
+  aal: number;
+  amr: string[] | null;
+  created_at: Date | string;
+  organization_id: string | null;
+  host_id: string | null;
+}
+
+/**
+ * The live session a browser token names, and its use recorded as activity, as two common table expressions: `found`
+ * (the session: not revoked, within its absolute timeout and its idle timeout, its user active) and `touched` (its
+ * `last_active_at` written when TOUCH_EVERY_S have passed). Parameters: the application id, the token's SHA-256.
+ * `idleSeconds` is the SQL of the idle timeout in seconds (`?`, a parameter after those two, or an expression over the
+ * session `s`); `also` a further condition on `s` (none by default). Shared by `findBrowserSession` and the provider's
+ * authorization request, which reads it with the application (oauth2.adapter.ts, `applicationWithReads`).
+ */
+export const browserSessionCtes = (idleSeconds: string, also = 'true') => `found as (
+        select s.id, s.user_id, s.aal, s.amr, s.created_at, s.organization_id, s.host_id, s.last_active_at
+          from sessions s join users u on u.id = s.user_id and u.status = 'active'
+         where s.application_id = ? and s.browser_token_hash = ? and s.revoked_at is null and s.expires_at > now()
+           and s.last_active_at > now() - make_interval(secs => ${idleSeconds}) and (${also})),
+      touched as (
+        update sessions set last_active_at = now()
+         where id = (select id from found) and last_active_at < now() - interval '${TOUCH_EVERY_S} seconds'
+           and revoked_at is null)`;
+
+/** A row of `browserSessionCtes`'s `found` (`created_at` may come as JSON text). */
+export const browserSessionOfRow = (row: BrowserSessionRow): BrowserSession => ({
+  id: row.id,
+  userId: row.user_id,
+  aal: row.aal,
+  amr: row.amr ?? [],
+  authTime: new Date(row.created_at),
+  organizationId: row.organization_id,
+  hostId: row.host_id,
+});
+
+/**
+ * The live session a browser token names, its use recorded as activity (one statement; written at most every
+ * TOUCH_EVERY_S). Undefined when the token is unknown, the session was revoked, is past its absolute or idle timeout,
+ * or its user is no longer active.
  */
 export async function findBrowserSession(
   em: EntityManager,
@@ -66,34 +114,12 @@ export async function findBrowserSession(
   token: string,
 ): Promise<BrowserSession | undefined> {
   const { idle_timeout_s } = settingsOf(application).session;
-  const [row] = await em.execute<
-    Array<{
-      id: string;
-      user_id: string;
-      aal: number;
-      amr: string[] | null;
-      created_at: Date | string;
-      organization_id: string | null;
-      host_id: string | null;
-    }>
-  >(
-    `update sessions s set last_active_at = now()
-       from users u
-      where s.application_id = ? and s.browser_token_hash = ? and s.revoked_at is null and s.expires_at > now()
-        and s.last_active_at > now() - make_interval(secs => ?) and u.id = s.user_id and u.status = 'active'
-      returning s.id, s.user_id, s.aal, s.amr, s.created_at, s.organization_id, s.host_id`,
+  const [row] = await em.execute<BrowserSessionRow[]>(
+    `with ${browserSessionCtes('?')}
+      select id, user_id, aal, amr, created_at, organization_id, host_id from found`,
     [application.id, sha256(token), idle_timeout_s],
   );
-  if (!row) return undefined;
-  return {
-    id: row.id,
-    userId: row.user_id,
-    aal: row.aal,
-    amr: row.amr ?? [],
-    authTime: new Date(row.created_at),
-    organizationId: row.organization_id,
-    hostId: row.host_id,
-  };
+  return row ? browserSessionOfRow(row) : undefined;
 }
 
 /** An access token for a browser session (the account page calls the API with it); no refresh token comes with it. */

@@ -28,6 +28,19 @@ export const SessionEntity = defineEntity({
     expiresAt: p.datetime(),
     revokedAt: p.datetime().nullable(),
   },
-  indexes: [{ properties: ['user', 'createdAt'] }, { properties: ['application', 'createdAt'] }],
+  indexes: [
+    { properties: ['user', 'createdAt'] },
+    // The daily statistics (sign-ins by method, active users) read these alone, never the table.
+    {
+      name: 'sessions_application_id_created_at_index',
+      expression:
+        'create index "sessions_application_id_created_at_index" on "sessions" ("application_id", "created_at") include ("user_id", "amr")',
+    },
+    {
+      name: 'sessions_application_id_last_active_at_index',
+      expression:
+        'create index "sessions_application_id_last_active_at_index" on "sessions" ("application_id", "last_active_at") include ("user_id")',
+    },
+  ],
 });
 export type Session = InferEntity<typeof SessionEntity>;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
 import { router } from '../../trpc.ts';
 import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
-import { endUserProcedure } from '../applications/callers.ts';
+import { endUserInStatementProcedure } from '../applications/callers.ts';
 import { CurrentUserSchema, UpdateMeInputSchema } from '../users/users.schema.ts';
 import { getMe, updateMe } from './me.service.ts';
 import {
@@ -15,9 +15,11 @@ import {
 import {
   getCurrentSession,
   listSessions,
+  listUserSessions,
   refreshSession,
   revokeOwnSession,
   revokeSessionsOfUser,
+  revokeUserSession,
   signOut,
   switchOrganization,
 } from './sessions.service.ts';
@@ -37,6 +39,27 @@ export const revokeUserSessionsProcedure = secretKeyProcedure('users:write')
   .output(RevokedSessionsSchema)
   .mutation(({ ctx, input }) => revokeSessionsOfUser(ctx, input.id));
 
+/** `users.sessions.*` (in the users namespace): support's view of a user's live sessions, and revoking one. */
+export const userSessionsRouter = router({
+  list: secretKeyProcedure('users:read')
+    .meta({ openapi: { method: 'GET', path: '/v1/users/{id}/sessions', tags: ['Users'], summary: "A user's live sessions" } })
+    .input(IdParamSchema)
+    .output(z.array(SessionSchema))
+    .query(({ ctx, input }) => listUserSessions(ctx, input.id)),
+  revoke: secretKeyProcedure('users:write')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/v1/users/{id}/sessions/{session_id}',
+        tags: ['Users'],
+        summary: "Revoke one of a user's sessions",
+      },
+    })
+    .input(z.strictObject({ id: z.uuid(), session_id: z.uuid() }))
+    .output(DeletedSchema)
+    .mutation(({ ctx, input }) => revokeUserSession(ctx, input.id, input.session_id)),
+});
+
 // The end-user surface's tag (owned by the sign-in module above, which declares it).
 const tags = ['End-user sign-in'];
 const none = z.strictObject({}).optional();
@@ -44,13 +67,13 @@ const none = z.strictObject({}).optional();
 /** `auth.*`: tokens, the current user and their sessions. */
 export const endUserSessionProcedures = {
   token: router({
-    refresh: endUserProcedure
+    refresh: endUserInStatementProcedure
       .meta({
         openapi: { method: 'POST', path: '/v1/auth/token/refresh', tags, summary: 'Rotate the refresh token for new tokens' },
       })
       .input(RefreshInputSchema)
       .output(TokensSchema)
-      .mutation(({ ctx, input }) => refreshSession(ctx, ctx.application, input.refresh_token)),
+      .mutation(({ ctx, input }) => refreshSession(ctx, input.refresh_token)),
   }),
   signOut: signedInProcedure
     .meta({ openapi: { method: 'POST', path: '/v1/auth/sign-out', tags, summary: 'End the current session' } })

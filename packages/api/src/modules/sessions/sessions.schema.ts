@@ -42,3 +42,14 @@ export const RevokedSessionsSchema = z.object({ user_id: z.uuid(), revoked: z.nu
 export const SessionCreatedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), aal: z.number().int() });
 /** The `data` of `session.revoked`: why (`sign_out`, `ban`, `refresh_token_reuse`, …). */
 export const SessionRevokedEventSchema = z.object({ id: z.uuid(), user_id: z.uuid(), reason: text() });
+/**
+ * The `data` of `session.stepped_up`: a second factor raised a live session to `aal` 2 (a step-up); `method` is the
+ * factor (`totp`, `backup_code`, `passkey`), `amr` the session's authentication methods now.
+ */
+export const SessionSteppedUpEventSchema = z.object({
+  id: z.uuid(),
+  user_id: z.uuid(),
+  aal: z.number().int(),
+  method: text(),
+  amr: z.array(text()),
+});

@@ -1,16 +1,20 @@
+import { createHmac } from 'node:crypto';
 import { type Context, header, type Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
+import { actAs, actingScope } from '../../lib/acting.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
+import { ApplicationSettingsSchema } from '../applications/applications.schema.ts';
 import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
-import { bearer, resolveApplication } from '../applications/callers.ts';
+import { bearer, type EndUserInStatementContext, resolveApplication } from '../applications/callers.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { allowOrigin } from '../applications/cors.ts';
 import { EVENT_COLUMNS, recordEvent } from '../events/events.service.ts';
 import { MembershipEntity } from '../organizations/membership.entity.ts';
+import type { MemberSuspendStep } from '../organizations/organizations.hooks.ts';
 import { type AccessTokenClaims, signAccessToken, verifyAccessToken } from '../signing-keys/signing-keys.service.ts';
 import type { User } from '../users/user.entity.ts';
 import type { BanStep } from '../users/users.hooks.ts';
@@ -63,6 +67,7 @@ export function sessionOpening(application: Application, account: string, option
     expiresAt: new Date(now.getTime() + settingsOf(application).session.absolute_timeout_s * 1000),
     revokedAt: null,
   };
+  const acting = actingScope();
   return {
     session,
     refreshToken,
@@ -75,7 +80,8 @@ export function sessionOpening(application: Application, account: string, option
        insert into refresh_tokens (token_hash, session_id, created_at) select ?, s.id, ? from s
      ), e as (
        insert into events (${EVENT_COLUMNS})
-       select ?, ?, 'session.created', jsonb_build_object('id', s.id, 'user_id', s.user_id, 'aal', s.aal), ? from s
+       select ?, ?, 'session.created', jsonb_build_object('id', s.id, 'user_id', s.user_id, 'aal', s.aal), ?,
+              ?, coalesce(?::text, s.user_id::text), ?, ?, null, 'session', s.id::text from s
      )`,
     params: [
       session.id,
@@ -95,6 +101,11 @@ export function sessionOpening(application: Application, account: string, option
       newId(),
       application.id,
       now,
+      // The audit columns (as `auditValues` answers them for session.created): the user who signed in acted, unless
+      // an authenticated caller did; the id null here is theirs, filled by the statement.
+      ...(acting.actor.type === 'system' ? ['user', null] : [acting.actor.type, acting.actor.id]),
+      acting.ip,
+      acting.userAgent,
     ],
   };
 }
@@ -120,7 +131,8 @@ export async function openSession(
 async function organizationRole(em: EntityManager, session: Pick<Session, 'organization' | 'user'>) {
   if (!session.organization) return null;
   const membership = await em.findOne(MembershipEntity, { organization: session.organization, user: session.user });
-  return membership?.role ?? null;
+  // A membership its directory suspended gives no organization claims.
+  return membership?.status === 'active' ? membership.role : null;
 }
 
 /** What an access token is signed from. */
@@ -172,48 +184,124 @@ async function signTokens(
 
 const invalidRefresh = () => new AppError('invalid_token', 'The refresh token is invalid, expired or already used');
 
+/** The 43 base62 characters of a 256-bit value (62^43 > 2^256), as `randomSecret` writes them. */
+function base62Of(bytes: Buffer): string {
+  const digits = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  let value = BigInt(`0x${bytes.toString('hex')}`);
+  let out = '';
+  for (let i = 0; i < 43; i++) {
+    out = digits[Number(value % 62n)] + out;
+    value /= 62n;
+  }
+  return out;
+}
+
+/**
+ * The refresh token that rotating `presented` issues: a keyed hash of it (HMAC-SHA256 with a key derived from the
+ * master key), so it is as unguessable as a random one, and presenting the same token again yields the same successor.
+ * That is what makes the grace safe: a replay is answered the very pair the first use was, never a second, independent
+ * token (CONTRACT additions: refresh-token grace).
+ */
+const successorOf = (services: Services, presented: string): string =>
+  `rt_${base62Of(createHmac('sha256', services.secretBox.deriveKey('refresh-token-successor')).update(presented).digest())}`;
+
+/**
+ * `settings.session.idle_timeout_s` of the application row `alias`, in SQL (its default where the stored settings lack
+ * it, as `settingsOf` reads them): one parameter, `DEFAULT_IDLE_TIMEOUT_S`.
+ */
+const IDLE_TIMEOUT_SQL = (alias: string) => `coalesce((${alias}.settings #>> '{session,idle_timeout_s}')::int, ?)`;
+const DEFAULT_IDLE_TIMEOUT_S = ApplicationSettingsSchema.parse({}).session.idle_timeout_s;
+
+type RotatedRow = {
+  id: string;
+  user_id: string;
+  aal: number;
+  organization_id: string | null;
+  host_id: string | null;
+  org_role: string | null;
+};
+
 /**
  * Rotates a refresh token. The session's current hash is swapped in one conditional UPDATE (judged by the database
- * clock), so of concurrent uses exactly one wins. A token that was issued for the session but is no longer its
- * current one is reuse — a stolen token or a replay — and revokes the whole session (SECURITY 3).
+ * clock), so of concurrent uses exactly one rotates. A token that was issued for the session but is no longer its
+ * current one is reuse — a stolen token or a replay — and revokes the whole session (SECURITY 3), except within the
+ * grace (`Services.refreshGraceS`): the token rotated last, presented again while its successor is still unused and
+ * the rotation is younger than the grace, answers that same successor with a fresh access token (a client whose
+ * answer was lost, or concurrent uses of one token, which all get the one rotation's pair).
  */
-export async function refreshSession(ctx: Context, application: Application, refreshToken: string): Promise<Tokens> {
+export async function refreshSession(ctx: EndUserInStatementContext, refreshToken: string): Promise<Tokens> {
   const presented = sha256(refreshToken);
-  const next = newRefreshToken();
-  const { idle_timeout_s } = settingsOf(application).session;
-  // The hot path is one statement, atomic on its own: rotate the hash, record the issued one for reuse detection, and
-  // read the organization role for the token — one round trip, no transaction to open and commit, no unit of work.
-  const [row] = await preparedQuery<{
-    id: string;
-    user_id: string;
-    aal: number;
-    organization_id: string | null;
-    host_id: string | null;
-    org_role: string | null;
-  }>(
+  const next = successorOf(ctx.services, refreshToken);
+  const nextHash = sha256(next);
+  const { id: applicationId, origin } = ctx.applicationInStatement;
+  // The hot path is one statement, atomic on its own: read the application (its origin gates the rotation), rotate the
+  // hash, record the issued one for reuse detection, and read the organization role for the token — one round trip,
+  // no transaction to open and commit, no unit of work.
+  const [row] = await preparedQuery<RotatedRow & { application: Record<string, unknown> }>(
     ctx.em,
     'refresh_session',
-    `with rotated as (
+    `with a as (select * from applications where id = ?), rotated as (
        update sessions s set refresh_token_hash = ?, last_active_at = now()
-         from users u
-        where s.application_id = ? and s.refresh_token_hash = ? and s.revoked_at is null
-          and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ?)
+         from users u, a
+        where s.application_id = a.id and s.refresh_token_hash = ? and s.revoked_at is null and ${origin.sql('a')}
+          and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ${IDLE_TIMEOUT_SQL('a')})
           and u.id = s.user_id and u.status = 'active'
         returning s.id, s.user_id, s.aal, s.organization_id, s.host_id
      ), issued as (
        insert into refresh_tokens (token_hash, session_id, created_at) select ?, id, now() from rotated
      )
-     select r.id, r.user_id, r.aal, r.organization_id, r.host_id,
-            (select m.role from organization_members m where m.organization_id = r.organization_id and m.user_id = r.user_id) as org_role
-       from rotated r`,
-    [sha256(next), application.id, presented, idle_timeout_s, sha256(next)],
+     select row_to_json(a) as application, r.id, r.user_id, r.aal, r.organization_id, r.host_id,
+            (select m.role from organization_members m where m.organization_id = r.organization_id and m.user_id = r.user_id
+                and m.status = 'active') as org_role
+       from a left join rotated r on true`,
+    [applicationId, nextHash, presented, ...origin.params, DEFAULT_IDLE_TIMEOUT_S, nextHash],
   );
-  if (!row) {
+  const application = ctx.applicationInStatement.accept(row?.application);
+  const rotated = row?.id ? row : await withinGrace(ctx, application, presented, nextHash);
+  if (!rotated) {
     await detectReuse(ctx.em, application, presented);
     throw invalidRefresh();
   }
-  const session = { id: row.id, user: row.user_id, aal: row.aal, organization: row.organization_id, hostId: row.host_id };
-  return signTokens(ctx.em, ctx.services, application, session, row.org_role, next);
+  const session = {
+    id: rotated.id,
+    user: rotated.user_id,
+    aal: rotated.aal,
+    organization: rotated.organization_id,
+    hostId: rotated.host_id,
+  };
+  return signTokens(ctx.em, ctx.services, application, session, rotated.org_role, next);
+}
+
+/**
+ * The session whose current refresh token is the successor of the presented one, when that rotation is younger than
+ * the grace and the session is still live (not revoked, not expired, not idle, its user active): a read, nothing
+ * changes. The presented token must be one this session issued (it is, if its successor is current: the check costs
+ * nothing and keeps the rule plain).
+ */
+async function withinGrace(
+  ctx: Context,
+  application: Application,
+  presented: string,
+  successorHash: string,
+): Promise<RotatedRow | undefined> {
+  const graceS = ctx.services.refreshGraceS;
+  if (graceS <= 0) return undefined;
+  const { idle_timeout_s } = settingsOf(application).session;
+  const [row] = await preparedQuery<RotatedRow>(
+    ctx.em,
+    'refresh_session_grace',
+    `select s.id, s.user_id, s.aal, s.organization_id, s.host_id,
+            (select m.role from organization_members m where m.organization_id = s.organization_id and m.user_id = s.user_id) as org_role
+       from sessions s
+       join users u on u.id = s.user_id and u.status = 'active'
+       join refresh_tokens issued on issued.token_hash = s.refresh_token_hash and issued.session_id = s.id
+       join refresh_tokens spent on spent.token_hash = ? and spent.session_id = s.id
+      where s.application_id = ? and s.refresh_token_hash = ? and s.revoked_at is null
+        and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ?)
+        and issued.created_at > now() - make_interval(secs => ?)`,
+    [presented, application.id, successorHash, idle_timeout_s, graceS],
+  );
+  return row;
 }
 
 /**
@@ -234,7 +322,12 @@ async function detectReuse(em: EntityManager, application: Application, presente
  * Revokes the live sessions matching `where` and writes their `session.revoked` events in one transaction (joining
  * the caller's, if any): a revocation is never half done. Answers how many were live.
  */
-async function revokeWhere(em: EntityManager, applicationId: string, where: { id?: string; user?: string }, reason: string) {
+async function revokeWhere(
+  em: EntityManager,
+  applicationId: string,
+  where: { id?: string; user?: string; organization?: string },
+  reason: string,
+) {
   return em.transactional(async (tx) => {
     const live = await tx.find(SessionEntity, { ...where, application: applicationId, revokedAt: null });
     if (!live.length) return 0;
@@ -277,6 +370,36 @@ export async function listSessions(ctx: SignedInContext) {
   return rows
     .filter((s) => s.id === ctx.session.id || s.lastActiveAt.getTime() > idleSince)
     .map((s) => toSessionRecord(s, ctx.session.id));
+}
+
+/**
+ * Support's view of a user's live sessions (the same rule as the user's own list), newest first; `current` is always
+ * false: no session is the caller's. 404 for a user of another application, or none.
+ */
+export async function listUserSessions(ctx: TenantContext, userId: string): Promise<SessionRecord[]> {
+  const user = await findUser(ctx, userId);
+  const { idle_timeout_s } = settingsOf(ctx.application).session;
+  const rows = await ctx.em.find(
+    SessionEntity,
+    {
+      application: ctx.application.id,
+      user: user.id,
+      revokedAt: null,
+      expiresAt: { $gt: new Date() },
+      lastActiveAt: { $gt: new Date(Date.now() - idle_timeout_s * 1000) },
+    },
+    { orderBy: { createdAt: 'desc', id: 'desc' } },
+  );
+  return rows.map((s) => toSessionRecord(s, ''));
+}
+
+/** Support signs a user out of one session (its `session.revoked` event says `revoked_by_admin`); 404 otherwise. */
+export async function revokeUserSession(ctx: TenantContext, userId: string, sessionId: string) {
+  const user = await findUser(ctx, userId);
+  const session = await ctx.em.findOne(SessionEntity, { id: sessionId, application: ctx.application.id, user: user.id });
+  if (!session || session.revokedAt) throw notFound('Session');
+  await revokeWhere(ctx.em, ctx.application.id, { id: session.id }, 'revoked_by_admin');
+  return { id: session.id, deleted: true as const };
 }
 
 const toSessionRecord = (s: Session, currentId: string): SessionRecord => ({
@@ -325,6 +448,9 @@ export async function switchOrganization(ctx: SignedInContext, organizationId: s
       application: ctx.application.id,
     });
     if (!membership) throw notFound('Organization');
+    if (membership.status !== 'active') {
+      throw new AppError('access_denied', 'Your membership of this organization is suspended by its directory');
+    }
   }
   const next = newRefreshToken();
   await ctx.em.transactional(async (em) => {
@@ -375,7 +501,12 @@ export async function authenticateSignedIn(ctx: Context): Promise<{ application:
   // of its cost. Writes on signed-in routes go through native statements or load what they change.
   const application = applicationFromRow(row.a);
   allowOrigin(ctx, application);
-  return { application, session: sessionFromRow(row.s), user: userFromRow(row.u) };
+  const user = userFromRow(row.u);
+  actAs({ type: 'user', id: user.id });
+  // The token's own level bounds the session's: a token issued before a step-up raised the session stays at its aal
+  // (the step-up answers new tokens; the earlier ones keep what they said until they expire).
+  const session = sessionFromRow(row.s);
+  return { application, session: { ...session, aal: Math.min(session.aal, claims.aal) }, user };
 }
 
 type JsonRow = Record<string, any>;
@@ -409,6 +540,11 @@ export const mergeSessions: MergeStep = async (em, { applicationId, sourceUserId
 /** A ban signs the user out everywhere, in the ban's transaction: never banned-but-still-signed-in. */
 export const revokeSessionsOnBan: BanStep = async (em, user) => {
   await revokeUserSessions(em, user.application, user.id, 'user_banned');
+};
+
+/** A membership suspended by its directory ends the sessions whose active organization it is. */
+export const revokeSessionsOnSuspend: MemberSuspendStep = async (em, { applicationId, organizationId, userId }) => {
+  await revokeWhere(em, applicationId, { user: userId, organization: organizationId }, 'membership_suspended');
 };
 
 /** A session that ended (revoked, or past its absolute expiry). */

@@ -1,5 +1,7 @@
+import { z } from 'zod';
 import { router } from '../../trpc.ts';
 import { endUserProcedure } from '../applications/callers.ts';
+import { signedInProcedure } from '../sessions/signed-in.ts';
 import { acceptConsent } from './accept-consent.service.ts';
 import {
   ConfirmMagicLinkOutputSchema,
@@ -10,11 +12,12 @@ import {
   VerifyMagicLinkInputSchema,
 } from './magic-link/magic-link.schema.ts';
 import { confirmMagicLink, pollMagicLink, startMagicLink, verifyMagicLink } from './magic-link/magic-link.service.ts';
-import { AcceptConsentInputSchema, SignInResultSchema } from './sign-in.schema.ts';
+import { AcceptConsentInputSchema, SignInResultSchema, StepUpSchema } from './sign-in.schema.ts';
+import { startStepUp } from './sign-in.service.ts';
 
 const tags = ['End-user sign-in'];
 
-/** `auth.*`: the first factor by magic link, and consent acceptance. */
+/** `auth.*`: the first factor by magic link, consent acceptance, and the step-up of a live session. */
 export const signInProcedures = {
   magicLink: router({
     start: endUserProcedure
@@ -70,5 +73,24 @@ export const signInProcedures = {
       .input(AcceptConsentInputSchema)
       .output(SignInResultSchema)
       .mutation(({ ctx, input }) => acceptConsent(ctx, input)),
+  }),
+  stepUp: router({
+    start: signedInProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/v1/auth/step-up',
+          tags,
+          summary: 'Ask for a second factor that raises this session to aal 2',
+          description:
+            'Signed in at aal 1, with a second factor: answers an `mfa_required` whose pending token (5 minutes, ' +
+            'single use) continues with the second-factor procedures of a sign-in (TOTP, backup code, passkey). Their ' +
+            '`complete` answer is this same session at aal 2, with a new refresh token. 409 `conflict` at aal 2 ' +
+            'already; 409 `no_second_factor` when the user has none.',
+        },
+      })
+      .input(z.strictObject({}).optional())
+      .output(StepUpSchema)
+      .mutation(({ ctx }) => startStepUp(ctx)),
   }),
 };

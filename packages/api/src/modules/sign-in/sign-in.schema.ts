@@ -13,6 +13,10 @@ export const HostIdSchema = z.uuid().meta({
   description: 'The host the person signs in to: host access rules decide, and the access token carries it as `host`',
 });
 
+const MfaChallengeSchema = z
+  .object({ methods: z.array(z.enum(MFA_METHODS)), pending_token: text() })
+  .meta({ id: 'MfaChallenge' });
+
 /** CONTRACT §4: a discriminated union whose variants carry only their own fields. */
 export const SignInResultSchema = z
   .discriminatedUnion('status', [
@@ -24,7 +28,7 @@ export const SignInResultSchema = z
     z.strictObject({
       status: z.literal('mfa_required'),
       pending_token: text(),
-      mfa: z.object({ methods: z.array(z.enum(MFA_METHODS)), pending_token: text() }).meta({ id: 'MfaChallenge' }),
+      mfa: MfaChallengeSchema,
     }),
     z.strictObject({ status: z.literal('complete'), tokens: TokensSchema, user: UserSchema }),
   ])
@@ -52,3 +56,18 @@ export const AccessDeniedEventSchema = z.object({
   rule_id: z.uuid().nullable().optional(),
 });
 export type AccessDeniedEvent = z.infer<typeof AccessDeniedEventSchema>;
+
+/**
+ * A step-up (`POST /v1/auth/step-up`): the `mfa_required` of a sign-in, for the caller's own session. Its pending
+ * token continues with the second-factor procedures of a sign-in, whose `complete` answer is this same session at
+ * aal 2 (same `session_id`, a new refresh token).
+ */
+export const StepUpSchema = z
+  .strictObject({
+    status: z.literal('mfa_required'),
+    pending_token: text(),
+    mfa: MfaChallengeSchema,
+    session_id: z.uuid().meta({ description: "The session the second factor raises (the caller's own)" }),
+    expires_at: z.iso.datetime().meta({ description: 'The pending token expires then (5 minutes), single use' }),
+  })
+  .meta({ id: 'StepUp' });

@@ -8,7 +8,8 @@ import { type Hooks, Registry } from '../../lib/modules.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { markTraffic, settingsOf } from '../applications/applications.service.ts';
 import { missingConsents } from '../consent/consent.service.ts';
-import { recordEvent } from '../events/events.service.ts';
+import { EVENT_COLUMNS, recordEvent } from '../events/events.service.ts';
+import type { SignedInContext } from '../sessions/contexts.ts';
 import { issueTokens, openSession, sessionOpening } from '../sessions/sessions.service.ts';
 import { type User, UserEntity } from '../users/user.entity.ts';
 import { toUserRecord, userFromRow } from '../users/users.service.ts';
@@ -34,6 +35,15 @@ export interface SignInSubject {
    * decision (the session or the pending token), so a refused sign-in leaves no trace.
    */
   used?: Statement;
+  /** A step that resumes a pending sign-in (consent, a second factor): its first factor was judged when it was presented. */
+  resumed?: boolean;
+  /** For an enterprise (SAML) first factor: the organization the connection belongs to, if any. */
+  ssoOrganizationId?: string | null;
+  /**
+   * A step-up's pending token (`startStepUp`): the live session it is bound to. Its second factor raises that session
+   * to aal 2 (`raiseSession`) instead of opening a new one.
+   */
+  stepUpSessionId?: string | null;
 }
 
 /** The second factors a sign-in can continue with. */
@@ -66,6 +76,11 @@ export type SignInDenial = Pick<AccessDeniedEvent, 'reason' | 'rule_id'>;
 /** What a sign-in attempt says beyond its user. */
 export interface SignInAttempt {
   hostId: string | null;
+  firstFactor: string;
+  /** A resumed step (consent, second factor) rather than a first factor presented now. */
+  resumed: boolean;
+  /** The organization of the SAML connection that vouched for the person (SAML first factors only). */
+  ssoOrganizationId: string | null;
 }
 
 /**
@@ -75,10 +90,64 @@ export interface SignInAttempt {
  */
 export interface SignInCheck {
   appliesTo: (attempt: SignInAttempt) => boolean;
+  /** A denial, or null; a check may also throw an `AppError` of its own (an SSO policy's 403 `sso_required`). */
   check: (em: EntityManager, application: Application, user: User, attempt: SignInAttempt) => Promise<SignInDenial | null>;
+  /**
+   * A SQL condition over the user's row `u` (no parameters) that holds when the check has nothing to say about this
+   * user for any first factor: a check that declares one keeps a returning person's sign-in one statement (it opens
+   * a session only when the condition holds, and runs the check otherwise).
+   */
+  clearSql?: string;
 }
 
 export const signInChecks = new Registry<SignInCheck>('sign-in check');
+
+/**
+ * What happens when a sign-in completes (a session is opened), after its commit: a verified domain's automatic
+ * join. `run` must not throw for a reason of its own (the person is signed in by then); `dueSql` is a SQL condition
+ * over the user's row `u` (no parameters) that holds when `run` has something to do, so a returning person's
+ * one-statement sign-in asks nothing more of the others.
+ */
+export interface SignInCompletion {
+  dueSql: string;
+  run: (em: EntityManager, hooks: Hooks, application: Application, user: User) => Promise<void>;
+}
+
+export const signInCompletions = new Registry<SignInCompletion>('sign-in completion');
+
+/** The organization that verified an address's domain, and whether it requires its SSO. */
+export interface DomainOwner {
+  organizationId: string;
+  ssoRequired: boolean;
+}
+
+/**
+ * Which organization verified an email address's domain (filled by the module of organization domains; none without
+ * it). The magic link refuses an address whose organization requires SSO at once, `sso/start` sends it to that
+ * organization's SAML connection, and an organization's own connection vouches for the addresses of its domains.
+ */
+export type DomainOwnerSource = (em: EntityManager, applicationId: string, email: string) => Promise<DomainOwner | null>;
+
+export const domainOwners = new Registry<DomainOwnerSource>('domain owner', { single: true });
+
+export async function domainOwnerOf(hooks: Hooks, em: EntityManager, applicationId: string, email: string) {
+  const [source] = hooks.get(domainOwners);
+  return source ? source(em, applicationId, email) : null;
+}
+
+/** The organization whose SSO an address must sign in through (`sso_policy: required`), else null. */
+export async function ssoRequiredFor(hooks: Hooks, em: EntityManager, applicationId: string, email: string) {
+  const owner = await domainOwnerOf(hooks, em, applicationId, email);
+  return owner?.ssoRequired ? owner.organizationId : null;
+}
+
+/** 403 `sso_required` (CONTRACT §1): `details.organization_id` names the organization whose SSO is the way in. */
+export const ssoRequired = (organizationId: string) =>
+  new AppError(
+    'sso_required',
+    'This email address signs in through its organization\u2019s single sign-on: start with POST /v1/auth/sso/start',
+    { organization_id: organizationId },
+  );
 
 /** A refused sign-in: its transaction rolls back (nothing is consumed or created), then its event is written. */
 class SignInDenied extends AppError {
@@ -143,6 +212,7 @@ async function pending(em: EntityManager, application: Application, subject: Sig
     aal: subject.aal,
     firstFactor: subject.firstFactor,
     hostId: subject.hostId ?? null,
+    session: null,
     failedAttempts: 0,
     expiresAt: new Date(Date.now() + PENDING_TOKEN_TTL_MS),
     consumedAt: null,
@@ -162,7 +232,12 @@ async function decide(hooks: Hooks, em: EntityManager, application: Application,
   if (user.status !== 'active') {
     throw new SignInDenied('Sign-in is not allowed for this account', { ...denied, reason: `user_${user.status}` });
   }
-  const attempt = { hostId };
+  const attempt: SignInAttempt = {
+    hostId,
+    firstFactor: subject.firstFactor,
+    resumed: subject.resumed === true,
+    ssoOrganizationId: subject.ssoOrganizationId ?? null,
+  };
   for (const { appliesTo, check } of hooks.get(signInChecks)) {
     if (!appliesTo(attempt)) continue;
     const denial = await check(em, application, user, attempt);
@@ -208,6 +283,8 @@ export async function completeSignIn(
   step: ((em: EntityManager) => Promise<SignInSubject>) | SignInSubject,
 ): Promise<SignInResult> {
   const open = async (em: EntityManager, subject: SignInSubject) => {
+    if (subject.stepUpSessionId)
+      return { raised: true, ...(await raiseSession(em, application, subject, subject.stepUpSessionId)) };
     const decision = await decide(ctx.services.hooks, em, application, subject);
     await em.flush();
     if ('result' in decision) {
@@ -230,6 +307,10 @@ export async function completeSignIn(
     throw error;
   });
   if ('result' in opened) return opened.result;
+  // A step-up raised a session the person was signed in with already: no sign-in completes (nothing to join).
+  if (!('raised' in opened))
+    for (const { run } of ctx.services.hooks.get(signInCompletions))
+      await run(ctx.em, ctx.services.hooks, application, opened.user);
   const tokens = await issueTokens(ctx.em, ctx.services, application, opened.session, opened.refreshToken);
   return { status: 'complete', tokens, user: toUserRecord(opened.user) };
 }
@@ -253,14 +334,29 @@ export interface ReturningSignIn {
   used: Statement;
   firstFactor: string;
   hostId: string | null;
+  /**
+   * False: when the one statement opens nothing (or cannot run), answer null instead of deciding with the subject
+   * found, so that the caller takes its own transactional path (a magic link, whose consumption must roll back with a
+   * refused sign-in, and whose `who` locks it).
+   */
+  fallback?: boolean;
+  /**
+   * A person `who` finds with no user yet (`who.user_id` null) signs up in the same statement: `row` is a CTE body over
+   * `who` answering the new `users` row (every column, in the table's order), `event` a `select` of `EVENT_COLUMNS`
+   * over `created` (that row once inserted) answering its `user.created` event. Both are written only when the
+   * statement opens the session. Concurrent first sign-ins of one person collide on the users' unique key: the loser's
+   * statement fails whole (a unique violation, nothing written), and the caller's retry finds the user.
+   */
+  signUp?: { row: Statement; event: Statement };
 }
 
 /**
  * `completeSignIn` for a returning person a first factor has found (nothing of theirs to write before the decision),
  * in one statement when nothing before the session can refuse or ask (no check applies to the attempt, no consent
  * documents, the application's first traffic marked): the user and their second factors read, and when the user is
- * active with no second factor, the session opened and the factor's use recorded. Otherwise (or when that statement
- * opened nothing) the decision runs as for every first factor. Null when `who` finds nobody.
+ * active with no second factor, the session opened and the factor's use recorded — with `signUp`, a person `who` finds
+ * without a user is created there too. Otherwise (or when that statement opened nothing) the decision runs as for
+ * every first factor. Null when `who` finds nobody.
  */
 export async function completeReturningSignIn(
   ctx: Context,
@@ -269,12 +365,21 @@ export async function completeReturningSignIn(
 ): Promise<SignInResult | null> {
   const { name, who, used, firstFactor, hostId } = returning;
   const settings = settingsOf(application);
+  const hooks = ctx.services.hooks;
+  const attempt: SignInAttempt = { hostId, firstFactor, resumed: false, ssoOrganizationId: null };
+  const applying = hooks.get(signInChecks).filter(({ appliesTo }) => appliesTo(attempt));
+  const completions = hooks.get(signInCompletions);
   const direct =
     application.firstTrafficAt !== null &&
     !settings.consent_documents.length &&
-    !ctx.services.hooks.get(signInChecks).some(({ appliesTo }) => appliesTo({ hostId }));
-  const found = `who as (${who.sql}),
-     u as (select u.*, ${secondFactorsSql(ctx.services.hooks, 'u.id')} as second_factors from users u join who on u.id = who.user_id)`;
+    applying.every(({ clearSql }) => clearSql !== undefined);
+  // The checks that apply have nothing to say about this user (else the statement opens nothing and they run).
+  const clear = applying.map(({ clearSql }) => ` and (${clearSql})`).join('');
+  const due = completions.map(({ dueSql }, i) => `, (select ${dueSql} from u) as due${i}`).join('');
+  const found = (signUp?: ReturningSignIn['signUp']) => `who as (${who.sql}),${signUp ? ` fresh as (${signUp.row.sql}),` : ''}
+     u as (select u.*, ${secondFactorsSql(ctx.services.hooks, 'u.id')} as second_factors from users u join who on u.id = who.user_id${
+       signUp ? ` union all select f.*, '{}'::text[] from fresh f` : ''
+     })`;
   // The statement opens a session only for a user with no second factor (`ok`), at aal 1.
   const options = {
     aal: 1,
@@ -285,26 +390,39 @@ export async function completeReturningSignIn(
     hostId,
   };
   const opening = direct ? sessionOpening(application, 'ok', options) : null;
-  const [row] = await preparedQuery<{ u: Record<string, any>; opened: boolean }>(
+  if (!opening && returning.fallback === false) return null;
+  // A new person signs up only in the statement that opens their session (a user is created with its session).
+  const signUp = opening ? returning.signUp : undefined;
+  const [row] = await preparedQuery<{ u: Record<string, any>; opened: boolean } & Record<string, unknown>>(
     ctx.em,
-    `${name}_${opening ? 'sign_in' : 'read'}`,
+    `${name}_${opening ? (signUp ? 'sign_in_or_up' : 'sign_in') : 'read'}`,
     opening
-      ? `with ${found},
-           ok as (select id from u where status = 'active' and cardinality(second_factors) = 0),
-           ${opening.ctes},
+      ? `with ${found(signUp)},
+           ok as (select id from u where status = 'active' and cardinality(second_factors) = 0${clear}),
+           ${opening.ctes},${
+             signUp
+               ? `
+           created as (insert into users select f.* from fresh f join ok on ok.id = f.id returning *),
+           user_created as (insert into events (${EVENT_COLUMNS}) ${signUp.event.sql}),`
+               : ''
+           }
            signed as (select who.* from who where exists (select 1 from s)),
            used as (${used.sql})
-         select row_to_json(u) as u, exists (select 1 from s) as opened from u`
-      : `with ${found} select row_to_json(u) as u, false as opened from u`,
-    opening ? [...who.params, ...opening.params, ...used.params] : who.params,
+         select row_to_json(u) as u, exists (select 1 from s) as opened${due} from u`
+      : `with ${found()} select row_to_json(u) as u, false as opened from u`,
+    opening
+      ? [...who.params, ...(signUp?.row.params ?? []), ...opening.params, ...(signUp?.event.params ?? []), ...used.params]
+      : who.params,
   );
   if (!row) return null;
   const user = userFromRow(row.u);
   if (opening && row.opened) {
     const session = { ...opening.session, user: user.id };
+    for (const [i, { run }] of completions.entries()) if (row[`due${i}`] === true) await run(ctx.em, hooks, application, user);
     const tokens = await issueTokens(ctx.em, ctx.services, application, session, opening.refreshToken);
     return { status: 'complete', tokens, user: toUserRecord(user) };
   }
+  if (returning.fallback === false) return null;
   return completeSignIn(ctx, application, {
     user,
     aal: 1,
@@ -345,21 +463,35 @@ export async function consumePendingToken(
   const [column, value] = pendingColumn(ref);
   const passed = gates.map((_, i) => `exists (select 1 from gate${i})`).join(' and ') || 'true';
   const [row] = await em.execute<
-    Array<{ passed: boolean; aal: number | null; first_factor: string | null; host_id: string | null; u: object | null }>
+    Array<{
+      passed: boolean;
+      aal: number | null;
+      first_factor: string | null;
+      host_id: string | null;
+      session_id: string | null;
+      u: object | null;
+    }>
   >(
     `with ${gates.map((gate, i) => `gate${i} as (${gate.sql}), `).join('')}consumed as (
        update pending_tokens set consumed_at = now()
         where ${column} = ? and application_id = ? and stage = ? and consumed_at is null and expires_at > now() and ${passed}
-        returning user_id, aal, first_factor, host_id
+        returning user_id, aal, first_factor, host_id, session_id
      )
-     select ${passed} as passed, c.aal, c.first_factor, c.host_id, row_to_json(u) as u
+     select ${passed} as passed, c.aal, c.first_factor, c.host_id, c.session_id, row_to_json(u) as u
        from (select 1) as one left join consumed c on true left join users u on u.id = c.user_id`,
     [...gates.flatMap((gate) => gate.params), value, application.id, stage],
   );
   if (!row?.passed) throw assertionFailed();
   // A consumed token has its user and first factor (not null columns); the join leaves them null for none.
   if (!row.u || row.first_factor === null) throw invalidPendingToken();
-  return { user: userFromRow(row.u), aal: row.aal === 2 ? 2 : 1, firstFactor: row.first_factor, hostId: row.host_id };
+  return {
+    user: userFromRow(row.u),
+    aal: row.aal === 2 ? 2 : 1,
+    firstFactor: row.first_factor,
+    hostId: row.host_id,
+    resumed: true,
+    stepUpSessionId: row.session_id,
+  };
 }
 
 /**
@@ -417,3 +549,117 @@ export async function peekPendingToken(
 }
 
 export const purgePendingTokens: PurgeStep = (em) => deleteInBatches(em, 'pending_tokens', SPENT_ONE_TIME_ROWS);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Step-up: a second factor for a live session
+
+/** A step-up is asked for and answered within this (a sign-in's pending token lives 10 minutes). */
+const STEP_UP_TTL_MS = 5 * 60_000;
+
+/** 409 `no_second_factor`: a step-up needs a second factor the user has (contract additions). */
+const noSecondFactor = () =>
+  new AppError('no_second_factor', 'This account has no second factor to verify: enroll one first (it then counts at once)');
+
+/**
+ * `POST /v1/auth/step-up`: opens an `mfa` pending token bound to the caller's own session (stored hashed, 5 minutes,
+ * single use), for a user who has a second factor and a session still at aal 1. Its second factor (TOTP, a backup
+ * code, a passkey: the procedures of a sign-in's second factor) then raises this session to aal 2 and rotates its
+ * refresh token (`raiseSession`), instead of opening a new session. A new step-up spends the session's earlier ones:
+ * one is live at a time. 409 `conflict` at aal 2 already, 409 `no_second_factor` without a second factor.
+ */
+export async function startStepUp(ctx: SignedInContext) {
+  const { application, session, user } = ctx;
+  if (session.aal >= 2) throw new AppError('conflict', 'This session is at aal 2 already: nothing to step up');
+  const methods = await secondFactorMethods(ctx.services.hooks, ctx.em, user);
+  if (!methods.length) throw noSecondFactor();
+  const token = randomSecret('pt_');
+  const expiresAt = new Date(Date.now() + STEP_UP_TTL_MS);
+  await ctx.em.transactional(async (em) => {
+    await em.execute(
+      "update pending_tokens set consumed_at = now() where session_id = ? and stage = 'mfa' and consumed_at is null",
+      [session.id],
+    );
+    em.create(PendingTokenEntity, {
+      id: newId(),
+      application: application.id,
+      user: user.id,
+      tokenHash: sha256(token),
+      stage: 'mfa',
+      aal: 1,
+      firstFactor: 'step_up',
+      hostId: null,
+      session: session.id,
+      failedAttempts: 0,
+      expiresAt,
+      consumedAt: null,
+    });
+    await em.flush();
+  });
+  return {
+    status: 'mfa_required' as const,
+    pending_token: token,
+    mfa: { methods, pending_token: token },
+    session_id: session.id,
+    expires_at: expiresAt.toISOString(),
+  };
+}
+
+/**
+ * A step-up's second factor, inside the transaction that consumed its pending token with the factor's one-time
+ * secret: the bound session goes to aal 2 (its `amr` gains the factor and `mfa`, after the methods it had) and gets a new refresh token (the
+ * previous one is spent: presenting it later is reuse), with its `session.stepped_up` event — one conditional UPDATE,
+ * so of concurrent verifications one raises. The session must still be live (not revoked, not expired, not idle) and
+ * at aal 1, its user active: else nothing is raised (401 `invalid_pending_token`, or 403 `access_denied` for a user
+ * who is not active) and the transaction rolls back.
+ */
+async function raiseSession(em: EntityManager, application: Application, subject: SignInSubject, sessionId: string) {
+  const user = subject.user;
+  if (user.status !== 'active') {
+    throw new SignInDenied('Sign-in is not allowed for this account', {
+      user_id: user.id,
+      host_id: subject.hostId ?? null,
+      first_factor: subject.firstFactor,
+      reason: `user_${user.status}`,
+    });
+  }
+  const method = subject.secondFactor ?? 'totp';
+  const refreshToken = randomSecret('rt_');
+  const { idle_timeout_s } = settingsOf(application).session;
+  const added = amrOf('', method);
+  const [row] = await em.execute<
+    Array<{ id: string; user_id: string; aal: number; organization_id: string | null; host_id: string | null; amr: string[] }>
+  >(
+    `with raised as (
+       update sessions s
+          set aal = 2, refresh_token_hash = ?, last_active_at = now(),
+              amr = (select coalesce(jsonb_agg(x.m order by x.i), '[]'::jsonb)
+                       from (select t.m, min(t.i) as i
+                               from jsonb_array_elements_text(coalesce(s.amr, '[]'::jsonb) || ?::jsonb)
+                                    with ordinality as t(m, i)
+                              group by t.m) x)
+         from users u
+        where s.id = ? and s.application_id = ? and s.user_id = ? and s.aal < 2 and s.revoked_at is null
+          and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ?)
+          and u.id = s.user_id and u.status = 'active'
+        returning s.id, s.user_id, s.aal, s.organization_id, s.host_id, s.amr
+     ), issued as (
+       insert into refresh_tokens (token_hash, session_id, created_at) select ?, id, now() from raised
+     )
+     select * from raised`,
+    [sha256(refreshToken), JSON.stringify(added), sessionId, application.id, user.id, idle_timeout_s, sha256(refreshToken)],
+  );
+  if (!row) throw invalidPendingToken();
+  recordEvent(em, application.id, 'session.stepped_up', {
+    id: row.id,
+    user_id: row.user_id,
+    aal: row.aal,
+    method,
+    amr: row.amr,
+  });
+  await em.flush();
+  return {
+    user,
+    session: { id: row.id, user: row.user_id, aal: row.aal, organization: row.organization_id, hostId: row.host_id },
+    refreshToken,
+  };
+}

@@ -58,6 +58,30 @@ export const CATALOG: CatalogEntry[] = [
         '<p>If you did not ask for it, ignore this email: nobody can sign in without the link.</p>',
     ),
   },
+  {
+    key: 'organization_invitation',
+    label: 'Organization invitation',
+    description: 'Sent when someone is invited to an organization (and again when the invitation is resent).',
+    channel: 'email',
+    has_subject: true,
+    delivered: true,
+    variables: [
+      ...common,
+      { name: 'organization_name', description: 'The name of the organization', example: 'Acme Inc.' },
+      {
+        name: 'link',
+        description: 'The invitation link (single use; opening it accepts nothing)',
+        example: 'https://auth.example.com/a/…/invitations/inv_…',
+      },
+      { name: 'expires_at', description: 'When the link expires (ISO 8601, UTC)', example: '2026-12-05T05:14:30.000Z' },
+    ],
+    subject: 'You are invited to join {{organization_name}} on {{app_name}}',
+    body: layout(
+      '<p>Hello,</p><p>You are invited to join <strong>{{organization_name}}</strong> on {{app_name}}.</p>' +
+        '<p><a href="{{link}}">Accept the invitation</a></p>' +
+        '<p>The link works once and expires at {{expires_at}}. If you did not expect it, ignore this email.</p>',
+    ),
+  },
   notice(
     'passkey_added',
     'Passkey added',

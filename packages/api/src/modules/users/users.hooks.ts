@@ -25,3 +25,17 @@ export const deleteSteps = new Registry<DeleteStep>('delete step');
 export async function runDeleteSteps(hooks: Hooks, em: EntityManager, user: User): Promise<void> {
   for (const step of hooks.get(deleteSteps)) await step(em, user);
 }
+
+/**
+ * Who may sign up while the application's `settings.sign_up` is `closed` (invitations: an address with a pending
+ * invitation). An allowance answers for one normalized address; any allowance that says yes lets it sign up by a
+ * first factor that proves that address (a magic link).
+ */
+export type SignUpAllowance = (em: EntityManager, applicationId: string, emailNormalized: string) => Promise<boolean>;
+
+export const signUpAllowances = new Registry<SignUpAllowance>('sign-up allowance');
+
+export async function signUpAllowed(hooks: Hooks, em: EntityManager, applicationId: string, emailNormalized: string) {
+  for (const allowance of hooks.get(signUpAllowances)) if (await allowance(em, applicationId, emailNormalized)) return true;
+  return false;
+}

@@ -1,5 +1,5 @@
 import { DeletedSchema, IdParamSchema } from '../../lib/schemas.ts';
-import { secretKeyProcedure } from '../api-keys/api-keys.service.ts';
+import { secretKeyInStatementProcedure, secretKeyProcedure } from '../api-keys/api-keys.service.ts';
 import {
   CreateUserInputSchema,
   ListUsersInputSchema,
@@ -28,7 +28,7 @@ export const userProcedures = {
     .input(ListUsersInputSchema)
     .output(UserPageSchema)
     .query(({ ctx, input }) => listUsers(ctx, input)),
-  get: secretKeyProcedure('users:read')
+  get: secretKeyInStatementProcedure('users:read')
     .meta({ openapi: { method: 'GET', path: '/v1/users/{id}', tags, summary: 'Get a user' } })
     .input(IdParamSchema)
     .output(UserSchema)

@@ -1,9 +1,10 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { EntityManager } from '../../db/orm.ts';
+import { type EntityManager, onlyRow, positional, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { escapeLike, type PageQuery } from '../../lib/pagination.ts';
 import { iso } from '../../lib/time.ts';
+import { type PresentedKeyRow, type SecretKeyInStatementContext, secretKeyInStatement } from '../api-keys/api-keys.service.ts';
 import { markTraffic } from '../applications/applications.service.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { recordEvent } from '../events/events.service.ts';
@@ -117,8 +118,39 @@ export async function listUsers(ctx: TenantContext, input: PageQuery & { search?
   return { users: rows.map(toUserRecord), total, limit: input.limit, offset: input.offset };
 }
 
-export async function getUser(ctx: TenantContext, id: string) {
-  return toUserRecord(await findUser(ctx, id));
+/**
+ * `GET /v1/users/{id}` checks the secret key inside its statement ($1 the presented application, $2 the key's hash, $3
+ * the scopes granting `users:read`): the key's row and the user ($4, of that application) in one round trip, the user
+ * read only for a live key with the scope. The key's row is judged (`accept`) before the user is looked at.
+ */
+const KEY = secretKeyInStatement('$1', '$2', '$3');
+const KEYED_USER = positional(
+  `with ${KEY.cte}
+  select presented_key.*,
+         (select row_to_json(u) from users u where u.id = $4::uuid and u.application_id = $1 and ${KEY.valid}) as user_row
+    from (select 1) as one left join presented_key on true`,
+);
+
+export async function getUser(ctx: SecretKeyInStatementContext, id: string) {
+  const key = ctx.keyInStatement;
+  if (key.notAKey) {
+    // Another credential than a secret key (a console operator's token) is settled by its own query first.
+    const { application } = await key.authenticate();
+    const user = await ctx.em.findOne(UserEntity, { id, application: application.id });
+    if (!user) throw notFound('User');
+    return toUserRecord(user);
+  }
+  const row = onlyRow(
+    await preparedQuery<({ id: null } | PresentedKeyRow) & { user_row: Record<string, unknown> | null }>(
+      ctx.em,
+      'users_keyed_get',
+      KEYED_USER.sql,
+      KEYED_USER.params([key.applicationId, key.hash, key.scopes, id]),
+    ),
+  );
+  await key.accept(row.id === null ? undefined : row);
+  if (!row.user_row) throw notFound('User');
+  return toUserRecord(userFromRow(row.user_row));
 }
 
 export async function updateUser(

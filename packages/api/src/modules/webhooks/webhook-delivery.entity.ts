@@ -25,6 +25,12 @@ export const WebhookDeliveryEntity = defineEntity({
   uniques: [{ properties: ['event', 'endpoint'] }],
   indexes: [
     { properties: ['endpoint', 'createdAt', 'id'] },
+    // The daily statistics count an application's deliveries by day and status from this alone.
+    {
+      name: 'webhook_deliveries_application_id_created_at_index',
+      expression:
+        'create index "webhook_deliveries_application_id_created_at_index" on "webhook_deliveries" ("application_id", "created_at") include ("status")',
+    },
     {
       name: 'webhook_deliveries_pending_next_attempt_index',
       expression: `create index "webhook_deliveries_pending_next_attempt_index" on "webhook_deliveries" ("next_attempt_at") where "status" = 'pending'`,

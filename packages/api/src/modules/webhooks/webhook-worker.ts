@@ -118,7 +118,10 @@ export class WebhookWorker {
       pollMs: POLL_MS,
       nudgeMs: NUDGE_MS,
       runBatch: () => this.#runBatch(),
-      onError: (error) => this.services.log.warn({ err: { type: errorName(error) } }, 'webhook delivery poll failed'),
+      onError: (error) => {
+        if (!this.services.outage.absorb(error))
+          this.services.log.warn({ err: { type: errorName(error) } }, 'webhook delivery poll failed');
+      },
     });
   }
 

@@ -7,7 +7,6 @@ import type { PageQuery } from '../../lib/pagination.ts';
 import { checkOutboundUrl } from '../../lib/ssrf.ts';
 import { iso } from '../../lib/time.ts';
 import type { TenantContext } from '../applications/contexts.ts';
-import { EventEntity } from '../events/event.entity.ts';
 import { recordEvent } from '../events/events.service.ts';
 import { type WebhookDelivery, WebhookDeliveryEntity } from './webhook-delivery.entity.ts';
 import { type WebhookEndpoint, WebhookEndpointEntity } from './webhook-endpoint.entity.ts';
@@ -178,12 +177,9 @@ export async function rotateWebhookSecret(ctx: TenantContext, id: string) {
 /** A `webhook.test` event, delivered to this endpoint only (the fan-out trigger skips this kind). */
 export async function testWebhook(ctx: TenantContext, id: string) {
   const endpoint = await findEndpoint(ctx, id);
-  const eventId = newId();
-  ctx.em.create(EventEntity, {
-    id: eventId,
-    application: endpoint.application,
-    type: 'webhook.test',
-    data: { endpoint_id: endpoint.id, message: 'A test event sent from Gatehouse' },
+  const eventId = recordEvent(ctx.em, endpoint.application, 'webhook.test', {
+    endpoint_id: endpoint.id,
+    message: 'A test event sent from Gatehouse',
   });
   const delivery = ctx.em.create(WebhookDeliveryEntity, {
     id: newId(),

@@ -1,0 +1,138 @@
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
+import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router';
+import { useState } from 'react';
+import { Button, Form, Input, Label, SearchField, Text, TextField } from 'react-aria-components';
+import { app } from '../api.ts';
+import { EmptyState } from '../components/empty-state.tsx';
+import { ErrorNotice } from '../components/error-notice.tsx';
+import { PAGE_SIZE } from '../search.ts';
+
+/** The application's organizations, newest first: a search by name or slug and server paging in the URL; create one. */
+export function OrganizationsPage() {
+  const { appId } = useParams({ from: '/apps/$appId/organizations/' });
+  const { q, offset = 0 } = useSearch({ from: '/apps/$appId/organizations/' });
+  const navigate = useNavigate({ from: '/apps/$appId/organizations/' });
+  const trpc = app.useTRPC();
+  const organizations = useQuery({
+    ...trpc.organizations.list.queryOptions({ search: q, limit: PAGE_SIZE, offset }),
+    placeholderData: keepPreviousData,
+  });
+  const page = organizations.data;
+  const last = page ? Math.min(page.offset + page.organizations.length, page.total) : 0;
+
+  return (
+    <section>
+      <h1>Organizations</h1>
+      <SearchField
+        className="field search"
+        defaultValue={q ?? ''}
+        onChange={(value) => void navigate({ search: { q: value || undefined, offset: undefined }, replace: true })}
+      >
+        <Label>Search by name or slug</Label>
+        <Input />
+      </SearchField>
+      <ErrorNotice error={organizations.error} title="The organizations could not be listed" />
+      {organizations.isPending && <p role="status">Loading the organizations…</p>}
+      {page && page.total === 0 && !q && (
+        <EmptyState
+          title="No organization yet"
+          cli={'npx gatehouse orgs create "Acme Inc."'}
+          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations" \\
+  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
+  -d '{"name": "Acme Inc."}'`}
+        />
+      )}
+      {page && page.total === 0 && q && <p role="status">No organization matches “{q}”.</p>}
+      {page && page.organizations.length > 0 && (
+        <>
+          <table className="table" aria-busy={organizations.isFetching}>
+            <caption className="visually-hidden">Organizations</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Slug</th>
+                <th scope="col">Members</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.organizations.map((org) => (
+                <tr key={org.id}>
+                  <td>
+                    <Link to="/apps/$appId/organizations/$orgId" params={{ appId, orgId: org.id }}>
+                      {org.name}
+                    </Link>
+                  </td>
+                  <td>
+                    <code>{org.slug}</code>
+                  </td>
+                  <td>{org.member_count}</td>
+                  <td>{new Date(org.created_at).toLocaleString()}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <nav className="pager" aria-label="Pages of organizations">
+            <p role="status">
+              {page.offset + 1}–{last} of {page.total}
+            </p>
+            <Link
+              from="/apps/$appId/organizations/"
+              search={(prev) => ({ ...prev, offset: Math.max(0, offset - PAGE_SIZE) || undefined })}
+              disabled={offset === 0}
+              className="button small"
+            >
+              Previous page
+            </Link>
+            <Link
+              from="/apps/$appId/organizations/"
+              search={(prev) => ({ ...prev, offset: offset + PAGE_SIZE })}
+              disabled={last >= page.total}
+              className="button small"
+            >
+              Next page
+            </Link>
+          </nav>
+        </>
+      )}
+      <CreateOrganization appId={appId} />
+    </section>
+  );
+}
+
+function CreateOrganization({ appId }: { appId: string }) {
+  const trpc = app.useTRPC();
+  const navigate = useNavigate();
+  const [name, setName] = useState('');
+  const [slug, setSlug] = useState('');
+  const create = useMutation(
+    trpc.organizations.create.mutationOptions({
+      onSuccess: (org) => navigate({ to: '/apps/$appId/organizations/$orgId', params: { appId, orgId: org.id } }),
+    }),
+  );
+  return (
+    <section className="panel" aria-labelledby="create-organization">
+      <h2 id="create-organization">Create an organization</h2>
+      <Form
+        onSubmit={(event) => {
+          event.preventDefault();
+          create.mutate({ name, ...(slug ? { slug } : {}) });
+        }}
+      >
+        <TextField className="field" isRequired value={name} onChange={setName} maxLength={200}>
+          <Label>Name</Label>
+          <Input />
+        </TextField>
+        <TextField className="field" value={slug} onChange={setSlug} maxLength={100}>
+          <Label>Slug (optional)</Label>
+          <Input placeholder="acme-inc" />
+          <Text slot="description">Lower-case letters, digits and hyphens; made from the name when left empty.</Text>
+        </TextField>
+        <Button type="submit" className="button primary" isDisabled={create.isPending}>
+          {create.isPending ? 'Creating…' : 'Create the organization'}
+        </Button>
+      </Form>
+      <ErrorNotice error={create.error} title="The organization was not created" />
+    </section>
+  );
+}

@@ -1,0 +1,174 @@
+import { createRootRoute, createRoute, createRouter, lazyRouteComponent, Outlet, redirect } from '@tanstack/react-router';
+import { ApplicationLayout } from './components/application-layout.tsx';
+import { NotFound, Shell } from './components/shell.tsx';
+import {
+  type DashboardRange,
+  dashboardRange,
+  type EventsSearch,
+  flag,
+  isoTime,
+  offset,
+  oneOf,
+  text,
+  USER_TABS,
+  type UserTab,
+  uuid,
+  type WebhooksSearch,
+} from './search.ts';
+
+/**
+ * The console's pages, code-based routes under /console. Each page is its own chunk, loaded when it is first opened
+ * (or hovered: preload on intent); the shell, the session and the tRPC client are the initial chunk.
+ */
+const rootRoute = createRootRoute({ component: Shell, notFoundComponent: NotFound });
+
+const indexRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/',
+  beforeLoad: () => {
+    throw redirect({ to: '/apps' });
+  },
+});
+
+const applicationsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'apps',
+  validateSearch: (search: Record<string, unknown>): { q?: string } => ({ q: text(search.q) }),
+  component: lazyRouteComponent(() => import('./pages/applications.tsx'), 'ApplicationsPage'),
+});
+
+const applicationRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'apps/$appId',
+  component: ApplicationLayout,
+});
+
+const applicationIndexRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: '/',
+  beforeLoad: ({ params }) => {
+    throw redirect({ to: '/apps/$appId/dashboard', params });
+  },
+});
+
+const dashboardRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'dashboard',
+  validateSearch: (search: Record<string, unknown>): { days?: DashboardRange } => ({ days: dashboardRange(search.days) }),
+  component: lazyRouteComponent(() => import('./pages/dashboard.tsx'), 'DashboardPage'),
+});
+
+const eventsRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'events',
+  validateSearch: (search: Record<string, unknown>): EventsSearch => ({
+    action: text(search.action),
+    actor: text(search.actor),
+    since: isoTime(search.since),
+    until: isoTime(search.until),
+    offset: offset(search.offset),
+    live: flag(search.live),
+  }),
+  component: lazyRouteComponent(() => import('./pages/events.tsx'), 'EventsPage'),
+});
+
+const webhooksRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'webhooks',
+  validateSearch: (search: Record<string, unknown>): WebhooksSearch => {
+    const endpoint = uuid(search.endpoint);
+    // A delivery and a page belong to an endpoint: without one they mean nothing.
+    return endpoint
+      ? { endpoint, delivery: uuid(search.delivery), offset: offset(search.offset) }
+      : { endpoint: undefined, delivery: undefined, offset: undefined };
+  },
+  component: lazyRouteComponent(() => import('./pages/webhooks.tsx'), 'WebhooksPage'),
+});
+
+const settingsRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'settings',
+  component: lazyRouteComponent(() => import('./pages/settings.tsx'), 'SettingsPage'),
+});
+
+const apiKeysRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'api-keys',
+  component: lazyRouteComponent(() => import('./pages/api-keys.tsx'), 'ApiKeysPage'),
+});
+
+const usersRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'users',
+  component: Outlet,
+});
+
+const usersIndexRoute = createRoute({
+  getParentRoute: () => usersRoute,
+  path: '/',
+  validateSearch: (search: Record<string, unknown>): { q?: string; offset?: number } => ({
+    q: text(search.q),
+    offset: offset(search.offset),
+  }),
+  component: lazyRouteComponent(() => import('./pages/users.tsx'), 'UsersPage'),
+});
+
+const userRoute = createRoute({
+  getParentRoute: () => usersRoute,
+  path: '$userId',
+  validateSearch: (search: Record<string, unknown>): { tab?: UserTab } => ({
+    tab: oneOf(USER_TABS)(search.tab),
+  }),
+  component: lazyRouteComponent(() => import('./pages/user.tsx'), 'UserPage'),
+});
+
+const organizationsRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'organizations',
+  component: Outlet,
+});
+
+const organizationsIndexRoute = createRoute({
+  getParentRoute: () => organizationsRoute,
+  path: '/',
+  validateSearch: (search: Record<string, unknown>): { q?: string; offset?: number } => ({
+    q: text(search.q),
+    offset: offset(search.offset),
+  }),
+  component: lazyRouteComponent(() => import('./pages/organizations.tsx'), 'OrganizationsPage'),
+});
+
+const organizationRoute = createRoute({
+  getParentRoute: () => organizationsRoute,
+  path: '$orgId',
+  validateSearch: (search: Record<string, unknown>): { offset?: number } => ({ offset: offset(search.offset) }),
+  component: lazyRouteComponent(() => import('./pages/organization.tsx'), 'OrganizationPage'),
+});
+
+const routeTree = rootRoute.addChildren([
+  indexRoute,
+  applicationsRoute,
+  applicationRoute.addChildren([
+    applicationIndexRoute,
+    dashboardRoute,
+    eventsRoute,
+    webhooksRoute,
+    settingsRoute,
+    apiKeysRoute,
+    usersRoute.addChildren([usersIndexRoute, userRoute]),
+    organizationsRoute.addChildren([organizationsIndexRoute, organizationRoute]),
+  ]),
+]);
+
+export const router = createRouter({
+  routeTree,
+  basepath: '/console',
+  defaultPreload: 'intent',
+  scrollRestoration: true,
+});
+
+declare module '@tanstack/react-router' {
+  interface Register {
+    router: typeof router;
+  }
+}
