@@ -5,6 +5,7 @@ import { Button, Form, Input, Label, Switch, Text, TextField } from 'react-aria-
 import { app } from '../api.ts';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { Pager } from '../components/pager.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
 import { type EventsSearch, PAGE_SIZE } from '../search.ts';
 
@@ -37,7 +38,6 @@ export function EventsPage() {
     refetchInterval: live && offset === 0 ? LIVE_MS : false,
   });
   const page = entries.data;
-  const last = page ? Math.min(page.offset + page.audit_logs.length, page.total) : 0;
   const [open, setOpen] = useState<ReadonlySet<string>>(new Set());
   const toggle = (id: string) =>
     setOpen((prev) => {
@@ -155,27 +155,14 @@ export function EventsPage() {
               })}
             </tbody>
           </table>
-          <nav className="pager" aria-label="Pages of events">
-            <p role="status">
-              {page.offset + 1}–{last} of {page.total}
-            </p>
-            <Link
-              from="/apps/$appId/events"
-              search={(prev) => ({ ...prev, offset: Math.max(0, offset - PAGE_SIZE) || undefined })}
-              disabled={offset === 0}
-              className="button small"
-            >
-              Newer
-            </Link>
-            <Link
-              from="/apps/$appId/events"
-              search={(prev) => ({ ...prev, offset: offset + PAGE_SIZE })}
-              disabled={last >= page.total}
-              className="button small"
-            >
-              Older
-            </Link>
-          </nav>
+          <Pager
+            label="Pages of events"
+            offset={page.offset}
+            shown={page.audit_logs.length}
+            total={page.total}
+            previous="Newer"
+            next="Older"
+          />
         </>
       )}
     </section>

@@ -6,6 +6,7 @@ import { app } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { Pager } from '../components/pager.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
 /** One organization: its details and its members (paged in the URL), adding a user by id, removing a member. */
@@ -26,7 +27,6 @@ export function OrganizationPage() {
     ]);
   const remove = useMutation(trpc.organizations.members.remove.mutationOptions({ onSuccess: refresh }));
   const page = members.data;
-  const last = page ? Math.min(page.offset + page.members.length, page.total) : 0;
 
   return (
     <section>
@@ -111,27 +111,7 @@ export function OrganizationPage() {
               ))}
             </tbody>
           </table>
-          <nav className="pager" aria-label="Pages of members">
-            <p role="status">
-              {page.offset + 1}–{last} of {page.total}
-            </p>
-            <Link
-              from="/apps/$appId/organizations/$orgId"
-              search={{ offset: Math.max(0, offset - PAGE_SIZE) || undefined }}
-              disabled={offset === 0}
-              className="button small"
-            >
-              Previous page
-            </Link>
-            <Link
-              from="/apps/$appId/organizations/$orgId"
-              search={{ offset: offset + PAGE_SIZE }}
-              disabled={last >= page.total}
-              className="button small"
-            >
-              Next page
-            </Link>
-          </nav>
+          <Pager label="Pages of members" offset={page.offset} shown={page.members.length} total={page.total} />
         </>
       )}
       <AddMember orgId={orgId} onAdded={refresh} />

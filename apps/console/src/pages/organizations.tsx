@@ -5,6 +5,7 @@ import { Button, Form, Input, Label, SearchField, Text, TextField } from 'react-
 import { app } from '../api.ts';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { Pager } from '../components/pager.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
 /** The application's organizations, newest first: a search by name or slug and server paging in the URL; create one. */
@@ -18,7 +19,6 @@ export function OrganizationsPage() {
     placeholderData: keepPreviousData,
   });
   const page = organizations.data;
-  const last = page ? Math.min(page.offset + page.organizations.length, page.total) : 0;
 
   return (
     <section>
@@ -72,27 +72,7 @@ export function OrganizationsPage() {
               ))}
             </tbody>
           </table>
-          <nav className="pager" aria-label="Pages of organizations">
-            <p role="status">
-              {page.offset + 1}–{last} of {page.total}
-            </p>
-            <Link
-              from="/apps/$appId/organizations/"
-              search={(prev) => ({ ...prev, offset: Math.max(0, offset - PAGE_SIZE) || undefined })}
-              disabled={offset === 0}
-              className="button small"
-            >
-              Previous page
-            </Link>
-            <Link
-              from="/apps/$appId/organizations/"
-              search={(prev) => ({ ...prev, offset: offset + PAGE_SIZE })}
-              disabled={last >= page.total}
-              className="button small"
-            >
-              Next page
-            </Link>
-          </nav>
+          <Pager label="Pages of organizations" offset={page.offset} shown={page.organizations.length} total={page.total} />
         </>
       )}
       <CreateOrganization appId={appId} />

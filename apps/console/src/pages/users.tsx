@@ -5,6 +5,7 @@ import { Button, Checkbox, Form, Input, Label, SearchField, TextField } from 're
 import { app } from '../api.ts';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { Pager } from '../components/pager.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
 /** The application's users, newest first: a search by email and server paging, both in the URL; and creating one. */
@@ -19,7 +20,6 @@ export function UsersPage() {
     placeholderData: keepPreviousData,
   });
   const page = users.data;
-  const last = page ? Math.min(page.offset + page.users.length, page.total) : 0;
 
   return (
     <section>
@@ -73,27 +73,7 @@ export function UsersPage() {
               ))}
             </tbody>
           </table>
-          <nav className="pager" aria-label="Pages of users">
-            <p role="status">
-              {page.offset + 1}–{last} of {page.total}
-            </p>
-            <Link
-              from="/apps/$appId/users/"
-              search={(prev) => ({ ...prev, offset: Math.max(0, offset - PAGE_SIZE) || undefined })}
-              disabled={offset === 0}
-              className="button small"
-            >
-              Previous page
-            </Link>
-            <Link
-              from="/apps/$appId/users/"
-              search={(prev) => ({ ...prev, offset: offset + PAGE_SIZE })}
-              disabled={last >= page.total}
-              className="button small"
-            >
-              Next page
-            </Link>
-          </nav>
+          <Pager label="Pages of users" offset={page.offset} shown={page.users.length} total={page.total} />
         </>
       )}
       <CreateUser appId={appId} />

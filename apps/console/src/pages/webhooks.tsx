@@ -7,6 +7,7 @@ import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { Pager } from '../components/pager.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
@@ -218,7 +219,6 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.webhooks.deliveries.pathKey() });
   const retry = useMutation(trpc.webhooks.deliveries.retry.mutationOptions({ onSuccess: refresh }));
   const page = deliveries.data;
-  const last = page ? Math.min(page.offset + page.deliveries.length, page.total) : 0;
 
   return (
     <section className="panel" aria-labelledby="deliveries">
@@ -277,27 +277,14 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
               ))}
             </tbody>
           </table>
-          <nav className="pager" aria-label="Pages of deliveries">
-            <p role="status">
-              {page.offset + 1}–{last} of {page.total}
-            </p>
-            <Link
-              from="/apps/$appId/webhooks"
-              search={(prev) => ({ ...prev, offset: Math.max(0, offset - PAGE_SIZE) || undefined })}
-              disabled={offset === 0}
-              className="button small"
-            >
-              Newer
-            </Link>
-            <Link
-              from="/apps/$appId/webhooks"
-              search={(prev) => ({ ...prev, offset: offset + PAGE_SIZE })}
-              disabled={last >= page.total}
-              className="button small"
-            >
-              Older
-            </Link>
-          </nav>
+          <Pager
+            label="Pages of deliveries"
+            offset={page.offset}
+            shown={page.deliveries.length}
+            total={page.total}
+            previous="Newer"
+            next="Older"
+          />
         </>
       )}
       {delivery && <Attempts endpointId={endpoint.id} deliveryId={delivery} />}
