@@ -1,14 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addVirtualAuthenticator, type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
+import { addVirtualAuthenticator, type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
+import { addOperator, CONSOLE_ORIGIN, checkConsolePage, signInWithLink, watchConsolePage } from './helpers/console.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { startReceiver } from './helpers/receiver.ts';
-import { ok, rawRequest, sql, startServer, type TestServer } from './helpers/server.ts';
+import { rawRequest, sql, startServer, type TestServer } from './helpers/server.ts';
 import type { SmtpSink } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
 
@@ -28,16 +26,7 @@ import { startSmtpSink } from './helpers/smtp.ts';
  */
 if (!hasChromium) console.warn('browser-console: /usr/bin/chromium not found, the real-browser test is skipped.');
 
-const BASE = 'http://localhost';
 const ROOT = join(import.meta.dirname, '..', '..', '..');
-const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
-const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-interface Violation {
-  id: string;
-  help: string;
-  nodes: Array<{ target: unknown; failureSummary?: string }>;
-}
 
 describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applications, keys, users; roles; WCAG 2.1 AA', () => {
   let smtp: SmtpSink;
@@ -46,8 +35,6 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
   let owner: Browser;
   let viewer: Browser | undefined;
   let consoleAppId: string;
-  /** CSP violations and uncaught errors of the pages (the refusals the test asks for are logged too, and are not these). */
-  const pageErrors: string[] = [];
 
   beforeAll(async () => {
     if (!existsSync(join(ROOT, 'apps/console/dist/index.html'))) {
@@ -57,14 +44,14 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     receiver = await startReceiver();
     // A receiver on this machine (development applications may use http and loopback when allowed); one retry.
     server = await startServer({
-      baseUrl: BASE,
+      baseUrl: CONSOLE_ORIGIN,
       smtpUrl: smtp.url,
       webhooks: { allowInsecure: true, retryScheduleS: [0.2], timeoutMs: 2000 },
     });
     const [row] = await sql(server, "select id from applications where reserved = 'console'");
     consoleAppId = row.id;
     owner = await launchChromium(`MAP localhost:80 ${new URL(server.url).host}`);
-    await owner.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+    await owner.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: CONSOLE_ORIGIN });
   });
 
   afterAll(async () => {
@@ -75,72 +62,14 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await receiver?.close();
   });
 
-  function watch(page: Page) {
-    page.on('console', (message) => {
-      if (/Content Security Policy/i.test(message.text())) pageErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-  }
-
-  /** axe-core on the page as it is (WCAG 2.1 A/AA rules only) in light and dark, with a screenshot of each. */
-  async function check(page: Page, name: string) {
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      await screenshot(page, `console/${name}-${scheme}`);
-      // Evaluated through the DevTools protocol: the page's CSP does not apply to it.
-      await page.evaluate(await axeSource);
-      const { violations, passes } = await page.evaluate(async (tags) => {
-        // axe-core's global, installed by its source just above.
-        const axe = (
-          window as unknown as {
-            axe: { run: (context: Document, options: object) => Promise<{ violations: Violation[]; passes: unknown[] }> };
-          }
-        ).axe;
-        const result = await axe.run(document, { runOnly: { type: 'tag', values: tags } });
-        return {
-          passes: result.passes.length,
-          violations: result.violations.map((v) => ({
-            id: v.id,
-            help: v.help,
-            nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })),
-          })),
-        };
-      }, WCAG_TAGS);
-      expect(passes).toBeGreaterThan(5);
-      expect(violations, `${name} (${scheme}): ${JSON.stringify(violations, null, 2)}`).toEqual([]);
-    }
-    await page.emulateMedia({ colorScheme: 'light' });
-  }
-
-  /** Adds an operator with the operator token; answers the one-time link. */
-  async function addOperator(email: string, role: string, applicationId: string | null): Promise<string> {
-    const added = await ok(
-      rawRequest(server.url, 'POST', '/v1/operators', {
-        body: { email, role, application_id: applicationId },
-        headers: { authorization: `Bearer ${server.operatorToken}` },
-      }),
-      201,
-    );
-    expect(added.sign_in_link.url).toMatch(/^http:\/\/localhost\/console\/sign-in\?token=ml_/);
-    return added.sign_in_link.url;
-  }
-
-  /** Opens the one-time link and confirms it: the console's applications page, signed in. */
-  async function signIn(page: Page, link: string) {
-    await page.goto(link);
-    await page.getByRole('button', { name: 'Yes, sign me in' }).click();
-    await page.getByRole('heading', { name: 'Applications', level: 1 }).waitFor();
-    expect(new URL(page.url()).pathname).toBe('/console/apps');
-  }
-
   it('an owner signs in, steps up with a passkey, creates an application, a key and a user, bans and unbans them', async () => {
     const page = owner.page;
-    watch(page);
+    const ownerErrors = watchConsolePage(page, { requests: false });
     const email = uniqueEmail('console-owner');
-    await signIn(page, await addOperator(email, 'owner', null));
+    await signInWithLink(page, (await addOperator(server, email, 'owner', null)).link);
     await page.getByText(email).waitFor();
     await page.getByText('No application yet').waitFor();
-    await check(page, '1-applications-empty');
+    await checkConsolePage(page, '1-applications-empty');
 
     // A first write at aal 1: the server answers step_up_required, the console asks to confirm.
     await page.getByLabel('Name', { exact: true }).fill('Acme Notes');
@@ -149,7 +78,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await dialog.waitFor();
     await dialog.getByText('This change needs your passkey or authenticator app.').waitFor();
     await page.getByText('step_up_required').waitFor();
-    await check(page, '2-step-up');
+    await checkConsolePage(page, '2-step-up');
     // By keyboard: the dialog takes the focus (on its action), and Escape closes it.
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Confirm with a passkey or app');
     await page.keyboard.press('Escape');
@@ -159,12 +88,12 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     const cdp = await owner.context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     const authenticatorId = await addVirtualAuthenticator(cdp);
-    await page.goto(`${BASE}/a/${consoleAppId}/account`);
+    await page.goto(`${CONSOLE_ORIGIN}/a/${consoleAppId}/account`);
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added.').waitFor();
 
     // The step-up: the dialog's button, the passkey as the second factor, and back on the same console page.
-    await page.goto(`${BASE}/console/apps`);
+    await page.goto(`${CONSOLE_ORIGIN}/console/apps`);
     await page.getByLabel('Name', { exact: true }).fill('Acme Notes');
     await page.getByRole('button', { name: 'Create the application' }).click();
     await dialog.getByRole('button', { name: 'Confirm with a passkey or app' }).click();
@@ -179,7 +108,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     const firstSecret = (await page.locator('.secret code').textContent()) ?? '';
     expect(firstSecret).toMatch(/^sk_test_/);
     await page.getByRole('row', { name: /Acme Notes/ }).waitFor();
-    await check(page, '3-applications');
+    await checkConsolePage(page, '3-applications');
     const [created] = await sql(server, "select id from applications where name = 'Acme Notes'");
     const appId: string = created.id;
 
@@ -192,12 +121,12 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/console/apps/${appId}/users`);
     await page.getByText('No user yet').waitFor();
-    await check(page, '4-users-empty');
+    await checkConsolePage(page, '4-users-empty');
     await page.getByLabel('Email', { exact: true }).fill('ada@example.com');
     await page.getByRole('button', { name: 'Create the user' }).click();
     await page.getByRole('heading', { name: 'ada@example.com', level: 1 }).waitFor();
     const userId = new URL(page.url()).pathname.split('/').at(-1) ?? '';
-    await check(page, '5-user');
+    await checkConsolePage(page, '5-user');
     await page.getByRole('button', { name: 'Ban', exact: true }).click();
     await page.getByText('Banned: their sessions were ended.').waitFor();
     const asKey = { authorization: `Bearer ${firstSecret}`, 'x-application-id': appId };
@@ -209,7 +138,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await page.getByRole('tab', { name: 'Passkeys and factors' }).click();
     await page.getByText('No passkey or second factor').waitFor();
     expect(new URL(page.url()).searchParams.get('tab')).toBe('factors');
-    await check(page, '6-user-factors');
+    await checkConsolePage(page, '6-user-factors');
     await page.reload();
     await page.getByText('No passkey or second factor').waitFor();
     // The tabs by keyboard: arrows move between them, and the URL follows.
@@ -217,7 +146,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await page.keyboard.press('ArrowLeft');
     await page.getByText('No organization').waitFor();
     expect(new URL(page.url()).searchParams.get('tab')).toBe('organizations');
-    await check(page, '6-user-organizations');
+    await checkConsolePage(page, '6-user-organizations');
     await page.keyboard.press('ArrowLeft');
     await page.getByRole('button', { name: 'Sign out everywhere' }).waitFor();
     expect(new URL(page.url()).searchParams.get('tab')).toBe('sessions');
@@ -228,16 +157,16 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await page.getByText('0 sessions ended.').waitFor();
 
     // The list: the search is in the URL.
-    await page.goto(`${BASE}/console/apps/${appId}/users?q=ada`);
+    await page.goto(`${CONSOLE_ORIGIN}/console/apps/${appId}/users?q=ada`);
     await page.getByRole('link', { name: 'ada@example.com' }).waitFor();
     await page.getByText('1–1 of 1').waitFor();
-    await check(page, '7-users');
+    await checkConsolePage(page, '7-users');
 
     // Organizations: the empty state, one created, the user added as an admin.
     await page.getByRole('link', { name: 'Organizations' }).click();
     await page.getByRole('heading', { name: 'Organizations', level: 1 }).waitFor();
     await page.getByText('No organization yet').waitFor();
-    await check(page, '8-organizations-empty');
+    await checkConsolePage(page, '8-organizations-empty');
     await page.getByLabel('Name', { exact: true }).fill('Acme Inc.');
     await page.getByRole('button', { name: 'Create the organization' }).click();
     await page.getByRole('heading', { name: 'Acme Inc.', level: 1 }).waitFor();
@@ -246,7 +175,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await page.getByLabel('Role', { exact: true }).fill('admin');
     await page.getByRole('button', { name: 'Add the member' }).click();
     await page.getByRole('row', { name: /ada@example\.com.*admin/ }).waitFor();
-    await check(page, '9-organization');
+    await checkConsolePage(page, '9-organization');
     const orgId = new URL(page.url()).pathname.split('/').at(-1);
     const members = await rawRequest(server.url, 'GET', `/v1/organizations/${orgId}/members`, { headers: asKey });
     expect(members.body.data.members).toMatchObject([{ user_id: userId, role: 'admin' }]);
@@ -260,7 +189,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await page.getByRole('button', { name: 'Add the endpoint' }).click();
     await page.getByText('Copy its signing secret now').waitFor();
     expect(await page.locator('.secret code').textContent()).toMatch(/^whsec_/);
-    await check(page, '10-webhooks');
+    await checkConsolePage(page, '10-webhooks');
     await page.getByRole('button', { name: `Send a test event to ${receiver.url}/hooks` }).click();
     await page.getByRole('link', { name: 'See its deliveries' }).click();
     await page.waitForURL(/endpoint=/);
@@ -273,7 +202,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     const attempts = page.getByRole('table', { name: 'Attempts, oldest first' });
     await attempts.getByText('still down').waitFor();
     await attempts.getByText('down for maintenance').waitFor();
-    await check(page, '11-webhook-delivery');
+    await checkConsolePage(page, '11-webhook-delivery');
     await page.getByRole('button', { name: 'Retry the webhook.test delivery' }).click();
     await page.getByRole('row', { name: /succeeded/ }).waitFor();
     await receiver.until('/hooks', 3);
@@ -296,7 +225,7 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     const withKey = { authorization: `Bearer ${secret}`, 'x-application-id': appId };
     expect((await rawRequest(server.url, 'GET', '/v1/users', { headers: withKey })).status).toBe(200);
     await page.getByRole('row', { name: /backend/ }).waitFor();
-    await check(page, '12-api-keys');
+    await checkConsolePage(page, '12-api-keys');
     await page.reload();
     await page.getByRole('row', { name: /backend/ }).waitFor();
     expect(await page.getByText(secret).count()).toBe(0);
@@ -315,15 +244,15 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     expect((await rawRequest(server.url, 'GET', `/v1/applications/${appId}`, { headers: asKey })).body.data.settings.mfa).toBe(
       'required',
     );
-    await check(page, '13-settings');
+    await checkConsolePage(page, '13-settings');
 
     // A viewer of this application, in a browser of their own: they see it, and the server refuses their write.
     viewer = await launchChromium(`MAP localhost:80 ${new URL(server.url).host}`);
     const seen = viewer.page;
-    watch(seen);
-    await signIn(seen, await addOperator(uniqueEmail('console-viewer'), 'viewer', appId));
+    const viewerErrors = watchConsolePage(seen, { requests: false });
+    await signInWithLink(seen, (await addOperator(server, uniqueEmail('console-viewer'), 'viewer', appId)).link);
     await seen.getByRole('row', { name: /Acme Notes.*viewer/ }).waitFor();
-    await seen.goto(`${BASE}/console/apps/${appId}/users`);
+    await seen.goto(`${CONSOLE_ORIGIN}/console/apps/${appId}/users`);
     await seen.getByRole('link', { name: 'ada@example.com' }).waitFor();
     await seen.getByLabel('Email', { exact: true }).fill('grace@example.com');
     await seen.getByRole('button', { name: 'Create the user' }).click();
@@ -332,11 +261,11 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     await refused.getByText('insufficient_scope').waitFor();
     await refused.getByText('HTTP 403').waitFor();
     await refused.getByText(/request id/).waitFor();
-    await check(seen, '14-viewer-refused');
+    await checkConsolePage(seen, '14-viewer-refused');
     expect((await rawRequest(server.url, 'GET', '/v1/users?search=grace', { headers: asKey })).body.data.total).toBe(0);
 
     // An application the viewer has no role in: "not found", as the API says.
-    await seen.goto(`${BASE}/console/apps/00000000-0000-7000-8000-000000000000/users`);
+    await seen.goto(`${CONSOLE_ORIGIN}/console/apps/00000000-0000-7000-8000-000000000000/users`);
     await seen.getByRole('heading', { name: 'Application not found' }).waitFor();
 
     // Signing out ends the console session: the page goes to the sign-in. (Without the authenticator: the hosted
@@ -351,6 +280,6 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
     );
     expect(after).toBe(401);
 
-    expect(pageErrors).toEqual([]);
+    expect([...ownerErrors, ...viewerErrors]).toEqual([]);
   });
 });

@@ -73,7 +73,7 @@ describe('the domains intent', () => {
     expect(page.html).toContain('data-copy="record-value"');
     // Policies wait for verification.
     expect(page.html).toContain('Verify the domain first.');
-    expect(page.html).not.toContain('action="/portal/domains/' + record.id + '/policies"');
+    expect(page.html).not.toContain(`action="/portal/domains/${record.id}/policies"`);
 
     // Not published yet: still pending, and the page says so.
     const early = await browser.submit(page, `/portal/domains/${record.id}/verify`);
