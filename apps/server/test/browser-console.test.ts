@@ -16,7 +16,8 @@ import { startSmtpSink } from './helpers/smtp.ts';
  * write asks "Confirm it's you", and the step-up with the passkey comes back to the page at aal 2; they create an
  * application and an API key (the secret shown once, and it works), a user, ban and unban them, an organization
  * with the user as a member, a webhook endpoint whose failed test delivery they retry, save the settings.
- * A viewer of that application is refused a write by the server, and the page says so with the request id. Every
+ * A viewer of that application is refused a write by the server, and the page says so with the request id. Signed
+ * out, the owner signs in again with the passkey alone (autofill on the hosted sign-in page) and is at aal 2 at once. Every
  * console page visited passes axe-core's WCAG 2.1 A and AA rules, in light and dark, and breaks no CSP rule; screenshots
  * go to apps/server/test-artifacts/console/. `http://localhost` (a secure context for WebAuthn and the clipboard) is
  * mapped to the test server by Chromium's resolver rules.
@@ -270,6 +271,11 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
 
     // Signing out ends the console session: the page goes to the sign-in. (Without the authenticator: the hosted
     // sign-in page would otherwise sign the owner straight back in with their passkey, by autofill.)
+    const {
+      credentials: [passkey, ...others],
+    } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+    expect(others).toEqual([]);
+    if (!passkey) throw new Error('the authenticator holds no passkey');
     await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId });
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL((url) => !url.pathname.startsWith('/console'));
@@ -279,6 +285,25 @@ describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applic
       ),
     );
     expect(after).toBe(401);
+
+    // A fresh sign-in with the passkey alone (the same one, back in an authenticator): the console sends the browser
+    // to the hosted sign-in page, whose autofill signs the owner in, and back to the console at aal 2 (a passkey with
+    // user verification is two factors in one): a write goes through with no step-up.
+    const again = await addVirtualAuthenticator(cdp);
+    await cdp.send('WebAuthn.addCredential', { authenticatorId: again, credential: passkey });
+    await page.goto(`${CONSOLE_ORIGIN}/console/apps`);
+    await page.getByRole('heading', { name: 'Applications', level: 1 }).waitFor();
+    const signedIn = await page.evaluate(() =>
+      fetch('/console/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as { data: { aal: number } } }),
+      ),
+    );
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body.data.aal).toBe(2);
+    await page.getByLabel('Name', { exact: true }).fill('Acme Passkey Notes');
+    await page.getByRole('button', { name: 'Create the application' }).click();
+    await page.getByRole('row', { name: /Acme Passkey Notes/ }).waitFor();
+    expect(await page.getByRole('alertdialog', { name: "Confirm it's you" }).count()).toBe(0);
 
     expect([...ownerErrors, ...viewerErrors]).toEqual([]);
   });
