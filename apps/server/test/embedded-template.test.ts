@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   createOrm,
   embeddedTemplateFor,
@@ -10,7 +11,9 @@ import {
   openPglite,
   writeEmbeddedTemplate,
 } from '@gatehouse/api';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { externalNpmPackages } from '../build.ts';
 
 /**
  * The template a fresh embedded database is created from is a cache of the migrations, never a source: it is used
@@ -74,6 +77,31 @@ describe('the embedded database template', () => {
     const templates = join(dir, 'edited');
     await writeEmbeddedTemplate(tarball, edited, templates);
     expect(await embeddedTemplateFor(join(dir, 'db-edited'), templates)).toBeUndefined();
+  });
+
+  it('has the same digests in the server’s bundle (esbuild) as in the TypeScript sources', async () => {
+    // Bundled as build.ts bundles the server; written beside the package so that its npm imports resolve.
+    const outfile = fileURLToPath(new URL(`../node_modules/.cache/gatehouse-test/digests-${process.pid}.mjs`, import.meta.url));
+    await build({
+      stdin: {
+        contents: "export { migrationDigests } from '@gatehouse/api';",
+        resolveDir: import.meta.dirname,
+        loader: 'ts',
+      },
+      outfile,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node24',
+      plugins: [externalNpmPackages],
+      logLevel: 'warning',
+    });
+    try {
+      const bundled = (await import(pathToFileURL(outfile).href)) as { migrationDigests: typeof migrationDigests };
+      expect(bundled.migrationDigests()).toEqual(migrationDigests());
+    } finally {
+      await rm(outfile, { force: true });
+    }
   });
 
   it('is ignored when missing or unreadable', async () => {

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, stat, utimes } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,8 +10,16 @@ import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
 import { rawRequest } from './helpers/server.ts';
 
-/** The real entry point, as `npm start` runs it: a child process on the embedded database in a fresh data directory. */
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+/**
+ * `npm start`'s own command (the root package.json's script: node, its flags and apps/server/start.js), run without npm
+ * from the repository's root: a child process on the embedded database in a fresh data directory.
+ */
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const script = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(/\s+/);
+const startArguments = script.slice(script.indexOf('node') + 1);
+const bundle = join(ROOT, 'apps/server/dist/main.js');
+/** When a source of the bundle was last written: just before the start, so that the start builds the bundle again. */
+let edited: Date;
 
 let dataDir: string;
 let child: ChildProcess;
@@ -33,7 +42,9 @@ beforeAll(async () => {
   delete env.DATABASE_URL;
   delete env.GATEHOUSE_OPERATOR_TOKEN;
   delete env.GATEHOUSE_MASTER_KEY;
-  child = spawn(process.execPath, [main], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  edited = new Date();
+  await utimes(join(ROOT, 'apps/server/src/main.ts'), edited, edited);
+  child = spawn(process.execPath, startArguments, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.on('data', (chunk) => {
     output += chunk;
   });
@@ -55,6 +66,11 @@ afterAll(async () => {
 });
 
 describe('npm start on a fresh data directory', () => {
+  it('runs the bundled server (apps/server/dist/main.js), built again since one of its sources is newer', async () => {
+    expect(startArguments.at(-1)).toBe('apps/server/start.js');
+    expect((await stat(bundle)).mtimeMs).toBeGreaterThanOrEqual(edited.getTime());
+  });
+
   it('prints its URL, the docs URL and where the operator token is', () => {
     expect(output).toContain('Gatehouse is running at http://localhost:');
     expect(output).toMatch(/API reference: +http:\/\/localhost:\d+\/docs/);

@@ -2,8 +2,8 @@
  * A fresh embedded database is created from a migrated template rather than by an initdb and the migrations replayed
  * one by one (seconds of CPU and a gigabyte of memory on the first start). The template is a cache, never a source:
  * it is built from the migrations (`npm run embedded-template`, run by `npm ci` / `npm install`), records which
- * migrations it holds with a digest of each one's code, and is used only while those are the first migrations of the
- * current list, unchanged. Whatever it lacks is applied by the migrator as usual; a template that does not match
+ * migrations it holds with a digest of the SQL each one runs, and is used only while those are the first migrations of
+ * the current list, unchanged. Whatever it lacks is applied by the migrator as usual; a template that does not match
  * (a migration edited, removed or reordered) is ignored and the database is created the slow way.
  */
 import { createHash } from 'node:crypto';
@@ -24,12 +24,25 @@ export const DEFAULT_TEMPLATE_DIR = join(dirname(fileURLToPath(import.meta.url))
 const TARBALL = 'pglite-template.tar.gz';
 const MANIFEST = 'pglite-template.json';
 
-/** Every committed migration, in order, with the digest of its code. */
+/**
+ * Every committed migration, in order, with the digest of the SQL its `up` runs. The SQL, not the code's text: the
+ * same migration read from its TypeScript source or from the server's bundle (which reformats it) has one digest.
+ */
 export function migrationDigests(): MigrationDigest[] {
   return migrationsList.map((m) => ({
     name: m.name,
-    digest: createHash('sha256').update(String(m.class)).digest('base64url'),
+    digest: createHash('sha256')
+      .update(JSON.stringify(sqlOf(m.class)))
+      .digest('base64url'),
   }));
+}
+
+/** The SQL of a migration's `up`, listed without a database: every migration only adds SQL (`addSql`) there. */
+function sqlOf(migration: (typeof migrationsList)[number]['class']): string[] {
+  // Listing the SQL never reaches the driver or the configuration: up() only calls addSql.
+  const instance = new migration(undefined as never, undefined as never);
+  if (instance.up() instanceof Promise) throw new Error(`${instance.name}: up() may only add SQL`);
+  return instance.getQueries().map(String);
 }
 
 /** Whether `held` (a template's migrations) are the first migrations of `current`, each unchanged. */
