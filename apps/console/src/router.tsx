@@ -6,7 +6,10 @@ import {
   dashboardRange,
   type EventsSearch,
   flag,
+  INVITATION_STATUSES,
   isoTime,
+  ORGANIZATION_TABS,
+  type OrganizationSearch,
   offset,
   oneOf,
   text,
@@ -141,7 +144,15 @@ const organizationsIndexRoute = createRoute({
 const organizationRoute = createRoute({
   getParentRoute: () => organizationsRoute,
   path: '$orgId',
-  validateSearch: (search: Record<string, unknown>): { offset?: number } => ({ offset: offset(search.offset) }),
+  validateSearch: (search: Record<string, unknown>): OrganizationSearch => {
+    const tab = oneOf(ORGANIZATION_TABS)(search.tab);
+    // A page belongs to the members' or the invitations' list, a status to the invitations: elsewhere they mean nothing.
+    return {
+      tab,
+      offset: tab === undefined || tab === 'members' || tab === 'invitations' ? offset(search.offset) : undefined,
+      status: tab === 'invitations' ? oneOf(INVITATION_STATUSES)(search.status) : undefined,
+    };
+  },
   component: lazyRouteComponent(() => import('./pages/organization.tsx'), 'OrganizationPage'),
 });
 

@@ -55,3 +55,18 @@ export interface WebhooksSearch {
   delivery?: string;
   offset?: number;
 }
+
+/** The tabs of an organization's page (`?tab=`; members when absent). */
+export const ORGANIZATION_TABS = ['members', 'invitations', 'subscription', 'domains', 'directories', 'portal'] as const;
+export type OrganizationTab = (typeof ORGANIZATION_TABS)[number];
+
+/** An invitation's status, as the invitations tab filters by it (`?status=`). */
+export const INVITATION_STATUSES = ['pending', 'accepted', 'revoked', 'expired'] as const;
+export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
+
+/** An organization's page: its tab; the page of a paged list (members, invitations) and the invitations' filter. */
+export interface OrganizationSearch {
+  tab?: OrganizationTab;
+  offset?: number;
+  status?: InvitationStatus;
+}

@@ -1,32 +1,26 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Link, useParams, useSearch } from '@tanstack/react-router';
-import { useState } from 'react';
-import { Button, Form, Input, Label, Text, TextField } from 'react-aria-components';
+import { useQuery } from '@tanstack/react-query';
+import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router';
+import { Tab, TabList, TabPanel, Tabs } from 'react-aria-components';
 import { app } from '../api.ts';
-import { ConfirmButton } from '../components/confirm.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-import { Pager } from '../components/pager.tsx';
-import { PAGE_SIZE } from '../search.ts';
+import { ORGANIZATION_TABS, type OrganizationTab } from '../search.ts';
+import { Directories } from './organization/directories.tsx';
+import { Domains } from './organization/domains.tsx';
+import { Invitations } from './organization/invitations.tsx';
+import { Members } from './organization/members.tsx';
+import { PortalLinks } from './organization/portal.tsx';
+import { Subscription } from './organization/subscription.tsx';
 
-/** One organization: its details and its members (paged in the URL), adding a user by id, removing a member. */
+/**
+ * One organization: its details, then its members, invitations, subscription and seats, domains, SCIM directories
+ * and admin portal links, each a tab; the tab is in the URL (`?tab=`), and so are a list's page and filter.
+ */
 export function OrganizationPage() {
   const { appId, orgId } = useParams({ from: '/apps/$appId/organizations/$orgId' });
-  const { offset = 0 } = useSearch({ from: '/apps/$appId/organizations/$orgId' });
+  const { tab = 'members' } = useSearch({ from: '/apps/$appId/organizations/$orgId' });
+  const navigate = useNavigate({ from: '/apps/$appId/organizations/$orgId' });
   const trpc = app.useTRPC();
-  const queryClient = useQueryClient();
   const organization = useQuery(trpc.organizations.get.queryOptions({ id: orgId }));
-  const members = useQuery({
-    ...trpc.organizations.members.list.queryOptions({ id: orgId, limit: PAGE_SIZE, offset }),
-    placeholderData: keepPreviousData,
-  });
-  const refresh = () =>
-    Promise.all([
-      queryClient.invalidateQueries({ queryKey: trpc.organizations.members.list.queryKey() }),
-      queryClient.invalidateQueries({ queryKey: trpc.organizations.get.queryKey({ id: orgId }) }),
-    ]);
-  const remove = useMutation(trpc.organizations.members.remove.mutationOptions({ onSuccess: refresh }));
-  const page = members.data;
 
   return (
     <section>
@@ -36,125 +30,65 @@ export function OrganizationPage() {
         </Link>
       </p>
       <h1>{organization.data?.name ?? 'Organization'}</h1>
+      {organization.isPending && <p role="status">Loading the organization…</p>}
       <ErrorNotice error={organization.error} title="The organization could not be read" />
       {organization.data && (
-        <dl className="facts">
-          <dt>Id</dt>
-          <dd>
-            <code>{organization.data.id}</code>
-          </dd>
-          <dt>Slug</dt>
-          <dd>
-            <code>{organization.data.slug}</code>
-          </dd>
-          <dt>Members</dt>
-          <dd>{organization.data.member_count}</dd>
-          <dt>Subscription</dt>
-          <dd>
-            {organization.data.subscription
-              ? `${organization.data.subscription.plan_key}, ${organization.data.subscription.status}, ${organization.data.subscription.seats} seats`
-              : 'none'}
-          </dd>
-        </dl>
-      )}
-      <h2>Members</h2>
-      <ErrorNotice error={members.error} title="The members could not be listed" />
-      <ErrorNotice error={remove.error} title="The member was not removed" />
-      {page && page.total === 0 && (
-        <EmptyState
-          title="No member yet"
-          cli={`npx gatehouse orgs members add ${orgId} <user id> --role admin`}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/members" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"user_id": "<user id>", "role": "admin"}'`}
-        />
-      )}
-      {page && page.members.length > 0 && (
         <>
-          <table className="table">
-            <caption className="visually-hidden">Members</caption>
-            <thead>
-              <tr>
-                <th scope="col">User</th>
-                <th scope="col">Role</th>
-                <th scope="col">Status</th>
-                <th scope="col">Source</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.members.map((member) => (
-                <tr key={member.user_id}>
-                  <td>
-                    <Link to="/apps/$appId/users/$userId" params={{ appId, userId: member.user_id }}>
-                      {member.email ?? member.user_id}
-                    </Link>
-                  </td>
-                  <td>{member.role}</td>
-                  <td>{member.status}</td>
-                  <td>{member.source}</td>
-                  <td>
-                    <ConfirmButton
-                      label="Remove"
-                      ariaLabel={`Remove ${member.email ?? member.user_id}`}
-                      title="Remove this member?"
-                      confirmLabel="Remove the member"
-                      isDisabled={remove.isPending}
-                      onConfirm={() => remove.mutate({ id: orgId, user_id: member.user_id })}
-                    >
-                      <p>They lose their role in the organization; their account stays.</p>
-                    </ConfirmButton>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager label="Pages of members" offset={page.offset} shown={page.members.length} total={page.total} />
+          <dl className="facts">
+            <dt>Id</dt>
+            <dd>
+              <code>{organization.data.id}</code>
+            </dd>
+            <dt>Slug</dt>
+            <dd>
+              <code>{organization.data.slug}</code>
+            </dd>
+            <dt>Members</dt>
+            <dd>{organization.data.member_count}</dd>
+            <dt>Subscription</dt>
+            <dd>
+              {organization.data.subscription
+                ? `${organization.data.subscription.plan_key}, ${organization.data.subscription.status}, ${organization.data.subscription.seats} seats`
+                : 'none'}
+            </dd>
+          </dl>
+          <Tabs
+            selectedKey={tab}
+            onSelectionChange={(key) => {
+              const next = ORGANIZATION_TABS.find((t) => t === key) ?? 'members';
+              // A list's page and filter belong to the tab they were set on.
+              void navigate({ search: { tab: next === 'members' ? undefined : next }, replace: true });
+            }}
+          >
+            <TabList aria-label="About this organization" className="tablist">
+              <Tab id={'members' satisfies OrganizationTab}>Members</Tab>
+              <Tab id={'invitations' satisfies OrganizationTab}>Invitations</Tab>
+              <Tab id={'subscription' satisfies OrganizationTab}>Subscription and seats</Tab>
+              <Tab id={'domains' satisfies OrganizationTab}>Domains</Tab>
+              <Tab id={'directories' satisfies OrganizationTab}>Directories</Tab>
+              <Tab id={'portal' satisfies OrganizationTab}>Admin portal</Tab>
+            </TabList>
+            <TabPanel id="members" className="tabpanel">
+              <Members appId={appId} orgId={orgId} />
+            </TabPanel>
+            <TabPanel id="invitations" className="tabpanel">
+              <Invitations orgId={orgId} />
+            </TabPanel>
+            <TabPanel id="subscription" className="tabpanel">
+              <Subscription organization={organization.data} />
+            </TabPanel>
+            <TabPanel id="domains" className="tabpanel">
+              <Domains orgId={orgId} />
+            </TabPanel>
+            <TabPanel id="directories" className="tabpanel">
+              <Directories orgId={orgId} />
+            </TabPanel>
+            <TabPanel id="portal" className="tabpanel">
+              <PortalLinks orgId={orgId} />
+            </TabPanel>
+          </Tabs>
         </>
       )}
-      <AddMember orgId={orgId} onAdded={refresh} />
-    </section>
-  );
-}
-
-function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => Promise<unknown> }) {
-  const trpc = app.useTRPC();
-  const [userId, setUserId] = useState('');
-  const [role, setRole] = useState('member');
-  const add = useMutation(
-    trpc.organizations.members.add.mutationOptions({
-      onSuccess: async () => {
-        setUserId('');
-        await onAdded();
-      },
-    }),
-  );
-  return (
-    <section className="panel" aria-labelledby="add-member">
-      <h2 id="add-member">Add a member</h2>
-      <Form
-        onSubmit={(event) => {
-          event.preventDefault();
-          add.mutate({ id: orgId, user_id: userId.trim(), role });
-        }}
-      >
-        <TextField className="field" isRequired value={userId} onChange={setUserId}>
-          <Label>User id</Label>
-          <Input />
-          <Text slot="description">The id is on the user's page.</Text>
-        </TextField>
-        <TextField className="field" isRequired value={role} onChange={setRole} maxLength={64}>
-          <Label>Role</Label>
-          <Input />
-          <Text slot="description">owner, admin, member, or a role of your application.</Text>
-        </TextField>
-        <Button type="submit" className="button primary" isDisabled={add.isPending}>
-          {add.isPending ? 'Adding…' : 'Add the member'}
-        </Button>
-      </Form>
-      <ErrorNotice error={add.error} title="The member was not added" />
     </section>
   );
 }

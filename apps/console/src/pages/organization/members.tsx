@@ -1,0 +1,132 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link, useSearch } from '@tanstack/react-router';
+import { useState } from 'react';
+import { Button, Form, Input, Label, Text, TextField } from 'react-aria-components';
+import { app } from '../../api.ts';
+import { ConfirmButton } from '../../components/confirm.tsx';
+import { EmptyState } from '../../components/empty-state.tsx';
+import { ErrorNotice } from '../../components/error-notice.tsx';
+import { Pager } from '../../components/pager.tsx';
+import { PAGE_SIZE } from '../../search.ts';
+
+/** The organization's members (paged in the URL), adding a user by id, removing a member. */
+export function Members({ appId, orgId }: { appId: string; orgId: string }) {
+  const { offset = 0 } = useSearch({ from: '/apps/$appId/organizations/$orgId' });
+  const trpc = app.useTRPC();
+  const queryClient = useQueryClient();
+  const members = useQuery({
+    ...trpc.organizations.members.list.queryOptions({ id: orgId, limit: PAGE_SIZE, offset }),
+    placeholderData: keepPreviousData,
+  });
+  const refresh = () =>
+    Promise.all([
+      queryClient.invalidateQueries({ queryKey: trpc.organizations.members.list.queryKey() }),
+      queryClient.invalidateQueries({ queryKey: trpc.organizations.get.queryKey({ id: orgId }) }),
+    ]);
+  const remove = useMutation(trpc.organizations.members.remove.mutationOptions({ onSuccess: refresh }));
+  const page = members.data;
+
+  return (
+    <div>
+      <h2>Members</h2>
+      {members.isPending && <p role="status">Loading the members…</p>}
+      <ErrorNotice error={members.error} title="The members could not be listed" />
+      <ErrorNotice error={remove.error} title="The member was not removed" />
+      {page && page.total === 0 && (
+        <EmptyState
+          title="No member yet"
+          cli={`npx gatehouse orgs members add ${orgId} <user id> --role admin`}
+          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/members" \\
+  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
+  -d '{"user_id": "<user id>", "role": "admin"}'`}
+        />
+      )}
+      {page && page.members.length > 0 && (
+        <>
+          <table className="table">
+            <caption className="visually-hidden">Members</caption>
+            <thead>
+              <tr>
+                <th scope="col">User</th>
+                <th scope="col">Role</th>
+                <th scope="col">Status</th>
+                <th scope="col">Source</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.members.map((member) => (
+                <tr key={member.user_id}>
+                  <td>
+                    <Link to="/apps/$appId/users/$userId" params={{ appId, userId: member.user_id }}>
+                      {member.email ?? member.user_id}
+                    </Link>
+                  </td>
+                  <td>{member.role}</td>
+                  <td>{member.status}</td>
+                  <td>{member.source}</td>
+                  <td>
+                    <ConfirmButton
+                      label="Remove"
+                      ariaLabel={`Remove ${member.email ?? member.user_id}`}
+                      title="Remove this member?"
+                      confirmLabel="Remove the member"
+                      isDisabled={remove.isPending}
+                      onConfirm={() => remove.mutate({ id: orgId, user_id: member.user_id })}
+                    >
+                      <p>They lose their role in the organization; their account stays.</p>
+                    </ConfirmButton>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <Pager label="Pages of members" offset={page.offset} shown={page.members.length} total={page.total} />
+        </>
+      )}
+      <AddMember orgId={orgId} onAdded={refresh} />
+    </div>
+  );
+}
+
+function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => Promise<unknown> }) {
+  const trpc = app.useTRPC();
+  const [userId, setUserId] = useState('');
+  const [role, setRole] = useState('member');
+  const add = useMutation(
+    trpc.organizations.members.add.mutationOptions({
+      onSuccess: async () => {
+        setUserId('');
+        await onAdded();
+      },
+    }),
+  );
+  return (
+    <section className="panel" aria-labelledby="add-member">
+      <h2 id="add-member">Add a member</h2>
+      <Form
+        onSubmit={(event) => {
+          event.preventDefault();
+          add.mutate({ id: orgId, user_id: userId.trim(), role });
+        }}
+      >
+        <TextField className="field" isRequired value={userId} onChange={setUserId}>
+          <Label>User id</Label>
+          <Input />
+          <Text slot="description">The id is on the user's page.</Text>
+        </TextField>
+        <TextField className="field" isRequired value={role} onChange={setRole} maxLength={64}>
+          <Label>Role</Label>
+          <Input />
+          <Text slot="description">owner, admin, member, or a role of your application.</Text>
+        </TextField>
+        <Button type="submit" className="button primary" isDisabled={add.isPending}>
+          {add.isPending ? 'Adding…' : 'Add the member'}
+        </Button>
+      </Form>
+      <ErrorNotice error={add.error} title="The member was not added" />
+    </section>
+  );
+}
