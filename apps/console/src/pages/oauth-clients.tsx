@@ -117,7 +117,7 @@ export function OAuthClientsPage() {
                   {c.type === 'confidential' && (
                     <ConfirmButton
                       label="Rotate secret"
-                      ariaLabel={`Rotate the secret of ${c.name}`}
+                      ariaLabel={`Rotate secret of ${c.name}`}
                       title={`Rotate the secret of ${c.name}?`}
                       confirmLabel="Rotate the secret"
                       isDisabled={rotate.isPending}

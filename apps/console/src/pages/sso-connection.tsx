@@ -245,7 +245,10 @@ function EditConnection({ connection, onDone }: { connection: SamlConnection; on
       <TextField className="field" value={organizationId} onChange={setOrganizationId} maxLength={36}>
         <Label>Organization id</Label>
         <Input />
-        <Text slot="description">Empty: a connection of the whole application.</Text>
+        <Text slot="description">
+          Empty: a connection of the whole application. An organization's connection also vouches for the domains that
+          organization verified.
+        </Text>
       </TextField>
       <Checkbox className="checkbox" isSelected={idpInitiated} onChange={setIdpInitiated}>
         Allow sign-in started from the IdP's own portal (IdP-initiated)

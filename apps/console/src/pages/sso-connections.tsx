@@ -299,7 +299,9 @@ function CreateConnection({ appId }: { appId: string }) {
         <TextField className="field" value={organizationId} onChange={setOrganizationId} maxLength={36}>
           <Label>Organization id</Label>
           <Input placeholder="leave empty for the whole application" />
-          <Text slot="description">The organization whose identity provider this is; people who sign in join it.</Text>
+          <Text slot="description">
+            The organization whose identity provider this is: it also vouches for the domains that organization verified.
+          </Text>
         </TextField>
         <Checkbox className="checkbox" isSelected={idpInitiated} onChange={setIdpInitiated}>
           Allow sign-in started from the IdP's own portal (IdP-initiated)
