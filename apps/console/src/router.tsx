@@ -8,10 +8,15 @@ import {
   flag,
   INVITATION_STATUSES,
   isoTime,
+  type OAuthClientsSearch,
   ORGANIZATION_TABS,
   type OrganizationSearch,
   offset,
   oneOf,
+  SOCIAL_PROVIDERS,
+  type SocialProvider,
+  SSO_SOURCES,
+  type SsoSource,
   text,
   USER_TABS,
   type UserTab,
@@ -156,6 +161,62 @@ const organizationRoute = createRoute({
   component: lazyRouteComponent(() => import('./pages/organization.tsx'), 'OrganizationPage'),
 });
 
+/**
+ * Sign-in connections, one section with its own sub-navigation: SSO (SAML) connections, social providers, and the
+ * application's own OpenID provider's clients.
+ */
+const signInRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'sign-in',
+  component: lazyRouteComponent(() => import('./pages/sign-in.tsx'), 'SignInLayout'),
+});
+
+const signInIndexRoute = createRoute({
+  getParentRoute: () => signInRoute,
+  path: '/',
+  beforeLoad: ({ params }) => {
+    throw redirect({ to: '/apps/$appId/sign-in/sso', params });
+  },
+});
+
+const ssoRoute = createRoute({
+  getParentRoute: () => signInRoute,
+  path: 'sso',
+  component: Outlet,
+});
+
+const ssoIndexRoute = createRoute({
+  getParentRoute: () => ssoRoute,
+  path: '/',
+  validateSearch: (search: Record<string, unknown>): { source?: SsoSource } => ({
+    source: oneOf(SSO_SOURCES)(search.source),
+  }),
+  component: lazyRouteComponent(() => import('./pages/sso-connections.tsx'), 'SsoConnectionsPage'),
+});
+
+const ssoConnectionRoute = createRoute({
+  getParentRoute: () => ssoRoute,
+  path: '$connectionId',
+  validateSearch: (search: Record<string, unknown>): { edit?: true } => ({ edit: flag(search.edit) }),
+  component: lazyRouteComponent(() => import('./pages/sso-connection.tsx'), 'SsoConnectionPage'),
+});
+
+const socialProvidersRoute = createRoute({
+  getParentRoute: () => signInRoute,
+  path: 'social',
+  validateSearch: (search: Record<string, unknown>): { provider?: SocialProvider } => ({
+    provider: oneOf(SOCIAL_PROVIDERS)(search.provider),
+  }),
+  component: lazyRouteComponent(() => import('./pages/social-providers.tsx'), 'SocialProvidersPage'),
+});
+
+const oauthClientsRoute = createRoute({
+  getParentRoute: () => signInRoute,
+  path: 'oauth-clients',
+  validateSearch: (search: Record<string, unknown>): OAuthClientsSearch => ({ client: uuid(search.client) }),
+  component: lazyRouteComponent(() => import('./pages/oauth-clients.tsx'), 'OAuthClientsPage'),
+});
+
 const routeTree = rootRoute.addChildren([
   indexRoute,
   applicationsRoute,
@@ -168,6 +229,12 @@ const routeTree = rootRoute.addChildren([
     apiKeysRoute,
     usersRoute.addChildren([usersIndexRoute, userRoute]),
     organizationsRoute.addChildren([organizationsIndexRoute, organizationRoute]),
+    signInRoute.addChildren([
+      signInIndexRoute,
+      ssoRoute.addChildren([ssoIndexRoute, ssoConnectionRoute]),
+      socialProvidersRoute,
+      oauthClientsRoute,
+    ]),
   ]),
 ]);
 

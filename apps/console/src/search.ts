@@ -1,3 +1,5 @@
+import type { Outputs } from './api.ts';
+
 /** Search-parameter readers: the URL holds the page's state, and anything malformed in it reads as absent. */
 export const text = (value: unknown): string | undefined =>
   typeof value === 'string' && value.trim() !== '' ? value.slice(0, 320) : undefined;
@@ -69,4 +71,30 @@ export interface OrganizationSearch {
   tab?: OrganizationTab;
   offset?: number;
   status?: InvitationStatus;
+}
+
+/** Where a new SSO connection comes from (`?source=` on the SSO connections page; a metadata file when absent). */
+export const SSO_SOURCES = ['file', 'url', 'xml', 'manual'] as const;
+export type SsoSource = (typeof SSO_SOURCES)[number];
+
+/** A social provider's name, as the API answers it (the list below is checked against it). */
+type ProviderName = Outputs['providers']['list'][number]['provider'];
+
+/** The social providers, in `providers.list`'s order (`?provider=`: the one being configured). */
+export const SOCIAL_PROVIDERS = [
+  'google',
+  'github',
+  'microsoft',
+  'apple',
+  'gitlab',
+  'discord',
+  'slack',
+  'linkedin',
+  'oidc',
+] as const satisfies readonly ProviderName[];
+export type SocialProvider = (typeof SOCIAL_PROVIDERS)[number];
+
+/** The OAuth clients page's state: the client whose edit form is open. */
+export interface OAuthClientsSearch {
+  client?: string;
 }

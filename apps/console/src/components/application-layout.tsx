@@ -43,6 +43,9 @@ export function ApplicationLayout() {
               <Link to="/apps/$appId/organizations" params={{ appId }}>
                 Organizations
               </Link>
+              <Link to="/apps/$appId/sign-in" params={{ appId }}>
+                Sign-in
+              </Link>
               <Link to="/apps/$appId/events" params={{ appId }}>
                 Events
               </Link>
