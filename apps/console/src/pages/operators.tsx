@@ -21,6 +21,7 @@ const ROLE_HELP: Record<Role, string> = {
   admin: 'everything in the application',
   owner: 'admin, and deletes the application',
 };
+// `includes` takes only a Role: any value may be asked about, and the answer narrows it.
 const isRole = (value: unknown): value is Role => ROLES.includes(value as Role);
 
 /**
