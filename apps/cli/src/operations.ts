@@ -29,6 +29,8 @@ export const OPERATION_COMMANDS: Record<string, string> = {
   'users-organizations': 'users orgs',
   'users-factors-list': 'users factors',
   'users-factors-remove': 'users factors remove',
+  'users-identities-list': 'users identities',
+  'users-identities-remove': 'users identities remove',
   'organizations-create': 'orgs create',
   'organizations-list': 'orgs list',
   'organizations-get': 'orgs get',

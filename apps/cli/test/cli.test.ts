@@ -1228,7 +1228,7 @@ describe('gatehouse saml against a real server and a real IdP', () => {
   });
 });
 
-/** `gatehouse oauth2 clients …` and `gatehouse users grants`, as a developer registers a third-party app. */
+/** `gatehouse oauth2 clients …`, `gatehouse users grants` and `users identities`, as a developer registers a third-party app. */
 describe('gatehouse oauth2 clients and users grants', () => {
   const env: Record<string, string> = {};
 
@@ -1277,6 +1277,17 @@ describe('gatehouse oauth2 clients and users grants', () => {
     const unknown = await gatehouse(['users', 'grants', 'revoke', user.id, '01890000-0000-7000-8000-000000000000', '--yes'], env);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toContain('not_found');
+    // Linked accounts: none yet; unlinking asks first, and an account the user does not have is not_found.
+    expect(await json(['users', 'identities', user.id], env)).toEqual([]);
+    expect((await gatehouse(['users', 'identities', 'remove', user.id, '01890000-0000-7000-8000-000000000000'], env)).code).toBe(
+      2,
+    );
+    const unlinked = await gatehouse(
+      ['users', 'identities', 'remove', user.id, '01890000-0000-7000-8000-000000000000', '--yes'],
+      env,
+    );
+    expect(unlinked.code).not.toBe(0);
+    expect(unlinked.stderr).toContain('not_found');
     const refused = await gatehouse(['oauth2', 'clients', 'delete', client.id], env);
     expect(refused.code).toBe(2);
     expect(await json(['oauth2', 'clients', 'delete', client.id, '--yes'], env)).toEqual({ id: client.id, deleted: true });

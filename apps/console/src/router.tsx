@@ -2,6 +2,8 @@ import { createRootRoute, createRoute, createRouter, lazyRouteComponent, Outlet,
 import { ApplicationLayout } from './components/application-layout.tsx';
 import { NotFound, Shell } from './components/shell.tsx';
 import {
+  AUTHZ_QUESTIONS,
+  type AuthzSearch,
   type DashboardRange,
   dashboardRange,
   type EventsSearch,
@@ -9,6 +11,7 @@ import {
   INVITATION_STATUSES,
   isoTime,
   type OAuthClientsSearch,
+  type OperatorsSearch,
   ORGANIZATION_TABS,
   type OrganizationSearch,
   offset,
@@ -43,6 +46,13 @@ const applicationsRoute = createRoute({
   path: 'apps',
   validateSearch: (search: Record<string, unknown>): { q?: string } => ({ q: text(search.q) }),
   component: lazyRouteComponent(() => import('./pages/applications.tsx'), 'ApplicationsPage'),
+});
+
+const operatorsRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: 'operators',
+  validateSearch: (search: Record<string, unknown>): OperatorsSearch => ({ offset: offset(search.offset) }),
+  component: lazyRouteComponent(() => import('./pages/operators.tsx'), 'OperatorsPage'),
 });
 
 const applicationRoute = createRoute({
@@ -91,6 +101,27 @@ const webhooksRoute = createRoute({
       : { endpoint: undefined, delivery: undefined, offset: undefined };
   },
   component: lazyRouteComponent(() => import('./pages/webhooks.tsx'), 'WebhooksPage'),
+});
+
+const authzRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'authz',
+  validateSearch: (search: Record<string, unknown>): AuthzSearch => {
+    const ask = oneOf(AUTHZ_QUESTIONS)(search.ask);
+    return {
+      namespace: text(search.namespace),
+      object: text(search.object),
+      relation: text(search.relation),
+      subject: text(search.subject),
+      offset: offset(search.offset),
+      // The explorer's fields mean something only with its question.
+      ask,
+      ask_object: ask ? text(search.ask_object) : undefined,
+      ask_relation: ask ? text(search.ask_relation) : undefined,
+      ask_subject: ask === 'check' ? text(search.ask_subject) : undefined,
+    };
+  },
+  component: lazyRouteComponent(() => import('./pages/authz.tsx'), 'AuthzPage'),
 });
 
 const settingsRoute = createRoute({
@@ -220,11 +251,13 @@ const oauthClientsRoute = createRoute({
 const routeTree = rootRoute.addChildren([
   indexRoute,
   applicationsRoute,
+  operatorsRoute,
   applicationRoute.addChildren([
     applicationIndexRoute,
     dashboardRoute,
     eventsRoute,
     webhooksRoute,
+    authzRoute,
     settingsRoute,
     apiKeysRoute,
     usersRoute.addChildren([usersIndexRoute, userRoute]),

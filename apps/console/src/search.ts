@@ -18,7 +18,7 @@ export const oneOf =
 export const PAGE_SIZE = 25;
 
 /** The tabs of a user's page (`?tab=`). */
-export const USER_TABS = ['profile', 'sessions', 'organizations', 'factors'] as const;
+export const USER_TABS = ['profile', 'sessions', 'organizations', 'factors', 'identities', 'grants', 'events'] as const;
 export type UserTab = (typeof USER_TABS)[number];
 
 /** The dashboard's periods, in days (`?days=`; 30 when absent). */
@@ -97,4 +97,27 @@ export type SocialProvider = (typeof SOCIAL_PROVIDERS)[number];
 /** The OAuth clients page's state: the client whose edit form is open. */
 export interface OAuthClientsSearch {
   client?: string;
+}
+
+/**
+ * The authorization page's state (`/apps/$appId/authz`): the tuple list's filters and page, and the explorer's
+ * question — a check (object, relation, subject) or an expand (object, relation) — asked when it is in the URL.
+ */
+export interface AuthzSearch {
+  namespace?: string;
+  object?: string;
+  relation?: string;
+  subject?: string;
+  offset?: number;
+  ask?: AuthzQuestion;
+  ask_object?: string;
+  ask_relation?: string;
+  ask_subject?: string;
+}
+export const AUTHZ_QUESTIONS = ['check', 'expand'] as const;
+export type AuthzQuestion = (typeof AUTHZ_QUESTIONS)[number];
+
+/** The operators page's state (`/operators`): its page of the list. */
+export interface OperatorsSearch {
+  offset?: number;
 }

@@ -194,3 +194,41 @@ describe('linking accounts (ES★)', () => {
     expect(await sql(server, 'select id from identities where id = ?', [google.id])).toHaveLength(1);
   });
 });
+
+describe("support's view of a user's linked accounts (secret key)", () => {
+  it('lists them newest first, unlinks one (never the last way to sign in), with its event; other tenants see nothing', async () => {
+    const app = await appWithProviders();
+    const { tokens, user } = await googleSignIn(app, { sub: `s-${++seq}`, email: uniqueEmail('sup'), email_verified: true });
+    const { code, state } = await linkGithub(app, tokens.access_token, {
+      sub: `${80_000 + seq}`,
+      email: uniqueEmail('sup-gh'),
+      email_verified: true,
+    });
+    const github = await ok(linkCallback(app, tokens.access_token, { code, state }), 201);
+
+    const list = await ok(app.rest('GET', `/v1/users/${user.id}/identities`));
+    expect(list.map((i: any) => i.provider)).toEqual(['github', 'google']);
+    expect(list[0]).toEqual(github);
+
+    expect(await ok(app.rest('DELETE', `/v1/users/${user.id}/identities/${github.id}`))).toEqual({
+      id: github.id,
+      deleted: true,
+    });
+    expectError(await app.rest('DELETE', `/v1/users/${user.id}/identities/${github.id}`), 404, 'not_found');
+    const unlinked = await ok(app.rest('GET', '/v1/events?type=user.identity_unlinked'));
+    expect(unlinked.events[0].data).toMatchObject({ user_id: user.id, identity: { id: github.id, provider: 'github' } });
+
+    // Another application's key: the user is not found there.
+    const other = await appWithProviders();
+    expectError(await other.rest('GET', `/v1/users/${user.id}/identities`), 404, 'not_found');
+
+    // A user whose only way in is one provider: support cannot unlink it either.
+    standIn.user.github = { sub: `${90_000 + ++seq}`, email: uniqueEmail('only'), email_verified: false };
+    const started = await ok(startOAuth(app, 'github'));
+    const back = await throughRelay(server, await standIn.authorize(started.authorization_url));
+    const lone = await ok(callback(app, 'github', { code: back.code, state: back.state }));
+    const [only] = await ok(app.rest('GET', `/v1/users/${lone.user.id}/identities`));
+    expectError(await app.rest('DELETE', `/v1/users/${lone.user.id}/identities/${only.id}`), 409, 'conflict');
+    expect(await sql(server, 'select id from identities where id = ?', [only.id])).toHaveLength(1);
+  });
+});

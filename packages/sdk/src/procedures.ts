@@ -153,6 +153,8 @@ export const PROCEDURES = {
   'users.get': 'query',
   'users.grants.list': 'query',
   'users.grants.revoke': 'mutation',
+  'users.identities.list': 'query',
+  'users.identities.remove': 'mutation',
   'users.list': 'query',
   'users.merge': 'mutation',
   'users.organizations': 'query',

@@ -251,6 +251,53 @@ export function registerUsers(program: Command): void {
       );
     });
 
+  const identities = users
+    .command('identities')
+    .description("List a user's linked OAuth and SAML accounts, newest first (`users identities remove` unlinks one)")
+    .argument('<user>', 'user id')
+    .action(async (user: string, _options, command: Command) => {
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        "Fetching the user's linked accounts",
+        () => gatehouse.users.identities.list({ id: user }),
+        (list) =>
+          tableView(
+            [
+              { key: 'id', header: 'ID', value: (i) => i.id },
+              { key: 'kind', header: 'KIND', value: (i) => i.kind },
+              { key: 'provider', header: 'PROVIDER', value: (i) => i.provider },
+              { key: 'name', header: 'NAME', value: (i) => i.name },
+              { key: 'created_at', header: 'LINKED', value: (i) => i.created_at },
+              { key: 'last_used_at', header: 'LAST USED', value: (i) => i.last_used_at },
+            ],
+            list,
+            'No linked accounts.',
+          ),
+      );
+    });
+
+  identities
+    .command('remove')
+    .description('Unlink an OAuth or SAML account from a user (never the last way they can sign in)')
+    .argument('<user>', 'user id')
+    .argument('<identity-id>', 'identity id, from `gatehouse users identities <user>`')
+    .option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)')
+    .action(async (user: string, identityId: string, options: { yes?: boolean }, command: Command) => {
+      if (mustConfirm(options.yes, 'unlinking an account stops the user signing in with it')) {
+        if (!(await confirm(`Unlink account ${identityId} from user ${user}? They can no longer sign in with it.`))) {
+          throw new Error('cancelled: nothing was unlinked');
+        }
+      }
+      const gatehouse = await secretKeyClient(command);
+      await present(
+        command,
+        'Unlinking the account',
+        () => gatehouse.users.identities.remove({ id: user, identity_id: identityId }),
+        () => ({ kind: 'message', text: `Unlinked account ${identityId} from user ${user}` }),
+      );
+    });
+
   users
     .command('orgs')
     .description('List the organizations a user is a member of, by name, with their role')

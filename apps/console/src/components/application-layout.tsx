@@ -52,6 +52,9 @@ export function ApplicationLayout() {
               <Link to="/apps/$appId/webhooks" params={{ appId }}>
                 Webhooks
               </Link>
+              <Link to="/apps/$appId/authz" params={{ appId }}>
+                Authorization
+              </Link>
               <Link to="/apps/$appId/api-keys" params={{ appId }}>
                 API keys
               </Link>

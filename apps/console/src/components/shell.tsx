@@ -19,6 +19,9 @@ export function Shell() {
           <Link to="/apps" search={{}} activeOptions={{ exact: true }}>
             Applications
           </Link>
+          <Link to="/operators" search={{}}>
+            Operators
+          </Link>
         </nav>
         <div className="who">
           {session && (

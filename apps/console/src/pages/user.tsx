@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router';
-import { Button, Tab, TabList, TabPanel, Tabs } from 'react-aria-components';
+import { useState } from 'react';
+import { Button, Form, Input, Label, Tab, TabList, TabPanel, Tabs, Text, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
@@ -10,8 +11,9 @@ import { USER_TABS, type UserTab } from '../search.ts';
 type User = Outputs['users']['get'];
 
 /**
- * One user: profile, status (ban and unban), live sessions (end one, or sign out everywhere), organizations and
- * factors; the tab is in the URL.
+ * One user: profile, status (ban and unban), live sessions (end one, or sign out everywhere), organizations, factors,
+ * linked accounts (unlink), authorized apps (revoke) and their events; the tab is in the URL. Below the tabs, merging
+ * the user into another.
  */
 export function UserPage() {
   const { appId, userId } = useParams({ from: '/apps/$appId/users/$userId' });
@@ -45,6 +47,9 @@ export function UserPage() {
               <Tab id={'sessions' satisfies UserTab}>Sessions</Tab>
               <Tab id={'organizations' satisfies UserTab}>Organizations</Tab>
               <Tab id={'factors' satisfies UserTab}>Passkeys and factors</Tab>
+              <Tab id={'identities' satisfies UserTab}>Linked accounts</Tab>
+              <Tab id={'grants' satisfies UserTab}>Authorized apps</Tab>
+              <Tab id={'events' satisfies UserTab}>Events</Tab>
             </TabList>
             <TabPanel id="profile" className="tabpanel">
               <Profile user={user.data} />
@@ -58,7 +63,17 @@ export function UserPage() {
             <TabPanel id="factors" className="tabpanel">
               <Factors user={user.data} />
             </TabPanel>
+            <TabPanel id="identities" className="tabpanel">
+              <Identities user={user.data} />
+            </TabPanel>
+            <TabPanel id="grants" className="tabpanel">
+              <Grants user={user.data} />
+            </TabPanel>
+            <TabPanel id="events" className="tabpanel">
+              <Events user={user.data} appId={appId} />
+            </TabPanel>
           </Tabs>
+          <MergeUser user={user.data} appId={appId} />
         </>
       )}
     </section>
@@ -293,5 +308,313 @@ function Factors({ user }: { user: User }) {
         ))}
       </tbody>
     </table>
+  );
+}
+
+const PROVIDER_KINDS: Record<string, string> = { oauth: 'social sign-in', saml: 'SAML single sign-on', passkey: 'passkey' };
+
+function Identities({ user }: { user: User }) {
+  const trpc = app.useTRPC();
+  const queryClient = useQueryClient();
+  const list = useQuery(trpc.users.identities.list.queryOptions({ id: user.id }));
+  const unlink = useMutation(
+    trpc.users.identities.remove.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.users.identities.list.queryKey({ id: user.id }) }),
+    }),
+  );
+  if (list.isPending) return <p role="status">Loading the linked accounts…</p>;
+  if (list.error) return <ErrorNotice error={list.error} title="The linked accounts could not be listed" />;
+  return (
+    <div>
+      {list.data.length === 0 ? (
+        <EmptyState
+          title="No linked account"
+          cli={`npx gatehouse users identities ${user.id}`}
+          curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/identities" \\
+  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+        >
+          <p>The user links one when they sign in with a social provider or SAML, or on their account page.</p>
+        </EmptyState>
+      ) : (
+        <table className="table">
+          <caption className="visually-hidden">Linked accounts, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Kind</th>
+              <th scope="col">Provider</th>
+              <th scope="col">Account</th>
+              <th scope="col">Linked</th>
+              <th scope="col">Last used</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.map((identity) => (
+              <tr key={identity.id}>
+                <td>{PROVIDER_KINDS[identity.kind] ?? identity.kind}</td>
+                <td>{identity.provider ?? '—'}</td>
+                <td>{identity.name}</td>
+                <td>{new Date(identity.created_at).toLocaleString()}</td>
+                <td>{identity.last_used_at ? new Date(identity.last_used_at).toLocaleString() : '—'}</td>
+                <td>
+                  <ConfirmButton
+                    label="Unlink"
+                    ariaLabel={`Unlink ${identity.provider ?? identity.kind} account ${identity.name}`}
+                    title="Unlink this account?"
+                    confirmLabel="Unlink the account"
+                    isDisabled={unlink.isPending}
+                    onConfirm={() => unlink.mutate({ id: user.id, identity_id: identity.id })}
+                  >
+                    <p>
+                      {user.primary_email ?? 'The user'} can no longer sign in with {identity.name}
+                      {identity.provider ? ` (${identity.provider})` : ''}. The last way they can sign in is never unlinked.
+                    </p>
+                  </ConfirmButton>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p role="status" className="status">
+        {unlink.isSuccess ? 'The account was unlinked.' : ''}
+      </p>
+      <ErrorNotice error={unlink.error} title="The account was not unlinked" />
+    </div>
+  );
+}
+
+function Grants({ user }: { user: User }) {
+  const trpc = app.useTRPC();
+  const queryClient = useQueryClient();
+  const list = useQuery(trpc.users.grants.list.queryOptions({ id: user.id }));
+  const revoke = useMutation(
+    trpc.users.grants.revoke.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.users.grants.list.queryKey({ id: user.id }) }),
+    }),
+  );
+  if (list.isPending) return <p role="status">Loading the authorized apps…</p>;
+  if (list.error) return <ErrorNotice error={list.error} title="The authorized apps could not be listed" />;
+  return (
+    <div>
+      {list.data.length === 0 ? (
+        <EmptyState
+          title="No authorized app"
+          cli={`npx gatehouse users grants ${user.id}`}
+          curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/grants" \\
+  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+        >
+          <p>An app appears here when the user approves its access (OAuth): its client and the scopes they granted.</p>
+        </EmptyState>
+      ) : (
+        <table className="table">
+          <caption className="visually-hidden">Apps the user authorized (OAuth grants)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Client</th>
+              <th scope="col">Scopes</th>
+              <th scope="col">Granted</th>
+              <th scope="col">Updated</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.map((grant) => (
+              <tr key={grant.id}>
+                <td>
+                  <code>{grant.client_id}</code>
+                </td>
+                <td>{grant.scopes.join(' ')}</td>
+                <td>{new Date(grant.created_at).toLocaleString()}</td>
+                <td>{new Date(grant.updated_at).toLocaleString()}</td>
+                <td>
+                  <ConfirmButton
+                    label="Revoke"
+                    ariaLabel={`Revoke the grant to client ${grant.client_id}`}
+                    title="Revoke this grant?"
+                    confirmLabel="Revoke the grant"
+                    isDisabled={revoke.isPending}
+                    onConfirm={() => revoke.mutate({ id: user.id, grant_id: grant.id })}
+                  >
+                    <p>Every token the app holds for {user.primary_email ?? 'this user'} stops working at once.</p>
+                  </ConfirmButton>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p role="status" className="status">
+        {revoke.isSuccess ? 'The grant was revoked.' : ''}
+      </p>
+      <ErrorNotice error={revoke.error} title="The grant was not revoked" />
+    </div>
+  );
+}
+
+/** How many of the newest entries the timeline asks for, as actor and as target each. */
+const TIMELINE_SIZE = 50;
+
+/** The audit log entries with this user as actor or as target (two filtered reads, merged), newest first. */
+function Events({ user, appId }: { user: User; appId: string }) {
+  const trpc = app.useTRPC();
+  const asActor = useQuery(trpc.auditLogs.list.queryOptions({ actor_id: user.id, limit: TIMELINE_SIZE }));
+  const asTarget = useQuery(trpc.auditLogs.list.queryOptions({ target_id: user.id, limit: TIMELINE_SIZE }));
+  if (asActor.isPending || asTarget.isPending) return <p role="status">Loading the events…</p>;
+  if (asActor.error || asTarget.error) {
+    return <ErrorNotice error={asActor.error ?? asTarget.error} title="The events could not be listed" />;
+  }
+  const byId = new Map<string, { entry: AuditEntry; actor: boolean; target: boolean }>();
+  for (const entry of asActor.data.audit_logs) byId.set(entry.id, { entry, actor: true, target: false });
+  for (const entry of asTarget.data.audit_logs) {
+    const seen = byId.get(entry.id);
+    if (seen) seen.target = true;
+    else byId.set(entry.id, { entry, actor: false, target: true });
+  }
+  const timeline = [...byId.values()]
+    .sort((a, b) => b.entry.occurred_at.localeCompare(a.entry.occurred_at) || b.entry.id.localeCompare(a.entry.id))
+    .slice(0, TIMELINE_SIZE);
+  const more = asActor.data.total > TIMELINE_SIZE || asTarget.data.total > TIMELINE_SIZE;
+  if (timeline.length === 0) {
+    return (
+      <EmptyState
+        title="No event"
+        cli={`npx gatehouse audit-logs list --target-id ${user.id}`}
+        curl={`curl -s "$GATEHOUSE/v1/audit-logs?target_id=${user.id}" \\
+  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+      >
+        <p>Nothing this user did, and nothing done to them, is in the audit log.</p>
+      </EmptyState>
+    );
+  }
+  return (
+    <div>
+      <ol className="timeline" aria-label="Events of this user, newest first">
+        {timeline.map(({ entry, actor, target }) => (
+          <li key={entry.id}>
+            <time dateTime={entry.occurred_at}>{new Date(entry.occurred_at).toLocaleString()}</time>
+            <p>
+              <code>{entry.action}</code>{' '}
+              <span className="badge">{actor && target ? 'by and to this user' : actor ? 'by this user' : 'to this user'}</span>
+            </p>
+            <p className="meta">
+              <span>
+                actor {entry.actor.type} <code>{entry.actor.id}</code>
+              </span>
+              {entry.ip && <span>from {entry.ip}</span>}
+            </p>
+          </li>
+        ))}
+      </ol>
+      <p>
+        {more ? `The newest ${TIMELINE_SIZE} are shown. ` : ''}
+        <Link to="/apps/$appId/events" params={{ appId }} search={{ actor: user.id }}>
+          See what this user did in the audit log
+        </Link>
+        .
+      </p>
+    </div>
+  );
+}
+
+type AuditEntry = Outputs['auditLogs']['list']['audit_logs'][number];
+
+/**
+ * Merges this user (the source: it becomes a tombstone) into another one, found by email or id; the confirmation names
+ * both users.
+ */
+function MergeUser({ user, appId }: { user: User; appId: string }) {
+  const trpc = app.useTRPC();
+  const queryClient = useQueryClient();
+  const [needle, setNeedle] = useState('');
+  const [asked, setAsked] = useState<string | null>(null);
+  const candidates = useQuery({
+    ...trpc.users.list.queryOptions({ search: asked ?? '', limit: 5 }),
+    enabled: asked !== null,
+  });
+  const merge = useMutation(
+    trpc.users.merge.mutationOptions({
+      onSuccess: (target) => {
+        queryClient.setQueryData(trpc.users.get.queryKey({ id: target.id }), target);
+        void queryClient.invalidateQueries({ queryKey: trpc.users.get.queryKey({ id: user.id }) });
+        void queryClient.invalidateQueries({ queryKey: trpc.users.list.queryKey() });
+        setAsked(null);
+      },
+    }),
+  );
+  // A merged user cannot be merged again; the notice of the merge just made stays.
+  if (user.status === 'merged' && !merge.data) return null;
+  const found = (candidates.data?.users ?? []).filter((u) => u.id !== user.id && u.status !== 'merged');
+  const name = (u: User) => u.primary_email ?? u.id;
+  return (
+    <section className="panel danger-zone" aria-labelledby="merge-user">
+      <h2 id="merge-user">Merge into another user</h2>
+      {user.status !== 'merged' && (
+        <>
+          <p>
+            When one person has two accounts: this user ({name(user)}) is closed and points to the user you keep, who gains its
+            sign-in methods, memberships and tuples; its sessions end.
+          </p>
+          <Form
+            onSubmit={(event) => {
+              event.preventDefault();
+              merge.reset();
+              setAsked(needle.trim() || null);
+            }}
+          >
+            <TextField className="field" isRequired value={needle} onChange={setNeedle} maxLength={320}>
+              <Label>The user to keep</Label>
+              <Input />
+              <Text slot="description">Part of their email address</Text>
+            </TextField>
+            <Button type="submit" className="button">
+              Find the user
+            </Button>
+          </Form>
+          <ErrorNotice error={candidates.error} title="The users could not be searched" />
+          {asked !== null && candidates.data && found.length === 0 && (
+            <p role="status">No other user's email contains “{asked}”.</p>
+          )}
+          {asked !== null && found.length > 0 && (
+            <ul className="candidates" aria-label="Users to merge into">
+              {found.map((target) => (
+                <li key={target.id}>
+                  {name(target)} <code>{target.id}</code>{' '}
+                  <ConfirmButton
+                    label={`Merge into ${name(target)}`}
+                    title={`Merge ${name(user)} into ${name(target)}?`}
+                    confirmLabel="Merge the users"
+                    isDisabled={merge.isPending}
+                    onConfirm={() => merge.mutate({ source_user_id: user.id, target_user_id: target.id })}
+                  >
+                    <p>
+                      {name(user)} becomes a tombstone that points to {name(target)}; {name(target)} keeps everything and gains
+                      what {name(user)} had. There is no undo.
+                    </p>
+                  </ConfirmButton>
+                </li>
+              ))}
+            </ul>
+          )}
+        </>
+      )}
+      {merge.data && (
+        <div className="notice success" role="status">
+          <p className="notice-title">Merged.</p>
+          <p>
+            {name(user)} now points to{' '}
+            <Link to="/apps/$appId/users/$userId" params={{ appId, userId: merge.data.id }}>
+              {name(merge.data)}
+            </Link>
+            .
+          </p>
+        </div>
+      )}
+      <ErrorNotice error={merge.error} title="The users were not merged" />
+    </section>
   );
 }

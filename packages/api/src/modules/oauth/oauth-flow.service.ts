@@ -23,7 +23,7 @@ import {
 } from '../sign-in/sign-in.service.ts';
 import { type Identity, IdentityEntity } from '../users/identity.entity.ts';
 import type { User } from '../users/user.entity.ts';
-import { normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
+import { findUser, normalizeEmail, toUserRecord, userFromRow } from '../users/users.service.ts';
 import {
   authorizationUrl,
   codeVerifier,
@@ -487,9 +487,19 @@ export async function linkCallback(
 
 export async function listIdentities(ctx: SignedInContext): Promise<IdentityRecord[]> {
   const { application, user } = signedIn(ctx);
-  const rows = await ctx.em.find(
+  return identitiesOf(ctx.em, application.id, user.id);
+}
+
+/** Support's view (secret key): a user's linked OAuth and SAML accounts, newest first. */
+export async function listUserIdentities(ctx: TenantContext, userId: string): Promise<IdentityRecord[]> {
+  const user = await findUser(ctx, userId);
+  return identitiesOf(ctx.em, ctx.application.id, user.id);
+}
+
+async function identitiesOf(em: EntityManager, applicationId: string, userId: string): Promise<IdentityRecord[]> {
+  const rows = await em.find(
     IdentityEntity,
-    { application: application.id, user: user.id, kind: { $in: LINKABLE_KINDS } },
+    { application: applicationId, user: userId, kind: { $in: LINKABLE_KINDS } },
     { orderBy: { createdAt: 'desc', id: 'desc' } },
   );
   return rows.map(toIdentityRecord);
@@ -502,30 +512,52 @@ export async function listIdentities(ctx: SignedInContext): Promise<IdentityReco
  */
 export async function unlinkIdentity(ctx: SignedInContext, id: string) {
   const { application, session, user } = signedIn(ctx);
-  const record = await ctx.em.transactional(async (em) => {
-    await em.execute('select id from users where id = ? for update', [user.id]);
-    const identity = await em.findOne(IdentityEntity, {
-      id,
-      application: application.id,
-      user: user.id,
-      kind: { $in: LINKABLE_KINDS },
-    });
-    if (!identity) throw notFound('Identity');
-    if (session.aal < 2 && (await secondFactorMethods(ctx.services.hooks, em, user)).length) throw stepUpRequired();
-    const others = await em.count(IdentityEntity, { user: user.id, id: { $ne: identity.id } });
-    if (!user.primaryEmail && others === 0) {
-      throw new AppError(
-        'conflict',
-        'This is the only way left to sign in to this account. Add an email, a passkey or another provider first.',
-      );
-    }
-    await em.nativeDelete(IdentityEntity, { id: identity.id });
-    const unlinked = toIdentityRecord(identity);
-    recordEvent(em, application.id, 'user.identity_unlinked', { user_id: user.id, identity: unlinked });
-    await em.flush();
-    return unlinked;
-  });
+  const record = await ctx.em.transactional((em) =>
+    unlinkOf(em, application.id, user, id, async () => {
+      if (session.aal < 2 && (await secondFactorMethods(ctx.services.hooks, em, user)).length) throw stepUpRequired();
+    }),
+  );
   return { id: record.id, deleted: true as const };
+}
+
+/**
+ * Support unlinks a user's OAuth or SAML identity (secret key, `users:write`): the same last-way rule (409) and event
+ * as the user's own unlink; the caller's own second factor is the console's concern (a write needs aal 2 there).
+ */
+export async function unlinkUserIdentity(ctx: TenantContext, userId: string, identityId: string) {
+  const user = await findUser(ctx, userId);
+  const record = await ctx.em.transactional((em) => unlinkOf(em, ctx.application.id, user, identityId, async () => {}));
+  return { id: record.id, deleted: true as const };
+}
+
+async function unlinkOf(
+  em: EntityManager,
+  applicationId: string,
+  user: User,
+  id: string,
+  mayUnlink: () => Promise<void>,
+): Promise<IdentityRecord> {
+  await em.execute('select id from users where id = ? for update', [user.id]);
+  const identity = await em.findOne(IdentityEntity, {
+    id,
+    application: applicationId,
+    user: user.id,
+    kind: { $in: LINKABLE_KINDS },
+  });
+  if (!identity) throw notFound('Identity');
+  await mayUnlink();
+  const others = await em.count(IdentityEntity, { user: user.id, id: { $ne: identity.id } });
+  if (!user.primaryEmail && others === 0) {
+    throw new AppError(
+      'conflict',
+      'This is the only way left to sign in to this account. Add an email, a passkey or another provider first.',
+    );
+  }
+  await em.nativeDelete(IdentityEntity, { id: identity.id });
+  const unlinked = toIdentityRecord(identity);
+  recordEvent(em, applicationId, 'user.identity_unlinked', { user_id: user.id, identity: unlinked });
+  await em.flush();
+  return unlinked;
 }
 
 export const purgeOAuthStates: PurgeStep = (em) => deleteInBatches(em, 'oauth_states', SPENT_ONE_TIME_ROWS);

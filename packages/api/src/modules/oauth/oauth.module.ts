@@ -1,6 +1,6 @@
 import { purgeSteps } from '../../lib/housekeeping.ts';
 import { defineModule, type EventDeclarations, type EventPayloadsOf } from '../../lib/modules.ts';
-import { identitiesRouter, oauthRouter, providersRouter } from './oauth.router.ts';
+import { identitiesRouter, oauthRouter, providersRouter, userIdentitiesRouter } from './oauth.router.ts';
 import { IdentityEventSchema } from './oauth.schema.ts';
 import { purgeOAuthStates } from './oauth-flow.service.ts';
 import { OAuthProviderEntity } from './oauth-provider.entity.ts';
@@ -21,7 +21,11 @@ declare module '../events/events.schema.ts' {
 export const oauthModule = defineModule({
   name: 'oauth',
   entities: [OAuthProviderEntity, OAuthStateEntity, OAuthProviderTokenEntity],
-  procedures: { providers: providersRouter, auth: { oauth: oauthRouter, identities: identitiesRouter } },
+  procedures: {
+    providers: providersRouter,
+    auth: { oauth: oauthRouter, identities: identitiesRouter },
+    users: { identities: userIdentitiesRouter },
+  },
   tag: {
     name: 'OAuth providers',
     description:

@@ -14,9 +14,19 @@ import {
   StartOAuthInputSchema,
   StartOAuthOutputSchema,
   StartOAuthSignInInputSchema,
+  UserIdentityParamsSchema,
 } from './oauth.schema.ts';
 import { listOAuthProviders, putOAuthProvider, resetOAuthProvider } from './oauth.service.ts';
-import { linkCallback, listIdentities, oauthCallback, startLink, startOAuth, unlinkIdentity } from './oauth-flow.service.ts';
+import {
+  linkCallback,
+  listIdentities,
+  listUserIdentities,
+  oauthCallback,
+  startLink,
+  startOAuth,
+  unlinkIdentity,
+  unlinkUserIdentity,
+} from './oauth-flow.service.ts';
 
 const tags = ['OAuth providers'];
 const base = '/v1/applications/{id}/providers/oauth';
@@ -87,6 +97,34 @@ export const oauthRouter = router({
     .input(OAuthCallbackInputSchema)
     .output(SignInResultSchema)
     .mutation(({ ctx, input }) => oauthCallback(ctx, input)),
+});
+
+/** `users.identities.*` (SK): support's view of a user's linked OAuth and SAML accounts, and unlinking one. */
+export const userIdentitiesRouter = router({
+  list: secretKeyProcedure('users:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/v1/users/{id}/identities',
+        tags: ['Users'],
+        summary: "A user's linked OAuth and SAML accounts",
+      },
+    })
+    .input(IdParamSchema)
+    .output(z.array(IdentitySchema))
+    .query(({ ctx, input }) => listUserIdentities(ctx, input.id)),
+  remove: secretKeyProcedure('users:write')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/v1/users/{id}/identities/{identity_id}',
+        tags: ['Users'],
+        summary: "Unlink a user's OAuth or SAML account (support; never the last way to sign in)",
+      },
+    })
+    .input(UserIdentityParamsSchema)
+    .output(DeletedSchema)
+    .mutation(({ ctx, input }) => unlinkUserIdentity(ctx, input.id, input.identity_id)),
 });
 
 /** The signed-in user's linked accounts (ES★), mounted under `auth.identities`. */

@@ -82,5 +82,7 @@ export const IdentitySchema = z
   .meta({ id: 'Identity' });
 export type IdentityRecord = z.infer<typeof IdentitySchema>;
 
+export const UserIdentityParamsSchema = z.strictObject({ id: z.uuid(), identity_id: z.uuid() });
+
 /** The `data` of `user.identity_linked` and `user.identity_unlinked`. */
 export const IdentityEventSchema = z.object({ user_id: z.uuid(), identity: IdentitySchema });
