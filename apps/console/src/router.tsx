@@ -9,6 +9,7 @@ import {
   isoTime,
   offset,
   oneOf,
+  templateKey,
   text,
   USER_TABS,
   type UserTab,
@@ -97,6 +98,32 @@ const apiKeysRoute = createRoute({
   component: lazyRouteComponent(() => import('./pages/api-keys.tsx'), 'ApiKeysPage'),
 });
 
+const domainsRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'domains',
+  validateSearch: (search: Record<string, unknown>): { domain?: string } => ({ domain: uuid(search.domain) }),
+  component: lazyRouteComponent(() => import('./pages/domains.tsx'), 'DomainsPage'),
+});
+
+const templatesRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'templates',
+  validateSearch: (search: Record<string, unknown>): { key?: string } => ({ key: templateKey(search.key) }),
+  component: lazyRouteComponent(() => import('./pages/templates.tsx'), 'TemplatesPage'),
+});
+
+const accessRulesRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'access',
+  component: lazyRouteComponent(() => import('./pages/access-rules.tsx'), 'AccessRulesPage'),
+});
+
+const signingKeysRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'signing-keys',
+  component: lazyRouteComponent(() => import('./pages/signing-keys.tsx'), 'SigningKeysPage'),
+});
+
 const usersRoute = createRoute({
   getParentRoute: () => applicationRoute,
   path: 'users',
@@ -155,6 +182,10 @@ const routeTree = rootRoute.addChildren([
     webhooksRoute,
     settingsRoute,
     apiKeysRoute,
+    domainsRoute,
+    templatesRoute,
+    accessRulesRoute,
+    signingKeysRoute,
     usersRoute.addChildren([usersIndexRoute, userRoute]),
     organizationsRoute.addChildren([organizationsIndexRoute, organizationRoute]),
   ]),
