@@ -101,13 +101,13 @@ describe.skipIf(!hasChromium)('the console’s domains, templates, host access, 
       await page.getByRole('heading', { level: 1, name: 'Message templates' }).waitFor();
       await page.getByRole('link', { name: 'Edit Magic link' }).click();
       await page.waitForURL(/key=magic_link/);
-      const previewSubject = page.locator('.preview-subject output');
+      const previewSubject = page.locator('.preview-subject .rendered');
       await expect.poll(() => previewSubject.textContent()).toBe('Your sign-in link for Console Platform');
       await page.getByLabel('Subject', { exact: true }).fill('Sign in to {{app_name}} now, {{email}}');
       await expect.poll(() => previewSubject.textContent()).toBe('Sign in to Console Platform now, ada@example.com');
       await page.getByLabel('Body (HTML)').fill('<p>Hello from {{app_name}}: <a href="{{link}}">sign in</a></p>');
       await expect
-        .poll(() => page.locator('.preview-text output').textContent())
+        .poll(() => page.locator('.preview-text .rendered').textContent())
         .toMatch(/^Hello from Console Platform: sign in: https:\/\//);
       await page.getByRole('button', { name: 'Save the template' }).click();
       await page.getByText('Saved.', { exact: true }).waitFor();

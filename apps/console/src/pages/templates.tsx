@@ -214,13 +214,11 @@ function Preview({
           {preview.data.subject !== null && (
             <p className="preview-subject">
               <span className="muted">Subject: </span>
-              <output>{preview.data.subject}</output>
+              <span className="rendered">{preview.data.subject}</span>
             </p>
           )}
           <ScrollRegion label="The message as text" className="excerpt preview-text">
-            <pre>
-              <output>{preview.data.text}</output>
-            </pre>
+            <pre className="rendered">{preview.data.text}</pre>
           </ScrollRegion>
           <details>
             <summary>The HTML</summary>
