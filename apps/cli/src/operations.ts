@@ -78,6 +78,7 @@ export const OPERATION_COMMANDS: Record<string, string> = {
   'templates-put': 'templates set',
   'templates-reset': 'templates reset',
   'templates-preview': 'templates preview',
+  'templates-test': 'templates test',
   'messages-list': 'messages tail',
   'saml-connections-create': 'saml create',
   'saml-connections-createFromMetadata': 'saml create',

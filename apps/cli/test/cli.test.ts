@@ -734,6 +734,8 @@ describe('gatehouse CLI against a real server', () => {
     expect(stats).toHaveProperty('active_sessions');
     const preview = await json(['templates', 'preview', 'magic_link', '--var', 'link=https://example.com/x']);
     expect(preview.text).toContain('https://example.com/x');
+    const sent = await json(['templates', 'test', 'magic_link', '--to', 'cli-test@example.com']);
+    expect(sent).toMatchObject({ to: 'cli-test@example.com', status: 'queued' });
   });
 
   it('billing plans and subscriptions: create, list (the default), show, update, seats refused below members, cancel', async () => {

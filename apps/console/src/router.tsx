@@ -20,6 +20,7 @@ import {
   type SocialProvider,
   SSO_SOURCES,
   type SsoSource,
+  templateKey,
   text,
   USER_TABS,
   type UserTab,
@@ -134,6 +135,32 @@ const apiKeysRoute = createRoute({
   getParentRoute: () => applicationRoute,
   path: 'api-keys',
   component: lazyRouteComponent(() => import('./pages/api-keys.tsx'), 'ApiKeysPage'),
+});
+
+const domainsRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'domains',
+  validateSearch: (search: Record<string, unknown>): { domain?: string } => ({ domain: uuid(search.domain) }),
+  component: lazyRouteComponent(() => import('./pages/domains.tsx'), 'DomainsPage'),
+});
+
+const templatesRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'templates',
+  validateSearch: (search: Record<string, unknown>): { key?: string } => ({ key: templateKey(search.key) }),
+  component: lazyRouteComponent(() => import('./pages/templates.tsx'), 'TemplatesPage'),
+});
+
+const accessRulesRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'access',
+  component: lazyRouteComponent(() => import('./pages/access-rules.tsx'), 'AccessRulesPage'),
+});
+
+const signingKeysRoute = createRoute({
+  getParentRoute: () => applicationRoute,
+  path: 'signing-keys',
+  component: lazyRouteComponent(() => import('./pages/signing-keys.tsx'), 'SigningKeysPage'),
 });
 
 const usersRoute = createRoute({
@@ -260,6 +287,10 @@ const routeTree = rootRoute.addChildren([
     authzRoute,
     settingsRoute,
     apiKeysRoute,
+    domainsRoute,
+    templatesRoute,
+    accessRulesRoute,
+    signingKeysRoute,
     usersRoute.addChildren([usersIndexRoute, userRoute]),
     organizationsRoute.addChildren([organizationsIndexRoute, organizationRoute]),
     signInRoute.addChildren([

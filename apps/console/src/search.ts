@@ -121,3 +121,6 @@ export type AuthzQuestion = (typeof AUTHZ_QUESTIONS)[number];
 export interface OperatorsSearch {
   offset?: number;
 }
+/** A message template's key in the URL (`?key=magic_link`), kept only when it has a key's shape. */
+export const templateKey = (value: unknown): string | undefined =>
+  typeof value === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(value) ? value : undefined;

@@ -244,6 +244,40 @@ describe('POST /v1/applications/{id}/templates/{key}/preview', () => {
   });
 });
 
+describe('POST /v1/applications/{id}/templates/{key}/test', () => {
+  it('mails the saved template to the address with the example variables; logged; settings:write; 10 a minute', async () => {
+    const app = await suite.server.createApp({ name: 'Test Send' });
+    await ok(app.rest('PUT', templatePath(app, 'passkey_added'), { subject: 'Tested: {{name}} for {{email}}' }));
+    const address = uniqueEmail('test-send');
+    const sent = await ok(app.rest('POST', `${templatePath(app, 'passkey_added')}/test`, { to: address }));
+    expect(sent).toEqual({ message_id: expect.stringMatching(UUID), to: address, status: 'queued' });
+    const mail = await suite.smtp.next(address);
+    expect(mail.subject).toBe(`Tested: MacBook Touch ID for ${address}`);
+    expect(mail.html).toContain('Test Send');
+    const [logged] = await messagesTo(app, address);
+    expect(logged).toMatchObject({ id: sent.message_id, template_key: 'passkey_added', status: 'sent' });
+
+    expectError(await app.rest('POST', `${templatePath(app)}/test`, { to: 'not an address' }), 422, 'validation_failed');
+    expectError(await app.rest('POST', `${templatePath(app, 'no_such_template')}/test`, { to: address }), 404, 'not_found');
+    const other = await suite.server.createApp();
+    expectError(await app.rest('POST', `${templatePath(app, 'magic_link', other.id)}/test`, { to: address }), 404, 'not_found');
+    const reader = await scopedKey(app, ['settings:read']);
+    expectError(await app.rest('POST', `${templatePath(app)}/test`, { to: address }, bearer(reader)), 403, 'insufficient_scope');
+
+    // A template that is not delivered is handed over as message.created, as every message of it is.
+    await ok(app.rest('PUT', templatePath(app), { delivered: false }));
+    const handed = await ok(app.rest('POST', `${templatePath(app)}/test`, { to: address }));
+    expect(handed.status).toBe('not_delivered');
+
+    // Bounded per application: 10 a minute (two spent above, and the refused ones spend nothing).
+    let status = 200;
+    for (let i = 0; i < 9 && status === 200; i++) {
+      status = (await app.rest('POST', `${templatePath(app, 'passkey_added')}/test`, { to: address })).status;
+    }
+    expect(status).toBe(429);
+  });
+});
+
 describe('delivered: false', () => {
   it('sends no mail; emits message.created with the link and logs the message as not_delivered', async () => {
     const app = await suite.server.createApp();

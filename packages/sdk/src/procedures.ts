@@ -146,6 +146,7 @@ export const PROCEDURES = {
   'templates.preview': 'mutation',
   'templates.put': 'mutation',
   'templates.reset': 'mutation',
+  'templates.test': 'mutation',
   'users.create': 'create',
   'users.delete': 'mutation',
   'users.factors.list': 'query',

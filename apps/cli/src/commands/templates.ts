@@ -70,6 +70,21 @@ export function registerTemplates(program: Command): void {
     });
 
   templates
+    .command('test')
+    .description('Send the template, as saved, to one address with the example values')
+    .argument('<key>', 'template key, e.g. magic_link')
+    .requiredOption('--to <address>', 'where the test message goes')
+    .action(async (key: string, options: { to: string }, command: Command) => {
+      const { gatehouse, applicationId } = await applicationClient(command);
+      await present(
+        command,
+        'Sending a test message',
+        () => gatehouse.templates.test({ id: applicationId, key, to: options.to }),
+        (sent) => recordView(sent),
+      );
+    });
+
+  templates
     .command('show')
     .description('Show a template as the application sends it (the override where there is one)')
     .argument('<key>', 'template key, e.g. magic_link')

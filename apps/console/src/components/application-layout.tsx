@@ -58,6 +58,18 @@ export function ApplicationLayout() {
               <Link to="/apps/$appId/api-keys" params={{ appId }}>
                 API keys
               </Link>
+              <Link to="/apps/$appId/domains" params={{ appId }}>
+                Domains
+              </Link>
+              <Link to="/apps/$appId/templates" params={{ appId }}>
+                Templates
+              </Link>
+              <Link to="/apps/$appId/access" params={{ appId }}>
+                Host access
+              </Link>
+              <Link to="/apps/$appId/signing-keys" params={{ appId }}>
+                Signing keys
+              </Link>
               <Link to="/apps/$appId/settings" params={{ appId }}>
                 Settings
               </Link>

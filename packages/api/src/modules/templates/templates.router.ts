@@ -9,8 +9,10 @@ import {
   TemplateCatalogEntrySchema,
   TemplateParamsSchema,
   TemplateSchema,
+  TemplateTestSchema,
+  TestTemplateInputSchema,
 } from './templates.schema.ts';
-import { getTemplate, previewTemplate, putTemplate, resetTemplate, templateCatalog } from './templates.service.ts';
+import { getTemplate, previewTemplate, putTemplate, resetTemplate, templateCatalog, testTemplate } from './templates.service.ts';
 
 const tags = ['Templates'];
 const base = '/v1/applications/{id}/templates';
@@ -48,4 +50,20 @@ export const templatesRouter = router({
     .input(PreviewTemplateInputSchema)
     .output(RenderedTemplateSchema)
     .mutation(({ ctx, input }) => previewTemplate(ctx, input)),
+  test: secretKeyProcedure('settings:write')
+    .meta({
+      rateLimited: true,
+      openapi: {
+        method: 'POST',
+        path: `${base}/{key}/test`,
+        tags,
+        summary: 'Send the template, as saved, to one address with the example variables',
+        description:
+          'The message is sent as the application sends it (a template that is not delivered emits `message.created` ' +
+          'instead) and is in the message log. At most 10 per application per minute: 429 `rate_limited` beyond.',
+      },
+    })
+    .input(TestTemplateInputSchema)
+    .output(TemplateTestSchema)
+    .mutation(({ ctx, input }) => testTemplate(ctx, input)),
 });

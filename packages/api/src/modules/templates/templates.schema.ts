@@ -40,6 +40,20 @@ export const PreviewTemplateInputSchema = TemplateParamsSchema.extend({
   variables: z.record(text(), text().max(2048)).optional().meta({ description: 'Defaults to the examples' }),
 }).strict();
 
+export const TestTemplateInputSchema = TemplateParamsSchema.extend({
+  to: text().trim().max(320).pipe(z.email()).meta({ description: 'Where the test message goes', example: 'you@example.com' }),
+}).strict();
+
+export const TemplateTestSchema = z
+  .object({
+    message_id: z.uuid().meta({ description: 'The message in the message log (GET /v1/messages)' }),
+    to: text(),
+    status: z.enum(['queued', 'not_delivered']).meta({
+      description: 'queued: the mail is on its way; not_delivered: the template is not delivered, so message.created was emitted',
+    }),
+  })
+  .meta({ id: 'TemplateTest' });
+
 export const RenderedTemplateSchema = z
   .object({ subject: text().nullable(), html: text(), text: text() })
   .meta({ id: 'RenderedTemplate' });

@@ -170,7 +170,7 @@ export async function sendTemplate(
   to: string,
   variables: Record<string, string>,
   options: { suppressed?: boolean } = {},
-): Promise<void> {
+): Promise<{ id: string; status: 'queued' | 'suppressed' | 'not_delivered' }> {
   const template = await effective(em, application.id, key);
   const view = { app_name: application.name, email: to, ...variables };
   const rendered = render(template.subject, template.body, view);
@@ -200,6 +200,29 @@ export async function sendTemplate(
       variables,
     });
   }
+  return { id: message.id, status };
+}
+
+/** Test sends per application and minute: each one is a mail the service sends to an address the caller chose. */
+const TEST_SENDS = { name: 'template_test', points: 10, windowS: 60 };
+
+/**
+ * A test send: the template as the application sends it now (its override, else the default), with the catalog's
+ * example variables and the recipient's address, through the same outbox and message log as every message.
+ */
+export async function testTemplate(ctx: TenantContext, input: { id: string; key: string; to: string }) {
+  const application = ownApplication(ctx, input.id);
+  const entry = catalogOrThrow(input.key);
+  await ctx.services.rateLimits.consume([{ ...TEST_SENDS, key: application.id }], ctx.response.headers);
+  const examples = Object.fromEntries(entry.variables.map((v) => [v.name, v.example]));
+  const sent = await sendTemplate(ctx.em, ctx.services, application, input.key, input.to, {
+    ...examples,
+    app_name: application.name,
+    email: input.to,
+  });
+  await ctx.em.flush();
+  // sendTemplate answers `suppressed` only when asked to suppress, which a test send never does.
+  return { message_id: sent.id, to: input.to, status: sent.status as 'queued' | 'not_delivered' };
 }
 
 /** The user's sign-in factors changed (`passkey_added`, `mfa_factor_removed`, …): they are told, if they have an email. */
