@@ -9,6 +9,7 @@ import {
   watchConsolePage,
 } from './helpers/console.ts';
 import { createUser, uniqueEmail } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { sql, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 /**
@@ -23,7 +24,7 @@ const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 if (!hasChromium) console.warn('browser-console-authz: /usr/bin/chromium not found, the real-browser test is skipped.');
 
-describe.skipIf(!hasChromium)('the console’s authorization, user and operators pages in Chromium', () => {
+describe.runIf(browserRun)('the console’s authorization, user and operators pages in Chromium', () => {
   let server: TestServer;
   let app: TestApp;
   let browser: Browser;

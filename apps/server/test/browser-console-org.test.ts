@@ -11,6 +11,7 @@ import {
 } from './helpers/console.ts';
 import { type LocalDns, startLocalDns } from './helpers/dns.ts';
 import { createOrg, createUser, uniqueEmail } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { ok, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 /**
@@ -23,7 +24,7 @@ import { ok, rawRequest, startServer, type TestApp, type TestServer } from './he
  */
 if (!hasChromium) console.warn('browser-console-org: /usr/bin/chromium not found, the real-browser test is skipped.');
 
-describe.skipIf(!hasChromium)('the console’s organization tabs in Chromium', () => {
+describe.runIf(browserRun)('the console’s organization tabs in Chromium', () => {
   let server: TestServer;
   let dns: LocalDns;
   let app: TestApp;

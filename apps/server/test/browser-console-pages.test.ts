@@ -10,6 +10,7 @@ import {
 } from './helpers/console.ts';
 import { createUser, uniqueEmail } from './helpers/fixtures.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
+import { browserRun } from './helpers/runs.ts';
 import { sql, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 /**
@@ -21,7 +22,7 @@ import { sql, startServer, type TestApp, type TestServer } from './helpers/serve
  */
 if (!hasChromium) console.warn('browser-console-pages: /usr/bin/chromium not found, the real-browser test is skipped.');
 
-describe.skipIf(!hasChromium)('the console’s dashboard, events and webhooks pages in Chromium', () => {
+describe.runIf(browserRun)('the console’s dashboard, events and webhooks pages in Chromium', () => {
   let server: TestServer;
   let receiver: Receiver;
   let app: TestApp;

@@ -10,6 +10,7 @@ import {
 } from './helpers/console.ts';
 import { type LocalDns, startLocalDns } from './helpers/dns.ts';
 import { createUser, uniqueEmail } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { ok, rawRequest, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import type { SmtpSink } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
@@ -27,7 +28,7 @@ const CNAME_TARGET = 'edge.gatehouse-test.dev';
 /** A real 1×1 PNG. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
 
-describe.skipIf(!hasChromium)('the console’s domains, templates, host access, signing keys and branding in Chromium', () => {
+describe.runIf(browserRun)('the console’s domains, templates, host access, signing keys and branding in Chromium', () => {
   let server: TestServer;
   let smtp: SmtpSink;
   let dns: LocalDns;

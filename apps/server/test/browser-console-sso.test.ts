@@ -9,6 +9,7 @@ import {
   watchConsolePage,
 } from './helpers/console.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { createTestIdp, makeKeyPair } from './helpers/saml-idp.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
@@ -22,7 +23,7 @@ import { ok, startServer, type TestApp, type TestServer } from './helpers/server
  */
 if (!hasChromium) console.warn('browser-console-sso: /usr/bin/chromium not found, the real-browser test is skipped.');
 
-describe.skipIf(!hasChromium)('the console’s SSO connections, social providers and OAuth clients in Chromium', () => {
+describe.runIf(browserRun)('the console’s SSO connections, social providers and OAuth clients in Chromium', () => {
   let server: TestServer;
   let app: TestApp;
   let browser: Browser;

@@ -6,6 +6,7 @@ import { addVirtualAuthenticator, type Browser, hasChromium, launchChromium } fr
 import { addOperator, CONSOLE_ORIGIN, checkConsolePage, signInWithLink, watchConsolePage } from './helpers/console.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { browserRun } from './helpers/runs.ts';
 import { rawRequest, sql, startServer, type TestServer } from './helpers/server.ts';
 import type { SmtpSink } from './helpers/sign-in.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
@@ -29,7 +30,7 @@ if (!hasChromium) console.warn('browser-console: /usr/bin/chromium not found, th
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
-describe.skipIf(!hasChromium)('the console in Chromium: sign-in, step-up, applications, keys, users; roles; WCAG 2.1 AA', () => {
+describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applications, keys, users; roles; WCAG 2.1 AA', () => {
   let smtp: SmtpSink;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let server: TestServer;

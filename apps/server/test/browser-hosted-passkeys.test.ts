@@ -2,6 +2,7 @@ import type { CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addVirtualAuthenticator, type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import type { SmtpSink } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
@@ -17,7 +18,7 @@ if (!hasChromium) console.warn('browser-hosted-passkeys: /usr/bin/chromium not f
 
 const ORIGIN = 'http://localhost';
 
-describe.skipIf(!hasChromium)('passkeys on the hosted pages in Chromium', () => {
+describe.runIf(browserRun)('passkeys on the hosted pages in Chromium', () => {
   let smtp: SmtpSink;
   let server: TestServer;
   let app: TestApp;

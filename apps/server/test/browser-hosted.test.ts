@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
 import { createOrg, uniqueEmail } from './helpers/fixtures.ts';
 import { enrolTotp, totpCode } from './helpers/mfa.ts';
+import { browserRun } from './helpers/runs.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import { endUser, type SmtpSink, signIn } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
@@ -30,7 +31,7 @@ interface Violation {
   nodes: Array<{ target: unknown; failureSummary?: string }>;
 }
 
-describe.skipIf(!hasChromium)('every hosted page in Chromium: WCAG 2.1 AA (axe-core), screenshots', () => {
+describe.runIf(browserRun)('every hosted page in Chromium: WCAG 2.1 AA (axe-core), screenshots', () => {
   let smtp: SmtpSink;
   let server: TestServer;
   let browser: Browser;

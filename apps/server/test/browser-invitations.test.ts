@@ -4,6 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
 import { createOrg, uniqueEmail } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 import type { SmtpSink } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
@@ -26,7 +27,7 @@ interface Violation {
   nodes: Array<{ target: unknown; failureSummary?: string }>;
 }
 
-describe.skipIf(!hasChromium)('the invitation path in Chromium (axe-core, screenshots)', () => {
+describe.runIf(browserRun)('the invitation path in Chromium (axe-core, screenshots)', () => {
   let smtp: SmtpSink;
   let server: TestServer;
   let browser: Browser;

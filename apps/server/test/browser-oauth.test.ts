@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium, sdkBundle } from './helpers/browser.ts';
 import { putProvider } from './helpers/oauth.ts';
 import { startOidcProvider, type TestOidcProvider } from './helpers/oauth-idp.ts';
+import { browserRun } from './helpers/runs.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
 /**
@@ -37,7 +38,7 @@ const PAGE = `<!doctype html>
   }
 </script>`;
 
-describe.skipIf(!hasChromium)('social sign-in in Chromium through the SDK', () => {
+describe.runIf(browserRun)('social sign-in in Chromium through the SDK', () => {
   let server: TestServer;
   let idp: TestOidcProvider;
   let pages: Server;

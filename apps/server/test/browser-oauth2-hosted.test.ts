@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
 import { createClient, oauthApp, oidc, type RegisteredClient, relyingParty, WEB_CALLBACK } from './helpers/oauth2.ts';
+import { browserRun } from './helpers/runs.ts';
 import { ok, startServer, type TestApp, type TestServer, UUID } from './helpers/server.ts';
 import { endUser, type SmtpSink } from './helpers/sign-in.ts';
 import { linkIn, startSmtpSink } from './helpers/smtp.ts';
@@ -18,7 +19,7 @@ if (!hasChromium) console.warn('browser-oauth2-hosted: /usr/bin/chromium not fou
 
 const SIGNED_OUT = 'https://thirdparty.example.test/signed-out';
 
-describe.skipIf(!hasChromium)('the hosted sign-in page as the OpenID provider login, in Chromium', () => {
+describe.runIf(browserRun)('the hosted sign-in page as the OpenID provider login, in Chromium', () => {
   let smtp: SmtpSink;
   let server: TestServer;
   let app: TestApp;

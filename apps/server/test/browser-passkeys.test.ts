@@ -8,6 +8,7 @@ import type { BrowserContext, CDPSession, JSHandle, Page } from 'playwright-core
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addVirtualAuthenticator, type Browser, hasChromium, launchChromium, sdkBundle } from './helpers/browser.ts';
 import { uniqueEmail } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { type TestApp, UUID } from './helpers/server.ts';
 import { endUser, signIn } from './helpers/sign-in.ts';
 import { linkIn } from './helpers/smtp.ts';
@@ -109,7 +110,7 @@ interface VirtualCredential {
   signCount: number;
 }
 
-describe.skipIf(!hasChromium)('passkeys in Chromium (virtual authenticator)', () => {
+describe.runIf(browserRun)('passkeys in Chromium (virtual authenticator)', () => {
   const suite = serverSuite();
   let pages: Server;
   let origin: string;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium, screenshot } from './helpers/browser.ts';
 import { type LocalDns, startLocalDns } from './helpers/dns.ts';
 import { createOrg } from './helpers/fixtures.ts';
+import { browserRun } from './helpers/runs.ts';
 import { createTestIdp, type TestIdp } from './helpers/saml-idp.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
@@ -35,7 +36,7 @@ interface Violation {
   nodes: Array<{ target: unknown; failureSummary?: string }>;
 }
 
-describe.skipIf(!hasChromium)('the admin portal in Chromium: SAML set-up and test; WCAG 2.1 AA (axe-core), screenshots', () => {
+describe.runIf(browserRun)('the admin portal in Chromium: SAML set-up and test; WCAG 2.1 AA (axe-core), screenshots', () => {
   let server: TestServer;
   let browser: Browser;
   let idp: TestIdp;

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Browser, hasChromium, launchChromium } from './helpers/browser.ts';
+import { browserRun } from './helpers/runs.ts';
 import { createTestIdp, type TestIdp } from './helpers/saml-idp.ts';
 import { ok, startServer, type TestApp, type TestServer } from './helpers/server.ts';
 
@@ -44,7 +45,7 @@ const APP_PAGE = `<!doctype html>
 
 const escapeHtml = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
-describe.skipIf(!hasChromium)('SAML sign-in in Chromium', () => {
+describe.runIf(browserRun)('SAML sign-in in Chromium', () => {
   let server: TestServer;
   let appPages: Server;
   let idpServer: Server;

@@ -1,6 +1,7 @@
 import { createGatehouse, GatehouseError } from '@gatehouse/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PrivatePostgres, privatePostgresAvailable, startPrivatePostgres } from './helpers/private-postgres.ts';
+import { embeddedRun } from './helpers/runs.ts';
 import { expectError, ok, rawRequest, startServer, type TestApp, type TestServer, until } from './helpers/server.ts';
 import { endUser } from './helpers/sign-in.ts';
 
@@ -13,7 +14,7 @@ import { endUser } from './helpers/sign-in.ts';
  */
 const UNREACHABLE = 'database unreachable: answering 503 service_unavailable until it is back';
 
-describe.runIf(privatePostgresAvailable)('the database is unreachable', { timeout: 600_000 }, () => {
+describe.runIf(embeddedRun && privatePostgresAvailable)('the database is unreachable', { timeout: 600_000 }, () => {
   let postgres: PrivatePostgres;
   let server: TestServer;
   const logLines: string[] = [];

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueEmail } from './helpers/fixtures.ts';
+import { embeddedRun } from './helpers/runs.ts';
 import type { TestApp } from './helpers/server.ts';
 import { signIn } from './helpers/sign-in.ts';
 import { serverSuite } from './helpers/suite.ts';
@@ -19,7 +20,6 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const NODE_20 = '/usr/bin/node';
 const NODE_24 = process.execPath;
-const suite = serverSuite();
 
 let scratch: string;
 let app: TestApp;
@@ -44,42 +44,44 @@ const env = Object.fromEntries(
   PASSED.flatMap((name) => [name, name.toLowerCase()]).flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])),
 ) as NodeJS.ProcessEnv;
 
-beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), 'gatehouse-consumer-'));
-  await run(NODE_24, [join(root, 'packages/sdk/scripts/build.ts')]);
-  await run(NODE_24, [join(root, 'apps/cli/scripts/publish.ts')]);
-  for (const dir of ['packages/sdk/publish', 'apps/cli/publish']) {
-    await run('npm', ['pack', join(root, dir), '--pack-destination', scratch, '--silent'], { cwd: scratch, env });
-  }
-  const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
-  expect(tarballs.sort()).toEqual(['gatehouse-cli-0.1.0.tgz', 'gatehouse-sdk-0.1.0.tgz']);
-  await writeFile(join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--silent', ...tarballs.map((t) => `./${t}`)], {
-    cwd: scratch,
-    env,
-    timeout: 240_000,
-  });
-  installedWithoutAsking = Object.fromEntries(
-    ['@simplewebauthn/browser', 'express', 'fastify', '@gatehouse/api', '@gatehouse/server'].map((name) => [
-      name,
-      existsSync(join(scratch, 'node_modules', name)),
-    ]),
-  );
-  // What a browser app that uses passkeys adds (an optional peer of the SDK).
-  await run('npm', ['install', '--no-audit', '--no-fund', '--silent', '@simplewebauthn/browser@14.0.0'], {
-    cwd: scratch,
-    env,
-    timeout: 240_000,
-  });
-  app = await suite.server.createApp();
-  // Two installs from the registry (the tarballs, then what a browser app adds) and two builds: minutes on a busy machine.
-}, 480_000);
+describe.runIf(embeddedRun)('the published packages, outside the monorepo', () => {
+  const suite = serverSuite();
 
-afterAll(async () => {
-  if (scratch) await rm(scratch, { recursive: true, force: true });
-});
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'gatehouse-consumer-'));
+    await run(NODE_24, [join(root, 'packages/sdk/scripts/build.ts')]);
+    await run(NODE_24, [join(root, 'apps/cli/scripts/publish.ts')]);
+    for (const dir of ['packages/sdk/publish', 'apps/cli/publish']) {
+      await run('npm', ['pack', join(root, dir), '--pack-destination', scratch, '--silent'], { cwd: scratch, env });
+    }
+    const tarballs = (await readdir(scratch)).filter((f) => f.endsWith('.tgz'));
+    expect(tarballs.sort()).toEqual(['gatehouse-cli-0.1.0.tgz', 'gatehouse-sdk-0.1.0.tgz']);
+    await writeFile(join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    await run('npm', ['install', '--no-audit', '--no-fund', '--silent', ...tarballs.map((t) => `./${t}`)], {
+      cwd: scratch,
+      env,
+      timeout: 240_000,
+    });
+    installedWithoutAsking = Object.fromEntries(
+      ['@simplewebauthn/browser', 'express', 'fastify', '@gatehouse/api', '@gatehouse/server'].map((name) => [
+        name,
+        existsSync(join(scratch, 'node_modules', name)),
+      ]),
+    );
+    // What a browser app that uses passkeys adds (an optional peer of the SDK).
+    await run('npm', ['install', '--no-audit', '--no-fund', '--silent', '@simplewebauthn/browser@14.0.0'], {
+      cwd: scratch,
+      env,
+      timeout: 240_000,
+    });
+    app = await suite.server.createApp();
+    // Two installs from the registry (the tarballs, then what a browser app adds) and two builds: minutes on a busy machine.
+  }, 480_000);
 
-describe('the published packages, outside the monorepo', () => {
+  afterAll(async () => {
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
   it('install without any server code, the browser-only passkey library or the frameworks the guards serve', () => {
     expect(installedWithoutAsking).toEqual({
       '@simplewebauthn/browser': false,

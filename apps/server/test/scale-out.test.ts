@@ -10,6 +10,7 @@ import { freePort } from './helpers/ports.ts';
 import { type PrivatePostgres, privatePostgresAvailable, startPrivatePostgres } from './helpers/private-postgres.ts';
 import { onDatabase, processTestbed } from './helpers/processes.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { embeddedRun } from './helpers/runs.ts';
 import { rawRequest, until } from './helpers/server.ts';
 import { startSmtpSink } from './helpers/smtp.ts';
 
@@ -39,7 +40,7 @@ interface Running {
   stderr: () => string;
 }
 
-describe.runIf(privatePostgresAvailable && haproxyBinary)(
+describe.runIf(embeddedRun && privatePostgresAvailable && haproxyBinary)(
   'three processes behind HAProxy on one database',
   { timeout: 900_000 },
   () => {
