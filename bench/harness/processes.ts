@@ -1,5 +1,5 @@
 /**
- * Child processes: a server on a free loopback port (the real one, `node apps/server/src/main.ts`, or a minimal
+ * Child processes: a server on a free loopback port (the real one, the server as `npm start` runs it (bundled, `apps/server/start.js`), or a minimal
  * server), a micro-benchmark script that prints JSON, and the CPU accounting of processes and of the machine (/proc).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -73,11 +73,21 @@ const servers: ServerProcess[] = [];
 /** Log lines at warn or above of the servers started since the last call. */
 export const takeWarnings = () => servers.splice(0).reduce((sum, server) => sum + server.warnings(), 0);
 
+/** The node arguments of `npm start` (the root package's `start` script: `exec node <args…>`). */
+export function startArguments(): string[] {
+  const scripts = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts as Record<string, string>;
+  const words = (scripts.start ?? '').split(/\s+/).filter(Boolean);
+  const at = words.indexOf('node');
+  if (at < 0) throw new Error(`the start script does not run node: ${scripts.start}`);
+  return words.slice(at + 1);
+}
+
 /**
- * Starts `script` (default: the real server) with `env` on a free port and waits for `GET /readyz`; the server is
- * stopped by an undo step. With BENCH_PROFILE_DIR, it runs under `--cpu-prof` and writes its profile there on exit.
+ * Starts `script` with `env` on a free port and waits for `GET /readyz`; without a script, the real server as `npm
+ * start` runs it (its node arguments, the bundled server). The server is stopped by an undo step. With
+ * BENCH_PROFILE_DIR, it runs under `--cpu-prof` and writes its profile there on exit.
  */
-export async function startServer(label: string, env: Record<string, string>, script = 'apps/server/src/main.ts') {
+export async function startServer(label: string, env: Record<string, string>, script?: string) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const nodeArgs: string[] = [];
@@ -89,7 +99,7 @@ export async function startServer(label: string, env: Record<string, string>, sc
   // Nothing of our own environment may point the server elsewhere (a DATABASE_URL in the shell, say).
   const inherited = Object.entries(process.env).filter(([k]) => k !== 'DATABASE_URL' && !k.startsWith('GATEHOUSE_'));
   // process.execPath is the project's Node 24: `npm run bench` puts node_modules/.bin first on PATH.
-  const child = spawn(process.execPath, [...nodeArgs, script], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(script ? [script] : startArguments())], {
     cwd: ROOT,
     env: { ...Object.fromEntries(inherited), ...env, PORT: String(port), HOST: '127.0.0.1', GATEHOUSE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -169,7 +169,7 @@ export async function authzSuite(): Promise<SuiteResult> {
         'doc → folder → team → user is three subject sets deep, and the organization userset resolves from the membership table.',
       'Each request asks `doc:<random document>#viewer` for one of the organization\u2019s users (3 in 4) or any user: about ' +
         `${num(allowedShare * 100)} % are allowed. Both servers must give the same answers to 200 sample checks first.`,
-      'Gatehouse: `node apps/server/src/main.ts` on a scratch PostgreSQL database (its pool of 20), the secret key on every ' +
+      'Gatehouse: the server as `npm start` runs it (bundled, `apps/server/start.js`) on a scratch PostgreSQL database (its pool of 20), the secret key on every ' +
         'request. minimal: `node bench/minimal/authz.ts` (fastify + pg, pool of 20): the same recursive statement as a named ' +
         'prepared statement, on the same tables and indexes.',
       'Each server is measured at 64 connections (closed loop: its maximum throughput), then under a steady open load of ' +

@@ -6,23 +6,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { config, log, ROOT, sleep, tempDir } from '../harness/env.ts';
 import { scratchDatabase } from '../harness/postgres.ts';
-import { freePort, processCpuSeconds, secrets } from '../harness/processes.ts';
+import { freePort, processCpuSeconds, secrets, startArguments } from '../harness/processes.ts';
 import { limitTarget, num, type SuiteResult } from '../harness/report.ts';
 
 const RUNS = config.bootRuns;
 const IDLE_MS = 10_000;
-
-/** The node arguments of `npm start` (the root package's `start` script: `exec node <args…>`). */
-function startArguments(): string[] {
-  const scripts = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts as Record<string, string>;
-  const words = (scripts.start ?? '').split(/\s+/).filter(Boolean);
-  const at = words.indexOf('node');
-  if (at < 0) throw new Error(`the start script does not run node: ${scripts.start}`);
-  return words.slice(at + 1);
-}
 
 interface Boot {
   readyMs: number;

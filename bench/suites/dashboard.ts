@@ -199,7 +199,7 @@ export async function dashboardSuite(): Promise<SuiteResult> {
       ),
     ],
     method: [
-      `Gatehouse: \`node apps/server/src/main.ts\` on a scratch PostgreSQL database; two applications made through the ` +
+      `Gatehouse: the server as \`npm start\` runs it (bundled, \`apps/server/start.js\`) on a scratch PostgreSQL database; two applications made through the ` +
         'operator API, both keeping events, ended sessions and webhook deliveries for 365 days (the housekeeping deletes ' +
         'nothing of the seed while it is measured).',
       `Seeded in SQL (triggers and foreign-key checks off for the seed, then VACUUM (ANALYZE) and a CHECKPOINT), spread ` +

@@ -151,7 +151,7 @@ export async function organizationsSuite(): Promise<SuiteResult> {
       `then ANALYZE), named from word lists (\`Harbor Logistics GmbH\`), so that \`search=${SEARCH}\` matches ` +
       `${num(expectedMatches(config.organizations))} of them. Both servers must answer that \`total\` and the same page of 25 ` +
       'before anything is measured.',
-    'Gatehouse: `node apps/server/src/main.ts` on a scratch PostgreSQL database (its pool of 20), an application created ' +
+    'Gatehouse: the server as `npm start` runs it (bundled, `apps/server/start.js`) on a scratch PostgreSQL database (its pool of 20), an application created ' +
       'through the operator API, its secret key on every request. `POST /v1/users` sends a new address each time (201; ' +
       'the users are counted afterwards).',
     'minimal: `node bench/minimal/organizations.ts` (fastify + pg, pool of 20) on the same table and indexes (trigram GIN ' +

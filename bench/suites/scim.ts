@@ -226,7 +226,7 @@ export async function scimSuite(): Promise<SuiteResult> {
       ),
     ],
     method: [
-      'Gatehouse: `node apps/server/src/main.ts` on a scratch PostgreSQL database; an application, an organization and ' +
+      'Gatehouse: the server as `npm start` runs it (bundled, `apps/server/start.js`) on a scratch PostgreSQL database; an application, an organization and ' +
         'an `okta` directory made through the API; SCIM requests carry the directory token, `/v1` requests the secret key.',
       '`POST /v1/users` (a new address each time) and `POST /scim/v2/{id}/Users` (a new userName and address each time: a ' +
         'new Gatehouse user, its directory user and its membership, with `user.created`, `directory_user.created` and ' +
