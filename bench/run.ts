@@ -10,6 +10,7 @@ import { type Clock, loadAverage, renderResults, renderSection, type SuiteResult
 import { authzSuite } from './suites/authz.ts';
 import { betterAuthSuite } from './suites/better-auth.ts';
 import { bootSuite } from './suites/boot.ts';
+import { consoleSuite } from './suites/console.ts';
 import { dashboardSuite } from './suites/dashboard.ts';
 import { hostedSuite } from './suites/hosted.ts';
 import { mfaSuite } from './suites/mfa.ts';
@@ -39,6 +40,7 @@ const SUITES: Record<string, () => Promise<SuiteResult>> = {
   scim: scimSuite,
   'better-auth': betterAuthSuite,
   dashboard: dashboardSuite,
+  console: consoleSuite,
 };
 const names = Object.keys(SUITES);
 const requested = process.argv.slice(2);

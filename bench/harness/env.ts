@@ -48,6 +48,9 @@ export const config = {
   /** dashboard: events seeded (users, sessions and deliveries in proportion), the steady rate of the daily statistics. */
   dashboardEvents: intEnv('BENCH_DASHBOARD_EVENTS', 1_000_000, 10_000, 10_000_000),
   dashboardRate: intEnv('BENCH_DASHBOARD_RATE', 20, 1, 1000),
+  /** console: users seeded for the users page, and the fresh loads of it measured. */
+  consoleUsers: intEnv('BENCH_CONSOLE_USERS', 100_000, 100, 10_000_000),
+  consoleRuns: intEnv('BENCH_CONSOLE_RUNS', 20, 1, 200),
 };
 if (config.only && config.only !== 'postgres' && config.only !== 'pglite') throw new Error('BENCH_ONLY is postgres or pglite');
 
