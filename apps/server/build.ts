@@ -1,5 +1,5 @@
 import { existsSync, realpathSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -87,14 +87,24 @@ export async function buildServer(): Promise<void> {
     metafile: true,
     sourcemap: 'linked',
     logLevel: 'warning',
+    // Written below, each file by rename: a start reading the bundle while another start builds it (two processes of
+    // a deployment, started together) reads a whole file, the old or the new.
+    write: false,
   });
+  await mkdir(DIST, { recursive: true });
+  const replace = async (path: string, contents: string | Uint8Array) => {
+    await writeFile(`${path}.${process.pid}.tmp`, contents);
+    await rename(`${path}.${process.pid}.tmp`, path);
+  };
+  for (const file of result.outputFiles) await replace(file.path, file.contents);
   // Relative to dist/, as the bundle's own references to the sources are.
   const inputs = Object.keys(result.metafile.inputs).map((input) =>
     relative(DIST, resolve(here('.'), input))
       .split('\\')
       .join('/'),
   );
-  await writeFile(here('./dist/inputs.json'), `${JSON.stringify(inputs)}\n`);
+  // Last: the list of sources is the bundle's own only once the bundle is in place.
+  await replace(here('./dist/inputs.json'), `${JSON.stringify(inputs)}\n`);
 }
 
 if (import.meta.main) await buildServer();
