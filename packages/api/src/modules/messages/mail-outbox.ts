@@ -20,8 +20,12 @@ export const DEFAULT_MAIL_RETRY_SCHEDULE_S = [10, 60, 300, 1800, 7200];
 const LEASE_S = 60;
 const BATCH = 20;
 const POLL_MS = 1000;
-/** A just-queued row is looked for this soon (its transaction has committed by then, or the next poll finds it). */
-const NUDGE_MS = 25;
+/**
+ * A just-queued row is looked for this soon: its transaction has committed by then (or the next poll finds it), and the
+ * answer that queued it has gone, on a busy machine too — the send (rendering, SMTP) never weighs on that answer, so an
+ * answer that queued a mail takes as long as one that did not (magic-link start, known and unknown addresses).
+ */
+const NUDGE_MS = 100;
 
 const sealContext = (id: string) => `mail:${id}`;
 
