@@ -294,6 +294,7 @@ describe.runIf(embeddedRun && privatePostgresAvailable && haproxyBinary)(
         loading = false;
         await load;
       }
+      console.log(`rolling restart: ${sent} requests, ${failures.length} failed`);
       expect(failures).toEqual([]);
       expect(sent).toBeGreaterThan(30);
     });
