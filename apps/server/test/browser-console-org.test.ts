@@ -71,8 +71,19 @@ describe.runIf(browserRun)('the console’s organization tabs in Chromium', () =
       await page.getByRole('heading', { level: 1, name: 'Initech' }).waitFor();
       const tabs = page.getByRole('tablist', { name: 'About this organization' });
       expect(await tabs.getByRole('tab', { name: 'Members' }).getAttribute('aria-selected')).toBe('true');
-      await page.getByRole('row', { name: /peter.*admin/ }).waitFor();
+      await page.getByRole('row', { name: /peter/ }).waitFor();
       await checkConsolePage(page, 'org-members');
+
+      // A member's role, changed in place: saved only once it differs.
+      const role = page.getByRole('textbox', { name: /^Role of peter/ });
+      expect(await role.inputValue()).toBe('admin');
+      const save = page.getByRole('button', { name: /^Save the role of peter/ });
+      expect(await save.isDisabled()).toBe(true);
+      await role.fill('member');
+      await save.click();
+      await page.getByText(/^peter.* is now member\.$/).waitFor();
+      const members = await ok(app.rest('GET', `/v1/organizations/${org.id}/members`));
+      expect(members.members.map((m: { user_id: string; role: string }) => [m.user_id, m.role])).toEqual([[member.id, 'member']]);
 
       // Invitations: the empty state; an invitation listed pending, then revoked. The tab is in the URL.
       await tabs.getByRole('tab', { name: 'Invitations' }).click();

@@ -9,7 +9,7 @@ import { ErrorNotice } from '../../components/error-notice.tsx';
 import { Pager } from '../../components/pager.tsx';
 import { PAGE_SIZE } from '../../search.ts';
 
-/** The organization's members (paged in the URL), adding a user by id, removing a member. */
+/** The organization's members (paged in the URL), adding a user by id, changing a member's role, removing a member. */
 export function Members({ appId, orgId }: { appId: string; orgId: string }) {
   const { offset = 0 } = useSearch({ from: '/apps/$appId/organizations/$orgId' });
   const trpc = app.useTRPC();
@@ -24,6 +24,7 @@ export function Members({ appId, orgId }: { appId: string; orgId: string }) {
       queryClient.invalidateQueries({ queryKey: trpc.organizations.get.queryKey({ id: orgId }) }),
     ]);
   const remove = useMutation(trpc.organizations.members.remove.mutationOptions({ onSuccess: refresh }));
+  const update = useMutation(trpc.organizations.members.update.mutationOptions({ onSuccess: refresh }));
   const page = members.data;
 
   return (
@@ -32,6 +33,10 @@ export function Members({ appId, orgId }: { appId: string; orgId: string }) {
       {members.isPending && <p role="status">Loading the members…</p>}
       <ErrorNotice error={members.error} title="The members could not be listed" />
       <ErrorNotice error={remove.error} title="The member was not removed" />
+      <ErrorNotice error={update.error} title="The role was not changed" />
+      <p role="status" className="status">
+        {update.isSuccess ? `${update.data.email ?? update.data.user_id} is now ${update.data.role}.` : ''}
+      </p>
       {page && page.total === 0 && (
         <EmptyState
           title="No member yet"
@@ -64,7 +69,15 @@ export function Members({ appId, orgId }: { appId: string; orgId: string }) {
                       {member.email ?? member.user_id}
                     </Link>
                   </td>
-                  <td>{member.role}</td>
+                  <td>
+                    <RoleEditor
+                      key={member.role}
+                      who={member.email ?? member.user_id}
+                      role={member.role}
+                      isDisabled={update.isPending}
+                      onSave={(role) => update.mutate({ id: orgId, user_id: member.user_id, role })}
+                    />
+                  </td>
                   <td>{member.status}</td>
                   <td>{member.source}</td>
                   <td>
@@ -88,6 +101,38 @@ export function Members({ appId, orgId }: { appId: string; orgId: string }) {
       )}
       <AddMember orgId={orgId} onAdded={refresh} />
     </div>
+  );
+}
+
+/** A member's role, edited in place: the field (labelled with whose role it is) and a button that saves a change. */
+function RoleEditor({
+  who,
+  role,
+  isDisabled,
+  onSave,
+}: {
+  who: string;
+  role: string;
+  isDisabled: boolean;
+  onSave: (role: string) => void;
+}) {
+  const [value, setValue] = useState(role);
+  const changed = value.trim() !== '' && value.trim() !== role;
+  return (
+    <Form
+      className="role-editor"
+      onSubmit={(event) => {
+        event.preventDefault();
+        if (changed) onSave(value.trim());
+      }}
+    >
+      <TextField className="field compact" value={value} onChange={setValue} maxLength={64} aria-label={`Role of ${who}`}>
+        <Input />
+      </TextField>
+      <Button type="submit" className="button small" isDisabled={isDisabled || !changed} aria-label={`Save the role of ${who}`}>
+        Save
+      </Button>
+    </Form>
   );
 }
 
