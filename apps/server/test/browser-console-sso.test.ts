@@ -132,6 +132,7 @@ describe.runIf(browserRun)('the console’s SSO connections, social providers an
       await page.getByRole('button', { name: 'Delete Soon expiring' }).click();
       await page.getByRole('alertdialog').getByRole('button', { name: 'Delete the connection' }).click();
       await page.waitForURL(`${CONSOLE_ORIGIN}/console/apps/${app.id}/sign-in/sso`);
+      // Gone from the list at once: the list never shows it again, not even from its cache before the refetch.
       await page.getByRole('row', { name: /Acme/ }).waitFor();
       expect(await page.getByRole('row', { name: /Soon expiring/ }).count()).toBe(0);
       expect((await app.rest('GET', `/v1/saml/connections/${expiring.id}`)).status).toBe(404);

@@ -32,6 +32,9 @@ export function SsoConnectionPage() {
     trpc.saml.connections.delete.mutationOptions({
       onSuccess: async () => {
         queryClient.removeQueries({ queryKey: trpc.saml.connections.get.queryKey({ id: connectionId }) });
+        // The list is not on screen (not refetched now): drop the connection from its cached copy, so the list never
+        // shows it again while its refetch is on the way.
+        queryClient.setQueryData(trpc.saml.connections.list.queryKey(), (list) => list?.filter((c) => c.id !== connectionId));
         await queryClient.invalidateQueries({ queryKey: trpc.saml.connections.list.queryKey() });
         await navigate({ to: '/apps/$appId/sign-in/sso', params: { appId }, search: {} });
       },
