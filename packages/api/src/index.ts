@@ -25,6 +25,7 @@ export {
 } from './lib/acting.ts';
 export { constantTimeEqual, SecretBox, sha256 } from './lib/crypto.ts';
 export { runHousekeeping } from './lib/housekeeping.ts';
+export { isUuid } from './lib/ids.ts';
 export { DatabaseOutage, databaseUnavailable, isDatabaseUnreachable, OUTAGE_RETRY_AFTER_S } from './lib/outage.ts';
 export { MAX_BODY_DEPTH, tooDeep } from './lib/schemas.ts';
 export { checkOutboundUrl, guardedRequest, isAllowedAddress, OutboundBlockedError } from './lib/ssrf.ts';

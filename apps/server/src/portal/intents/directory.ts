@@ -1,5 +1,6 @@
 import {
   errorBody,
+  isUuid,
   PORTAL_DIRECTORY_PROVIDERS,
   type PortalDirectoryProvider,
   portalCreateDirectory,
@@ -31,7 +32,6 @@ import {
 const BASE = '/portal/directory';
 const DONE = `${BASE}/done`;
 const directoryPath = (id: string) => `${BASE}/${id}`;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Rows of the group → role form (an empty row is no mapping). */
 const MAPPING_ROWS = 5;
 
@@ -163,7 +163,7 @@ ${copyScript(p)}`;
 
 async function withDirectory(p: Portal, then: (d: Directory) => Promise<unknown>) {
   const { directoryId } = p.request.params as { directoryId?: string };
-  if (!directoryId || !UUID.test(directoryId)) return notFoundPage(p);
+  if (!directoryId || !isUuid(directoryId)) return notFoundPage(p);
   let directory: Directory;
   try {
     directory = await portalDirectory(p.ctx, directoryId.toLowerCase());

@@ -1,5 +1,6 @@
 import {
   errorBody,
+  isUuid,
   portalAddDomain,
   portalDomain,
   portalDomains,
@@ -31,7 +32,6 @@ import {
 const BASE = '/portal/domains';
 const DONE = `${BASE}/done`;
 const domainPath = (id: string) => `${BASE}/${id}`;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Domain = Awaited<ReturnType<typeof portalDomain>>;
 
@@ -177,7 +177,7 @@ const notFoundPage = (p: Portal): unknown =>
 /** The path's domain, if it is one of the session's organization; anything else is the page of a missing domain. */
 async function withDomain(p: Portal, then: (d: Domain) => Promise<unknown>) {
   const { domainId } = p.request.params as { domainId?: string };
-  if (!domainId || !UUID.test(domainId)) return notFoundPage(p);
+  if (!domainId || !isUuid(domainId)) return notFoundPage(p);
   let domain: Domain;
   try {
     domain = await portalDomain(p.ctx, domainId.toLowerCase());

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import {
   errorBody,
   isDraft,
+  isUuid,
   PORTAL_IDPS,
   type PortalIdp,
   portalSsoCollectTest,
@@ -35,7 +36,6 @@ import {
 const BASE = '/portal/sso';
 const DONE = `${BASE}/done`;
 const connectionPath = (id: string) => `${BASE}/connections/${id}`;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function registerSsoPages(pages: FastifyInstance, routes: PortalRoutes) {
   pages.get(BASE, routes.open('sso', showOverview));
@@ -73,7 +73,7 @@ const idpOf = (name: string): PortalIdp =>
 
 const connectionIdOf = (p: Portal): string | undefined => {
   const { connectionId } = p.request.params as { connectionId?: string };
-  return connectionId && UUID.test(connectionId) ? connectionId.toLowerCase() : undefined;
+  return connectionId && isUuid(connectionId) ? connectionId.toLowerCase() : undefined;
 };
 
 /** The day a certificate expires, in the page's language; and whether it is expired or within 30 days. */

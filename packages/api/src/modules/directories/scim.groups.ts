@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Services } from '../../context.ts';
 import type { EntityManager } from '../../db/orm.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { storableJson, text } from '../../lib/schemas.ts';
 import { EVENT_COLUMNS, EVENTS_FROM_RECORDSET, eventRecordset, eventRow, recordEvent } from '../events/events.service.ts';
 import type { Directory } from './directory.entity.ts';
@@ -11,8 +11,6 @@ import { invalidValue, ScimError, scimNotFound } from './scim.errors.ts';
 import { type AttributeResolver, CORE_GROUP, parseFilter, splitUrn } from './scim.filter.ts';
 import { syncDirectoryRoles } from './scim.members.ts';
 import { filteredPage, normalizePatch, project, type ScimListQuery, zodToScim } from './scim.shared.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const MemberSchema = z.looseObject({ value: text().max(64) });
 const MembersSchema = z.array(MemberSchema).max(10_000);
@@ -80,7 +78,7 @@ const wantsMembers = (query: ScimListQuery) =>
   (!query.attributes || query.attributes.toLowerCase().includes('members'));
 
 async function findGroup(em: EntityManager, directory: Directory, id: string) {
-  if (!UUID.test(id)) throw scimNotFound('Group');
+  if (!isUuid(id)) throw scimNotFound('Group');
   const group = await em.findOne(DirectoryGroupEntity, { id: id.toLowerCase(), directory: directory.id });
   if (!group) throw scimNotFound('Group');
   return group;
@@ -101,7 +99,7 @@ const groupEvent = (directory: Directory, g: DirectoryGroup) => ({
 async function resolveMembers(em: EntityManager, directory: Directory, values: string[]) {
   const ids = [...new Set(values.map((v) => v.toLowerCase()))];
   if (!ids.length) return [];
-  const bad = ids.find((v) => !UUID.test(v));
+  const bad = ids.find((v) => !isUuid(v));
   if (bad !== undefined) throw invalidValue(`${bad} is not a user of this directory`);
   const rows = await em.execute<Array<{ id: string; user_id: string }>>(
     'select id, user_id from directory_users where directory_id = ? and user_id = any(?::uuid[])',
@@ -143,7 +141,7 @@ async function addMembers(em: EntityManager, directory: Directory, group: Direct
 
 /** Removes members (all of them with `null`), each with `directory_group.user_removed`. */
 async function removeMembers(em: EntityManager, directory: Directory, group: DirectoryGroup, values: string[] | null) {
-  const ids = values === null ? null : [...new Set(values.map((v) => v.toLowerCase()))].filter((v) => UUID.test(v));
+  const ids = values === null ? null : [...new Set(values.map((v) => v.toLowerCase()))].filter(isUuid);
   if (ids && !ids.length) return [];
   const removed = await em.execute<Array<{ directory_user_id: string; user_id: string }>>(
     `delete from directory_group_members gm using directory_users du

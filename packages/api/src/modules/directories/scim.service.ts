@@ -2,6 +2,7 @@ import type { Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { actAs } from '../../lib/acting.ts';
 import { sha256 } from '../../lib/crypto.ts';
+import { isUuid } from '../../lib/ids.ts';
 import { bearer } from '../applications/callers.ts';
 import { scimBaseUrl } from './directories.service.ts';
 import type { Directory } from './directory.entity.ts';
@@ -38,7 +39,6 @@ export interface ScimAnswer {
   location?: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const unauthorized = () => new ScimError(401, 'The bearer token is not valid for this directory');
 
 /**
@@ -47,7 +47,7 @@ const unauthorized = () => new ScimError(401, 'The bearer token is not valid for
  */
 async function authenticate(em: EntityManager, directoryId: string, authorization: string | undefined): Promise<Directory> {
   const token = bearer(authorization);
-  if (!token?.startsWith('scim_') || !UUID.test(directoryId)) throw unauthorized();
+  if (!token?.startsWith('scim_') || !isUuid(directoryId)) throw unauthorized();
   // One indexed read (the token hash is unique), which also writes `last_request_at` at most once a minute.
   const [row] = await preparedQuery<Record<string, any>>(
     em,

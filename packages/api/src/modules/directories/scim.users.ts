@@ -3,7 +3,7 @@ import { scimPatch } from 'scim-patch';
 import { z } from 'zod';
 import type { Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
-import { newId } from '../../lib/ids.ts';
+import { isUuid, newId } from '../../lib/ids.ts';
 import { storableJson, text } from '../../lib/schemas.ts';
 import { EVENT_COLUMNS, EVENTS_FROM_RECORDSET, eventRecordset, eventRow, recordEvent } from '../events/events.service.ts';
 import { type Membership, MembershipEntity } from '../organizations/membership.entity.ts';
@@ -152,7 +152,7 @@ async function userEvent(em: EntityManager, directory: Directory, du: DirectoryU
 }
 
 export async function findDirectoryUser(em: EntityManager, directory: Directory, id: string) {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw scimNotFound('User');
+  if (!isUuid(id)) throw scimNotFound('User');
   const du = await em.findOne(DirectoryUserEntity, { directory: directory.id, user: id.toLowerCase() });
   if (!du) throw scimNotFound('User');
   return du;
