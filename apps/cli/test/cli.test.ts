@@ -417,12 +417,17 @@ describe('gatehouse CLI against a real server', () => {
    * Waits until the message log holds a message to `to` that is not in `known` (mail is logged after the answer),
    * of the template `template` when given.
    */
-  async function loggedMessage(to: string, known: Set<string> = new Set(), template?: string) {
+  /** The message to `to` in the log, once it is there (and, with `status`, once it has that status: the send is the worker's). */
+  async function loggedMessage(to: string, known: Set<string> = new Set(), template?: string, status?: string) {
     const sdk = createGatehouse({ baseUrl: url, applicationId: app.id, secretKey: app.secret });
     for (let attempt = 0; attempt < 100; attempt++) {
       const { messages } = await sdk.messages.list({ limit: 100 });
       const found = messages.find(
-        (m) => m.to === to && !known.has(m.id) && (template === undefined || m.template_key === template),
+        (m) =>
+          m.to === to &&
+          !known.has(m.id) &&
+          (template === undefined || m.template_key === template) &&
+          (status === undefined || m.status === status),
       );
       if (found) return found;
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -494,7 +499,7 @@ describe('gatehouse CLI against a real server', () => {
 
   it('messages tail shows the log newest first; sessions revoke signs a user out everywhere', async () => {
     await startMagicLink('a@example.com');
-    const logged = await loggedMessage('a@example.com');
+    const logged = await loggedMessage('a@example.com', new Set(), 'magic_link', 'sent');
     const page = await json(['messages', 'tail', '--limit', '1']);
     expect(page).toMatchObject({
       limit: 1,
