@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { randomBase62, randomSecret, SecretBox, sha256 } from './crypto.ts';
+import { base62Of, randomBase62, randomSecret, SecretBox, sha256 } from './crypto.ts';
 import { newId } from './ids.ts';
 import { escapeLike } from './pagination.ts';
 import { PollingWorker } from './polling-worker.ts';
@@ -32,6 +32,16 @@ describe('SecretBox (AES-256-GCM with the master key)', () => {
   it('needs a 32-byte key', () => {
     expect(() => new SecretBox(randomBytes(16))).toThrow();
   });
+
+  it('derives a key per label: HMAC-SHA256 of the master key over `gatehouse:<label>`, the same on every call', () => {
+    const master = randomBytes(32);
+    const keys = new SecretBox(master);
+    const expected = createHmac('sha256', master).update('gatehouse:hosted-csrf').digest();
+    expect(keys.deriveKey('hosted-csrf').export()).toEqual(expected);
+    expect(keys.deriveKey('hosted-csrf')).toBe(keys.deriveKey('hosted-csrf'));
+    expect(keys.deriveKey('oauth2-cookies').export()).not.toEqual(expected);
+    expect(new SecretBox(randomBytes(32)).deriveKey('hosted-csrf').export()).not.toEqual(expected);
+  });
 });
 
 describe('random secrets and ids', () => {
@@ -39,7 +49,28 @@ describe('random secrets and ids', () => {
     expect(randomBase62(43)).toMatch(/^[0-9A-Za-z]{43}$/);
     expect(randomSecret('sk_test_')).toMatch(/^sk_test_[0-9A-Za-z]{43}$/);
     expect(new Set(Array.from({ length: 1000 }, () => randomBase62(12))).size).toBe(1000);
-    expect(sha256('a')).toHaveLength(64);
+    expect(sha256('a')).toBe(createHash('sha256').update('a').digest('hex'));
+    expect(sha256('pâté ✓')).toBe(createHash('sha256').update('pâté ✓', 'utf8').digest('hex'));
+  });
+
+  it('base62Of writes 32 bytes as the 43 digits of their value, as BigInt division does', () => {
+    const digits = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+    const byBigInt = (bytes: Buffer) => {
+      let value = BigInt(`0x${bytes.toString('hex')}`);
+      let out = '';
+      for (let i = 0; i < 43; i++) {
+        out = digits[Number(value % 62n)] + out;
+        value /= 62n;
+      }
+      return out;
+    };
+    const edges = [Buffer.alloc(32), Buffer.alloc(32, 0xff), Buffer.from(`${'00'.repeat(31)}3d`, 'hex')];
+    for (const bytes of [...edges, ...Array.from({ length: 500 }, () => randomBytes(32))]) {
+      expect(base62Of(bytes)).toBe(byBigInt(bytes));
+    }
+    expect(base62Of(Buffer.alloc(32))).toBe('0'.repeat(43));
+    expect(base62Of(Buffer.from(`${'00'.repeat(31)}3d`, 'hex'))).toBe(`${'0'.repeat(42)}z`);
+    expect(() => base62Of(randomBytes(31))).toThrow();
   });
 
   it('ids are UUID v7 and sort by creation', () => {

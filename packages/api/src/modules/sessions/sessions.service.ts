@@ -3,7 +3,7 @@ import { type Context, header, type Services } from '../../context.ts';
 import { type EntityManager, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { actAs, actingScope } from '../../lib/acting.ts';
-import { randomSecret, sha256 } from '../../lib/crypto.ts';
+import { base62Of, randomSecret, sha256 } from '../../lib/crypto.ts';
 import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housekeeping.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
@@ -183,18 +183,6 @@ async function signTokens(
 }
 
 const invalidRefresh = () => new AppError('invalid_token', 'The refresh token is invalid, expired or already used');
-
-/** The 43 base62 characters of a 256-bit value (62^43 > 2^256), as `randomSecret` writes them. */
-function base62Of(bytes: Buffer): string {
-  const digits = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-  let value = BigInt(`0x${bytes.toString('hex')}`);
-  let out = '';
-  for (let i = 0; i < 43; i++) {
-    out = digits[Number(value % 62n)] + out;
-    value /= 62n;
-  }
-  return out;
-}
 
 /**
  * The refresh token that rotating `presented` issues: a keyed hash of it (HMAC-SHA256 with a key derived from the
