@@ -1,41 +1,63 @@
-import { existsSync, realpathSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve } from 'node:path';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { type BuildOptions, build, type Plugin } from 'esbuild';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const DIST = here('./dist');
 
-/** The folder of the package `name` that Node finds from the folder `from` (the nearest node_modules holding it). */
-function packageFolder(from: string, name: string): string | undefined {
-  for (let dir = from; ; dir = dirname(dir)) {
-    const candidate = join(dir, 'node_modules', name);
-    if (existsSync(join(candidate, 'package.json'))) return realpathSync(candidate);
-    if (dirname(dir) === dir) return undefined;
-  }
-}
-
 /**
- * npm packages stay external and resolve at run time, as from the sources — unless the bundle's folder would find
- * another copy than the importing source does (a workspace package's own, nested version in its node_modules, such as
- * packages/api's @xmldom/xmldom): that one is bundled from where the source finds it. Workspace packages
- * (@gatehouse/*) are bundled.
+ * The npm packages that stay outside the bundle and load at run time from node_modules, as from the sources:
+ * - the protocol libraries most requests never need, imported on first use (`import()`): oidc-provider, node-saml,
+ *   the social sign-in clients, WebAuthn, the SMTP client, the rate limiter's Redis store;
+ * - PGlite, which finds its WebAssembly, data and extension files beside its own module.
+ * None of them imports a bundled package that must be one instance (MikroORM's classes): their own imports (jose,
+ * koa, …) load from node_modules as theirs. Every other npm package is bundled: a start then resolves, reads and
+ * compiles one file instead of two thousand (Node's loader was a third of the start).
  */
-export const externalNpmPackages: Plugin = {
+const EXTERNAL = new Set([
+  'oidc-provider',
+  '@node-saml/node-saml',
+  'arctic',
+  'openid-client',
+  '@simplewebauthn/server',
+  'nodemailer',
+  'rate-limiter-flexible',
+  'ioredis',
+  '@electric-sql/pglite',
+]);
+
+const externalNpmPackages: Plugin = {
   name: 'external-npm-packages',
   setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, ({ path, resolveDir }) => {
-      if (path.startsWith('@gatehouse/')) return undefined;
+    b.onResolve({ filter: /^[^./]/ }, ({ path }) => {
       const name = path
         .split('/')
         .slice(0, path.startsWith('@') ? 2 : 1)
         .join('/');
-      if (!path.startsWith('node:') && packageFolder(resolveDir, name) !== packageFolder(DIST, name)) return undefined;
-      return { path, external: true };
+      return path.startsWith('node:') || EXTERNAL.has(name) ? { path, external: true } : undefined;
     });
   },
 };
+
+/**
+ * How the server's code is bundled, for the server (below) and for a test that bundles part of it: Node 24's ES
+ * modules, npm packages but `EXTERNAL` inside, and a `require` for the bundled CommonJS packages' own (of Node's
+ * modules, and of their optional dependencies).
+ */
+export const bundling = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node24',
+  plugins: [externalNpmPackages],
+  banner: {
+    js: [
+      "import { createRequire as __gh_createRequire } from 'node:module';",
+      'const require = __gh_createRequire(import.meta.url);',
+    ].join('\n'),
+  },
+} satisfies BuildOptions;
 
 /**
  * A module's own location, kept through bundling: `import.meta.url` (and `dirname`, `filename`) in the project's
@@ -61,23 +83,25 @@ const sourceLocation: Plugin = {
 
 /**
  * Bundles the server into dist/main.js (what `npm start` runs, through start.js): the project's own TypeScript — this
- * app and the workspace packages — becomes one JavaScript file, so a start neither loads Node's type stripper (about
- * 17 MB resident) nor strips two hundred files. npm packages stay external and load as they do from the sources,
- * the rarely used protocol libraries on first use. dist/inputs.json lists the sources, for start.js to see when the
- * bundle is older than one of them.
+ * app and the workspace packages — and the npm packages it uses (but `EXTERNAL`) become JavaScript in a few files, so
+ * a start neither loads Node's type stripper (about 17 MB resident) nor resolves and reads thousands of modules. What
+ * the sources import on first use (`import()`: the embedded database's driver, the OpenAPI document) is a chunk of its
+ * own (dist/chunks/), loaded then. dist/inputs.json lists the sources, for start.js to see when the bundle is older
+ * than one of them; for the npm packages it lists node_modules/.package-lock.json, which npm rewrites whenever it
+ * changes node_modules.
  */
 export async function buildServer(): Promise<void> {
   const result = await build({
     entryPoints: { main: here('./src/main.ts') },
     absWorkingDir: here('.'),
     outdir: DIST,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node24',
-    plugins: [externalNpmPackages, sourceLocation],
+    ...bundling,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    plugins: [...bundling.plugins, sourceLocation],
     banner: {
       js: [
+        bundling.banner.js,
         "import { dirname as __gh_dirname_of } from 'node:path';",
         "import { fileURLToPath as __gh_path_of } from 'node:url';",
         'const __gh_filename = (url) => __gh_path_of(url);',
@@ -91,18 +115,29 @@ export async function buildServer(): Promise<void> {
     // a deployment, started together) reads a whole file, the old or the new.
     write: false,
   });
-  await mkdir(DIST, { recursive: true });
   const replace = async (path: string, contents: string | Uint8Array) => {
     await writeFile(`${path}.${process.pid}.tmp`, contents);
     await rename(`${path}.${process.pid}.tmp`, path);
   };
-  for (const file of result.outputFiles) await replace(file.path, file.contents);
+  const chunks = join(DIST, 'chunks');
+  await mkdir(chunks, { recursive: true });
+  // The chunks before the entry that imports them.
+  const entry = join(DIST, 'main.js');
+  for (const file of result.outputFiles) if (file.path !== entry) await replace(file.path, file.contents);
+  for (const file of result.outputFiles) if (file.path === entry) await replace(file.path, file.contents);
+  // Earlier builds' chunks stay a day: a process started from an earlier entry may still import one on first use.
+  const current = new Set(result.outputFiles.map((file) => file.path));
+  for (const name of await readdir(chunks)) {
+    const path = join(chunks, name);
+    if (!current.has(path) && Date.now() - (await stat(path)).mtimeMs > 86_400_000) await rm(path, { force: true });
+  }
   // Relative to dist/, as the bundle's own references to the sources are.
-  const inputs = Object.keys(result.metafile.inputs).map((input) =>
-    relative(DIST, resolve(here('.'), input))
-      .split('\\')
-      .join('/'),
-  );
+  const inputs = [
+    ...Object.keys(result.metafile.inputs)
+      .map((input) => resolve(here('.'), input))
+      .filter((input) => !input.split(sep).includes('node_modules')),
+    here('../../node_modules/.package-lock.json'),
+  ].map((input) => relative(DIST, input).split(sep).join('/'));
   // Last: the list of sources is the bundle's own only once the bundle is in place.
   await replace(here('./dist/inputs.json'), `${JSON.stringify(inputs)}\n`);
 }

@@ -13,7 +13,7 @@ import {
 } from '@gatehouse/api';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { externalNpmPackages } from '../build.ts';
+import { bundling } from '../build.ts';
 
 /**
  * The template a fresh embedded database is created from is a cache of the migrations, never a source: it is used
@@ -89,11 +89,7 @@ describe('the embedded database template', () => {
         loader: 'ts',
       },
       outfile,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node24',
-      plugins: [externalNpmPackages],
+      ...bundling,
       logLevel: 'warning',
     });
     try {
