@@ -6,10 +6,10 @@ import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { Pager } from '../components/pager.tsx';
 import { type AuthzQuestion, type AuthzSearch, PAGE_SIZE } from '../search.ts';
 
-type Tuple = Outputs['authz']['tuples']['list']['tuples'][number];
 type Expansion = Outputs['authz']['expand'];
 
 const FROM = '/apps/$appId/authz';
@@ -80,55 +80,48 @@ function Tuples({ search, set }: { search: AuthzSearch; set: (changes: Partial<A
       {page && page.total === 0 && filtered && <p role="status">No tuple matches these filters.</p>}
       {page && page.tuples.length > 0 && (
         <>
-          <table className="table" aria-busy={tuples.isFetching}>
-            <caption className="visually-hidden">Tuples, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Object</th>
-                <th scope="col">Relation</th>
-                <th scope="col">Subject</th>
-                <th scope="col">Written</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.tuples.map((tuple: Tuple) => (
-                <tr key={tupleText(tuple)}>
-                  <td>
-                    <code>{tuple.object}</code>
-                  </td>
-                  <td>
-                    <code>{tuple.relation}</code>
-                  </td>
-                  <td>
-                    <code>{tuple.subject}</code>
-                  </td>
-                  <td>{new Date(tuple.created_at).toLocaleString()}</td>
-                  <td>
-                    <ConfirmButton
-                      label="Delete"
-                      ariaLabel={`Delete ${tupleText(tuple)}`}
-                      title="Delete this tuple?"
-                      confirmLabel="Delete the tuple"
-                      isDisabled={remove.isPending}
-                      onConfirm={() => {
-                        setRemoved(tupleText(tuple));
-                        remove.mutate({
-                          deletes: [{ object: tuple.object, relation: tuple.relation, subject: tuple.subject }],
-                        });
-                      }}
-                    >
-                      <p>
-                        <code>{tupleText(tuple)}</code> stops counting at once: checks that relied on it answer denied.
-                      </p>
-                    </ConfirmButton>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ListTable
+            caption="Tuples, newest first"
+            columns={['Object', 'Relation', 'Subject', 'Written']}
+            actions="Actions"
+            rows={page.tuples}
+            rowKey={(tuple) => tupleText(tuple)}
+            busy={tuples.isFetching}
+          >
+            {(tuple) => (
+              <>
+                <td>
+                  <code>{tuple.object}</code>
+                </td>
+                <td>
+                  <code>{tuple.relation}</code>
+                </td>
+                <td>
+                  <code>{tuple.subject}</code>
+                </td>
+                <td>{new Date(tuple.created_at).toLocaleString()}</td>
+                <td>
+                  <ConfirmButton
+                    label="Delete"
+                    ariaLabel={`Delete ${tupleText(tuple)}`}
+                    title="Delete this tuple?"
+                    confirmLabel="Delete the tuple"
+                    isDisabled={remove.isPending}
+                    onConfirm={() => {
+                      setRemoved(tupleText(tuple));
+                      remove.mutate({
+                        deletes: [{ object: tuple.object, relation: tuple.relation, subject: tuple.subject }],
+                      });
+                    }}
+                  >
+                    <p>
+                      <code>{tupleText(tuple)}</code> stops counting at once: checks that relied on it answer denied.
+                    </p>
+                  </ConfirmButton>
+                </td>
+              </>
+            )}
+          </ListTable>
           <Pager label="Pages of tuples" offset={page.offset} shown={page.tuples.length} total={page.total} />
         </>
       )}

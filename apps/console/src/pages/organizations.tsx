@@ -5,6 +5,7 @@ import { Button, Form, Input, Label, SearchField, Text, TextField } from 'react-
 import { app } from '../api.ts';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { Pager } from '../components/pager.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
@@ -45,33 +46,28 @@ export function OrganizationsPage() {
       {page && page.total === 0 && q && <p role="status">No organization matches “{q}”.</p>}
       {page && page.organizations.length > 0 && (
         <>
-          <table className="table" aria-busy={organizations.isFetching}>
-            <caption className="visually-hidden">Organizations</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Slug</th>
-                <th scope="col">Members</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.organizations.map((org) => (
-                <tr key={org.id}>
-                  <td>
-                    <Link to="/apps/$appId/organizations/$orgId" params={{ appId, orgId: org.id }}>
-                      {org.name}
-                    </Link>
-                  </td>
-                  <td>
-                    <code>{org.slug}</code>
-                  </td>
-                  <td>{org.member_count}</td>
-                  <td>{new Date(org.created_at).toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ListTable
+            caption="Organizations"
+            columns={['Name', 'Slug', 'Members', 'Created']}
+            rows={page.organizations}
+            rowKey={(org) => org.id}
+            busy={organizations.isFetching}
+          >
+            {(org) => (
+              <>
+                <td>
+                  <Link to="/apps/$appId/organizations/$orgId" params={{ appId, orgId: org.id }}>
+                    {org.name}
+                  </Link>
+                </td>
+                <td>
+                  <code>{org.slug}</code>
+                </td>
+                <td>{org.member_count}</td>
+                <td>{new Date(org.created_at).toLocaleString()}</td>
+              </>
+            )}
+          </ListTable>
           <Pager label="Pages of organizations" offset={page.offset} shown={page.organizations.length} total={page.total} />
         </>
       )}

@@ -5,6 +5,7 @@ import { Button, Checkbox, Form, Input, Label, SearchField, TextField } from 're
 import { app } from '../api.ts';
 import { EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { Pager } from '../components/pager.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
@@ -46,33 +47,28 @@ export function UsersPage() {
       {page && page.total === 0 && q && <p role="status">No user's email contains “{q}”.</p>}
       {page && page.users.length > 0 && (
         <>
-          <table className="table" aria-busy={users.isFetching}>
-            <caption className="visually-hidden">Users</caption>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Status</th>
-                <th scope="col">Verified</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.users.map((user) => (
-                <tr key={user.id}>
-                  <td>
-                    <Link to="/apps/$appId/users/$userId" params={{ appId, userId: user.id }}>
-                      {user.primary_email ?? user.id}
-                    </Link>
-                  </td>
-                  <td>
-                    <span className={`badge ${user.status}`}>{user.status}</span>
-                  </td>
-                  <td>{user.email_verified ? 'yes' : 'no'}</td>
-                  <td>{new Date(user.created_at).toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ListTable
+            caption="Users"
+            columns={['Email', 'Status', 'Verified', 'Created']}
+            rows={page.users}
+            rowKey={(user) => user.id}
+            busy={users.isFetching}
+          >
+            {(user) => (
+              <>
+                <td>
+                  <Link to="/apps/$appId/users/$userId" params={{ appId, userId: user.id }}>
+                    {user.primary_email ?? user.id}
+                  </Link>
+                </td>
+                <td>
+                  <span className={`badge ${user.status}`}>{user.status}</span>
+                </td>
+                <td>{user.email_verified ? 'yes' : 'no'}</td>
+                <td>{new Date(user.created_at).toLocaleString()}</td>
+              </>
+            )}
+          </ListTable>
           <Pager label="Pages of users" offset={page.offset} shown={page.users.length} total={page.total} />
         </>
       )}

@@ -6,6 +6,7 @@ import { ConfirmButton } from '../../components/confirm.tsx';
 import { CopyButton } from '../../components/copy-button.tsx';
 import { EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 
 type Domain = Outputs['organizations']['domains']['list'][number];
 
@@ -86,29 +87,26 @@ function DomainPanel({ orgId, domain }: { orgId: string; domain: Domain }) {
             Create this DNS record at the domain's DNS host, then verify. A claim not verified within 7 days fails (claimed{' '}
             {when(domain.created_at)}).
           </p>
-          <table className="table">
-            <caption className="visually-hidden">The TXT record that proves {domain.domain}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Type</th>
-                <th scope="col">Name</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              <tr>
-                <td>{domain.verification.type}</td>
+          <ListTable
+            caption={`The TXT record that proves ${domain.domain}`}
+            columns={['Type', 'Name', 'Value']}
+            rows={[domain.verification]}
+            rowKey={(record) => record.type}
+          >
+            {(record) => (
+              <>
+                <td>{record.type}</td>
                 <td>
-                  <code>{domain.verification.name}</code>{' '}
-                  <CopyButton value={domain.verification.name} label={`Copy the record name for ${domain.domain}`} />
+                  <code>{record.name}</code>{' '}
+                  <CopyButton value={record.name} label={`Copy the record name for ${domain.domain}`} />
                 </td>
                 <td>
-                  <code>{domain.verification.value}</code>{' '}
-                  <CopyButton value={domain.verification.value} label={`Copy the record value for ${domain.domain}`} />
+                  <code>{record.value}</code>{' '}
+                  <CopyButton value={record.value} label={`Copy the record value for ${domain.domain}`} />
                 </td>
-              </tr>
-            </tbody>
-          </table>
+              </>
+            )}
+          </ListTable>
           {domain.status === 'pending_verification' && (
             <Button
               className="button primary"

@@ -6,6 +6,7 @@ import { app } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
 import { EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 import { Pager } from '../../components/pager.tsx';
 import { PAGE_SIZE } from '../../search.ts';
 
@@ -48,54 +49,46 @@ export function Members({ appId, orgId }: { appId: string; orgId: string }) {
       )}
       {page && page.members.length > 0 && (
         <>
-          <table className="table">
-            <caption className="visually-hidden">Members</caption>
-            <thead>
-              <tr>
-                <th scope="col">User</th>
-                <th scope="col">Role</th>
-                <th scope="col">Status</th>
-                <th scope="col">Source</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.members.map((member) => (
-                <tr key={member.user_id}>
-                  <td>
-                    <Link to="/apps/$appId/users/$userId" params={{ appId, userId: member.user_id }}>
-                      {member.email ?? member.user_id}
-                    </Link>
-                  </td>
-                  <td>
-                    <RoleEditor
-                      key={member.role}
-                      who={member.email ?? member.user_id}
-                      role={member.role}
-                      isDisabled={update.isPending}
-                      onSave={(role) => update.mutate({ id: orgId, user_id: member.user_id, role })}
-                    />
-                  </td>
-                  <td>{member.status}</td>
-                  <td>{member.source}</td>
-                  <td>
-                    <ConfirmButton
-                      label="Remove"
-                      ariaLabel={`Remove ${member.email ?? member.user_id}`}
-                      title="Remove this member?"
-                      confirmLabel="Remove the member"
-                      isDisabled={remove.isPending}
-                      onConfirm={() => remove.mutate({ id: orgId, user_id: member.user_id })}
-                    >
-                      <p>They lose their role in the organization; their account stays.</p>
-                    </ConfirmButton>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ListTable
+            caption="Members"
+            columns={['User', 'Role', 'Status', 'Source']}
+            actions="Actions"
+            rows={page.members}
+            rowKey={(member) => member.user_id}
+          >
+            {(member) => (
+              <>
+                <td>
+                  <Link to="/apps/$appId/users/$userId" params={{ appId, userId: member.user_id }}>
+                    {member.email ?? member.user_id}
+                  </Link>
+                </td>
+                <td>
+                  <RoleEditor
+                    key={member.role}
+                    who={member.email ?? member.user_id}
+                    role={member.role}
+                    isDisabled={update.isPending}
+                    onSave={(role) => update.mutate({ id: orgId, user_id: member.user_id, role })}
+                  />
+                </td>
+                <td>{member.status}</td>
+                <td>{member.source}</td>
+                <td>
+                  <ConfirmButton
+                    label="Remove"
+                    ariaLabel={`Remove ${member.email ?? member.user_id}`}
+                    title="Remove this member?"
+                    confirmLabel="Remove the member"
+                    isDisabled={remove.isPending}
+                    onConfirm={() => remove.mutate({ id: orgId, user_id: member.user_id })}
+                  >
+                    <p>They lose their role in the organization; their account stays.</p>
+                  </ConfirmButton>
+                </td>
+              </>
+            )}
+          </ListTable>
           <Pager label="Pages of members" offset={page.offset} shown={page.members.length} total={page.total} />
         </>
       )}
