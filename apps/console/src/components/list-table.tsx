@@ -1,9 +1,11 @@
-import type { ReactNode } from 'react';
+import { type ComponentProps, Fragment, type ReactNode } from 'react';
+import { Pager } from './pager.tsx';
 
 /**
  * A list as a table: a caption for assistive technology only, a header row, one row an item (its cells from
  * `children`), and, with `actions`, a last column whose header is named for assistive technology only. With `empty`,
- * an empty list shows that (an EmptyState) in place of the table.
+ * an empty list shows that (an EmptyState) in place of the table; with `pager`, a page of a paged list has its Pager
+ * below.
  */
 export function ListTable<T>({
   caption,
@@ -15,6 +17,9 @@ export function ListTable<T>({
   className,
   busy,
   empty,
+  noMatch,
+  detail,
+  pager,
   children,
 }: {
   caption: string;
@@ -31,11 +36,17 @@ export function ListTable<T>({
   /** aria-busy: the list is being read again. */
   busy?: boolean;
   empty?: ReactNode;
-  /** A row's cells (`<td>`), the actions cell included. */
-  children: (row: T) => ReactNode;
+  /** A row (`<tr>`) in the body when `rows` is empty but the table stays: a filter matched nothing. */
+  noMatch?: ReactNode;
+  /** A row (`<tr>`) below an item's row, or nothing: its details, shown on demand. */
+  detail?: (row: T) => ReactNode;
+  /** A page of a paged list: the Pager below the table (how many it shows is the rows'). */
+  pager?: Omit<ComponentProps<typeof Pager>, 'shown'>;
+  /** A row's cells (`<td>`), the actions cell included; `index` is the row's place in `rows`. */
+  children: (row: T, index: number) => ReactNode;
 }) {
   if (empty !== undefined && rows.length === 0) return empty;
-  return (
+  const table = (
     <table className={className ? `table ${className}` : 'table'} aria-busy={busy}>
       <caption className="visually-hidden">{caption}</caption>
       <thead>
@@ -53,12 +64,21 @@ export function ListTable<T>({
         </tr>
       </thead>
       <tbody>
-        {rows.map((row) => (
-          <tr key={rowKey(row)} aria-current={current?.(row) ? 'true' : undefined}>
-            {children(row)}
-          </tr>
+        {rows.map((row, index) => (
+          <Fragment key={rowKey(row)}>
+            <tr aria-current={current?.(row) ? 'true' : undefined}>{children(row, index)}</tr>
+            {detail?.(row)}
+          </Fragment>
         ))}
+        {rows.length === 0 && noMatch}
       </tbody>
     </table>
+  );
+  if (!pager) return table;
+  return (
+    <>
+      {table}
+      <Pager {...pager} shown={rows.length} />
+    </>
   );
 }

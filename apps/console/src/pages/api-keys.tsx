@@ -5,11 +5,10 @@ import { Button, Checkbox, CheckboxGroup, Form, Input, Label, Text, TextField } 
 import { app } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
-
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+import { when } from '../format.ts';
 
 /** The application's secret keys: list, create with a scope picker (the secret shown once), revoke. */
 export function ApiKeysPage() {
@@ -40,9 +39,10 @@ export function ApiKeysPage() {
             <EmptyState
               title="No API key"
               cli="npx gatehouse api-keys create backend --scope users:read users:write"
-              curl={`curl -s -X POST "$GATEHOUSE/v1/api-keys" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"name": "backend", "scopes": ["users:read", "users:write"]}'`}
+              curl={curl('/v1/api-keys', {
+                method: 'POST',
+                body: '{"name": "backend", "scopes": ["users:read", "users:write"]}',
+              })}
             />
           }
         >

@@ -5,13 +5,12 @@ import { Button, Form, Input, Label, Text, TextField } from 'react-aria-componen
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
+import { when } from '../format.ts';
 
 type Domain = Outputs['domains']['list'][number];
-
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
 const STATUS: Record<Domain['status'], string> = {
   pending_verification: 'waiting for DNS',
@@ -71,9 +70,7 @@ export function DomainsPage() {
             <EmptyState
               title="No custom domain"
               cli="npx gatehouse domains add auth.example.com"
-              curl={`curl -s -X POST "$GATEHOUSE/v1/applications/$APP/domains" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"domain": "auth.example.com"}'`}
+              curl={curl('/v1/applications/$APP/domains', { method: 'POST', body: '{"domain": "auth.example.com"}' })}
             />
           }
         >

@@ -5,14 +5,14 @@ import { Button, Form, Input, Label, Radio, RadioGroup, Text, TextArea, TextFiel
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
+import { when } from '../format.ts';
 
 type OAuthClient = Outputs['oauth2']['clients']['list'][number];
 type ClientWithSecret = Outputs['oauth2']['clients']['create'];
 
-const when = (iso: string) => new Date(iso).toLocaleString();
 /** One URI (or scope) per line, or separated by spaces or commas. */
 const list = (value: string) => value.split(/[\s,]+/).filter(Boolean);
 
@@ -72,9 +72,10 @@ export function OAuthClientsPage() {
             <EmptyState
               title="No OAuth client"
               cli="npx gatehouse oauth2 clients create --name 'Partner app' --redirect-uri https://partner.example.com/callback"
-              curl={`curl -s -X POST "$GATEHOUSE/v1/oauth2/clients" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"name": "Partner app", "type": "confidential", "redirect_uris": ["https://partner.example.com/callback"]}'`}
+              curl={curl('/v1/oauth2/clients', {
+                method: 'POST',
+                body: '{"name": "Partner app", "type": "confidential", "redirect_uris": ["https://partner.example.com/callback"]}',
+              })}
             />
           }
         >

@@ -3,7 +3,7 @@ import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router'
 import { useId, useState } from 'react';
 import { Button, Checkbox, Form, Input, Label, Radio, RadioGroup, Text, TextArea, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../api.ts';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
 import { SSO_SOURCES, type SsoSource } from '../search.ts';
@@ -79,9 +79,10 @@ export function SsoConnectionsPage() {
             <EmptyState
               title="No SSO connection"
               cli="npx gatehouse saml create --metadata idp.xml --domain acme.com --name Acme"
-              curl={`curl -s -X POST "$GATEHOUSE/v1/saml/connections/from-metadata" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"metadata_url": "https://idp.acme.com/metadata.xml", "email_domain": "acme.com", "name": "Acme"}'`}
+              curl={curl('/v1/saml/connections/from-metadata', {
+                method: 'POST',
+                body: '{"metadata_url": "https://idp.acme.com/metadata.xml", "email_domain": "acme.com", "name": "Acme"}',
+              })}
             />
           }
         >

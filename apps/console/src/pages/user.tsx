@@ -4,9 +4,10 @@ import { type ReactNode, useState } from 'react';
 import { Button, Form, Input, Label, Tab, TabList, TabPanel, Tabs, Text, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
+import { when } from '../format.ts';
 import { USER_TABS, type UserTab } from '../search.ts';
 
 type User = Outputs['users']['get'];
@@ -228,12 +229,7 @@ function UserEmptyState({
   children: ReactNode;
 }) {
   return (
-    <EmptyState
-      title={title}
-      cli={`npx gatehouse ${cli} ${user.id}`}
-      curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/${path}" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
-    >
+    <EmptyState title={title} cli={`npx gatehouse ${cli} ${user.id}`} curl={curl(`/v1/users/${user.id}/${path}`)}>
       {children}
     </EmptyState>
   );
@@ -323,7 +319,7 @@ function Factors({ user }: { user: User }) {
               <td>{factor.kind}</td>
               <td>{factor.name}</td>
               <td>{new Date(factor.created_at).toLocaleString()}</td>
-              <td>{factor.last_used_at ? new Date(factor.last_used_at).toLocaleString() : '—'}</td>
+              <td>{when(factor.last_used_at)}</td>
             </>
           )}
         </ListTable>
@@ -368,7 +364,7 @@ function Identities({ user }: { user: User }) {
               <td>{identity.provider ?? '—'}</td>
               <td>{identity.name}</td>
               <td>{new Date(identity.created_at).toLocaleString()}</td>
-              <td>{identity.last_used_at ? new Date(identity.last_used_at).toLocaleString() : '—'}</td>
+              <td>{when(identity.last_used_at)}</td>
               <td>
                 <ConfirmButton
                   label="Unlink"
@@ -476,8 +472,7 @@ function Events({ user, appId }: { user: User; appId: string }) {
       <EmptyState
         title="No event"
         cli={`npx gatehouse audit-logs list --target-id ${user.id}`}
-        curl={`curl -s "$GATEHOUSE/v1/audit-logs?target_id=${user.id}" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+        curl={curl(`/v1/audit-logs?target_id=${user.id}`)}
       >
         <p>Nothing this user did, and nothing done to them, is in the audit log.</p>
       </EmptyState>

@@ -5,16 +5,15 @@ import { Button, Form, Input, Label, Text, TextField } from 'react-aria-componen
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
-import { Pager } from '../components/pager.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
+import { when } from '../format.ts';
 import { PAGE_SIZE } from '../search.ts';
 
 type Endpoint = Outputs['webhooks']['list'][number];
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 /** While a delivery is still being tried, its list is asked again this often. */
 const PENDING_MS = 2_000;
 
@@ -71,9 +70,10 @@ export function WebhooksPage() {
             <EmptyState
               title="No webhook endpoint"
               cli="npx gatehouse webhooks create https://example.com/hooks --event-types user.created"
-              curl={`curl -s -X POST "$GATEHOUSE/v1/webhooks" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"url": "https://example.com/hooks", "event_types": ["user.created"]}'`}
+              curl={curl('/v1/webhooks', {
+                method: 'POST',
+                body: '{"url": "https://example.com/hooks", "event_types": ["user.created"]}',
+              })}
             />
           }
         >
@@ -222,57 +222,48 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
       {deliveries.isPending && <p role="status">Loading the deliveries…</p>}
       {page && page.total === 0 && <p>No delivery yet: send a test event to try the endpoint.</p>}
       {page && page.deliveries.length > 0 && (
-        <>
-          <ListTable
-            caption="Deliveries, newest first"
-            columns={['Event', 'Status', 'Attempts', 'Last answer', 'Last attempt']}
-            actions="Actions"
-            rows={page.deliveries}
-            rowKey={(d) => d.id}
-            current={(d) => d.id === delivery}
-            busy={deliveries.isFetching}
-          >
-            {(d) => (
-              <>
-                <td>
-                  <code>{d.event_type}</code>
-                </td>
-                <td>
-                  <span className={`badge ${d.status}`}>{d.status}</span>
-                </td>
-                <td>{d.attempts}</td>
-                <td>{d.response_status ?? d.last_error ?? '—'}</td>
-                <td>{when(d.last_attempt_at)}</td>
-                <td className="row-actions">
-                  <Link
-                    from="/apps/$appId/webhooks"
-                    search={(prev) => ({ ...prev, delivery: d.id === delivery ? undefined : d.id })}
-                    className="button small"
-                    aria-label={`${d.id === delivery ? 'Hide attempts' : 'Attempts'} of the ${d.event_type} delivery`}
-                  >
-                    {d.id === delivery ? 'Hide attempts' : 'Attempts'}
-                  </Link>
-                  <Button
-                    className="button small"
-                    aria-label={`Retry the ${d.event_type} delivery`}
-                    isDisabled={retry.isPending || d.status === 'pending'}
-                    onPress={() => retry.mutate({ id: endpoint.id, delivery_id: d.id })}
-                  >
-                    Retry
-                  </Button>
-                </td>
-              </>
-            )}
-          </ListTable>
-          <Pager
-            label="Pages of deliveries"
-            offset={page.offset}
-            shown={page.deliveries.length}
-            total={page.total}
-            previous="Newer"
-            next="Older"
-          />
-        </>
+        <ListTable
+          caption="Deliveries, newest first"
+          columns={['Event', 'Status', 'Attempts', 'Last answer', 'Last attempt']}
+          actions="Actions"
+          rows={page.deliveries}
+          rowKey={(d) => d.id}
+          current={(d) => d.id === delivery}
+          busy={deliveries.isFetching}
+          pager={{ label: 'Pages of deliveries', offset: page.offset, total: page.total, previous: 'Newer', next: 'Older' }}
+        >
+          {(d) => (
+            <>
+              <td>
+                <code>{d.event_type}</code>
+              </td>
+              <td>
+                <span className={`badge ${d.status}`}>{d.status}</span>
+              </td>
+              <td>{d.attempts}</td>
+              <td>{d.response_status ?? d.last_error ?? '—'}</td>
+              <td>{when(d.last_attempt_at)}</td>
+              <td className="row-actions">
+                <Link
+                  from="/apps/$appId/webhooks"
+                  search={(prev) => ({ ...prev, delivery: d.id === delivery ? undefined : d.id })}
+                  className="button small"
+                  aria-label={`${d.id === delivery ? 'Hide attempts' : 'Attempts'} of the ${d.event_type} delivery`}
+                >
+                  {d.id === delivery ? 'Hide attempts' : 'Attempts'}
+                </Link>
+                <Button
+                  className="button small"
+                  aria-label={`Retry the ${d.event_type} delivery`}
+                  isDisabled={retry.isPending || d.status === 'pending'}
+                  onPress={() => retry.mutate({ id: endpoint.id, delivery_id: d.id })}
+                >
+                  Retry
+                </Button>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       {delivery && <Attempts endpointId={endpoint.id} deliveryId={delivery} />}
       <Recover endpointId={endpoint.id} onRecovered={refresh} />

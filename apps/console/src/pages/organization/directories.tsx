@@ -4,14 +4,14 @@ import { Button, Form, Input, Label, Radio, RadioGroup, TextField } from 'react-
 import { app, type Outputs } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
 import { CopyButton } from '../../components/copy-button.tsx';
-import { EmptyState } from '../../components/empty-state.tsx';
+import { curl, EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
 import { ListTable } from '../../components/list-table.tsx';
+import { when } from '../../format.ts';
 
 type Directory = Outputs['organizations']['directories']['list'][number];
 type Provider = Directory['provider'];
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : 'never');
 const PROVIDERS: Array<{ id: Provider; name: string }> = [
   { id: 'okta', name: 'Okta' },
   { id: 'entra', name: 'Microsoft Entra ID' },
@@ -73,9 +73,10 @@ export function Directories({ orgId }: { orgId: string }) {
             <EmptyState
               title="No directory yet"
               cli={`npx gatehouse orgs directories create ${orgId} --name "Acme Okta" --provider okta`}
-              curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/directories" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"name": "Acme Okta", "provider": "okta"}'`}
+              curl={curl(`/v1/organizations/${orgId}/directories`, {
+                method: 'POST',
+                body: '{"name": "Acme Okta", "provider": "okta"}',
+              })}
             />
           }
         >
@@ -94,7 +95,7 @@ export function Directories({ orgId }: { orgId: string }) {
               </td>
               <td>{d.user_count}</td>
               <td>{d.group_count}</td>
-              <td>{when(d.last_request_at)}</td>
+              <td>{when(d.last_request_at, 'never')}</td>
               <td>
                 <div className="row-actions">
                   <ConfirmButton

@@ -4,13 +4,13 @@ import { Button, Form, Input, Label, Radio, RadioGroup, Text, TextField } from '
 import { app, type Outputs } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
 import { CopyButton } from '../../components/copy-button.tsx';
-import { EmptyState } from '../../components/empty-state.tsx';
+import { curl, EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
 import { ListTable } from '../../components/list-table.tsx';
+import { when } from '../../format.ts';
 
 type Domain = Outputs['organizations']['domains']['list'][number];
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 const STATUS_TEXT: Record<Domain['status'], string> = {
   pending_verification: 'pending verification',
   verified: 'verified',
@@ -37,9 +37,7 @@ export function Domains({ orgId }: { orgId: string }) {
         <EmptyState
           title="No domain yet"
           cli={`npx gatehouse orgs domains add ${orgId} acme.com`}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/domains" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"domain": "acme.com"}'`}
+          curl={curl(`/v1/organizations/${orgId}/domains`, { method: 'POST', body: '{"domain": "acme.com"}' })}
         />
       )}
       {domains.data?.map((domain) => (
