@@ -7,6 +7,7 @@ import { CopyButton } from '../components/copy-button.tsx';
 import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
+import { splitList } from '../format.ts';
 import { refreshSession, useSession } from '../session.ts';
 
 /**
@@ -106,10 +107,7 @@ function CreateApplication() {
           create.mutate({
             name,
             environment,
-            allowed_origins: origins
-              .split(/[\s,]+/)
-              .map((o) => o.trim())
-              .filter(Boolean),
+            allowed_origins: splitList(origins),
           });
         }}
       >

@@ -8,13 +8,12 @@ import { CopyButton } from '../components/copy-button.tsx';
 import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
-import { when } from '../format.ts';
+import { splitList, when } from '../format.ts';
 
 type OAuthClient = Outputs['oauth2']['clients']['list'][number];
 type ClientWithSecret = Outputs['oauth2']['clients']['create'];
 
 /** One URI (or scope) per line, or separated by spaces or commas. */
-const list = (value: string) => value.split(/[\s,]+/).filter(Boolean);
 
 /**
  * The clients of the application's own OpenID provider: other apps that sign people in with this application. List,
@@ -190,9 +189,9 @@ function CreateClient({ onCreated }: { onCreated: (client: ClientWithSecret) => 
           create.mutate({
             name,
             type,
-            redirect_uris: list(redirects),
-            post_logout_redirect_uris: list(postLogout),
-            scopes: list(scopes),
+            redirect_uris: splitList(redirects),
+            post_logout_redirect_uris: splitList(postLogout),
+            scopes: splitList(scopes),
           });
         }}
       >
@@ -278,9 +277,9 @@ function EditClient({ client }: { client: OAuthClient }) {
         update.mutate({
           id: client.id,
           name,
-          redirect_uris: list(redirects),
-          post_logout_redirect_uris: list(postLogout),
-          scopes: list(scopes),
+          redirect_uris: splitList(redirects),
+          post_logout_redirect_uris: splitList(postLogout),
+          scopes: splitList(scopes),
           logo_url: logo.trim() === '' ? null : logo.trim(),
         });
       }}

@@ -8,7 +8,7 @@ import { CopyButton } from '../components/copy-button.tsx';
 import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
-import { when } from '../format.ts';
+import { splitList, when } from '../format.ts';
 import type { SocialProvider } from '../search.ts';
 import { useSession } from '../session.ts';
 
@@ -175,7 +175,7 @@ function ConfigureProvider({ appId, setting }: { appId: string; setting: Provide
       aria-labelledby="configure-provider"
       onSubmit={(event) => {
         event.preventDefault();
-        const scopeList = scopes.split(/[\s,]+/).filter(Boolean);
+        const scopeList = splitList(scopes);
         put.mutate({
           id: appId,
           provider: setting.provider,

@@ -9,7 +9,7 @@ import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { ListTable } from '../components/list-table.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
-import { when } from '../format.ts';
+import { splitList, when } from '../format.ts';
 import { PAGE_SIZE } from '../search.ts';
 
 type Endpoint = Outputs['webhooks']['list'][number];
@@ -175,7 +175,7 @@ function CreateEndpoint({ onCreated }: { onCreated: (e: Outputs['webhooks']['cre
       <Form
         onSubmit={(event) => {
           event.preventDefault();
-          create.mutate({ url, description, event_types: types.split(/[\s,]+/).filter(Boolean) });
+          create.mutate({ url, description, event_types: splitList(types) });
         }}
       >
         <TextField className="field" type="url" isRequired value={url} onChange={setUrl} maxLength={2048}>
