@@ -26,3 +26,18 @@ export function Snippet({ label, code }: { label: string; code: string }) {
     </div>
   );
 }
+
+/**
+ * The curl command of an EmptyState: `curl -s` (with `-X method`) of a URL under $GATEHOUSE, with the operator token or
+ * with the secret key and the application's id, and a JSON body.
+ */
+export function curl(
+  path: string,
+  { method, body, operator = false }: { method?: 'POST' | 'PUT'; body?: string; operator?: boolean } = {},
+): string {
+  const auth = operator
+    ? '-H "authorization: Bearer $OPERATOR_TOKEN"'
+    : '-H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"';
+  const call = `curl -s${method ? ` -X ${method}` : ''} "$GATEHOUSE${path}" \\\n  ${auth}`;
+  return body === undefined ? call : `${call} -H 'content-type: application/json' \\\n  -d '${body}'`;
+}

@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { type ReactNode, useState } from 'react';
 import {
   Button,
   Form,
@@ -18,15 +18,14 @@ import {
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
+import { when } from '../format.ts';
 
 type Group = Outputs['access']['hostGroups']['list'][number];
 type Host = Outputs['access']['hosts']['list'][number];
 type Rule = Outputs['access']['rules']['list'][number];
-
-const when = (iso: string) => new Date(iso).toLocaleString();
-const HEADERS = `-H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json'`;
 
 /**
  * Host access rules: which users and organizations may sign in to which hosts (a matching deny wins; no matching allow
@@ -54,50 +53,81 @@ export function AccessRulesPage() {
       {[groups, hosts, rules].some((q) => q.isPending) && <p role="status">Loading the rules…</p>}
       <ErrorNotice error={rules.error ?? hosts.error ?? groups.error} title="The access rules could not be read" />
 
-      <section className="panel" aria-labelledby="rules">
-        <h2 id="rules">Rules</h2>
-        {rules.data && rules.data.length === 0 && (
-          <EmptyState
-            title="No access rule"
-            cli="npx gatehouse access rules create allow --user <user id> --host <host id>"
-            curl={`curl -s -X POST "$GATEHOUSE/v1/os/access-rules" \\
-  ${HEADERS} \\
-  -d '{"effect": "allow", "subject_kind": "user", "subject_id": "<user id>", "target_kind": "host", "target_id": "<host id>"}'`}
-          />
-        )}
-        {rules.data && rules.data.length > 0 && <RulesTable rules={rules.data} targetName={targetName} onRemoved={refresh} />}
+      <Part
+        id="rules"
+        heading="Rules"
+        rows={rules.data}
+        emptyTitle="No access rule"
+        cli="npx gatehouse access rules create allow --user <user id> --host <host id>"
+        path="access-rules"
+        body='{"effect": "allow", "subject_kind": "user", "subject_id": "<user id>", "target_kind": "host", "target_id": "<host id>"}'
+        table={(rows) => <RulesTable rules={rows} targetName={targetName} onRemoved={refresh} />}
+      >
         {groups.data && hosts.data && <AddRule groups={groups.data} hosts={hosts.data} onAdded={refresh} />}
-      </section>
+      </Part>
 
-      <section className="panel" aria-labelledby="hosts">
-        <h2 id="hosts">Hosts</h2>
-        {hosts.data && hosts.data.length === 0 && (
-          <EmptyState
-            title="No host"
-            cli="npx gatehouse access hosts create web-1"
-            curl={`curl -s -X POST "$GATEHOUSE/v1/os/hosts" \\
-  ${HEADERS} \\
-  -d '{"name": "web-1"}'`}
-          />
-        )}
-        {hosts.data && hosts.data.length > 0 && <HostsTable hosts={hosts.data} groupName={groupName} onRemoved={refresh} />}
+      <Part
+        id="hosts"
+        heading="Hosts"
+        rows={hosts.data}
+        emptyTitle="No host"
+        cli="npx gatehouse access hosts create web-1"
+        path="hosts"
+        body='{"name": "web-1"}'
+        table={(rows) => <HostsTable hosts={rows} groupName={groupName} onRemoved={refresh} />}
+      >
         {groups.data && <AddHost groups={groups.data} onAdded={refresh} />}
-      </section>
+      </Part>
 
-      <section className="panel" aria-labelledby="groups">
-        <h2 id="groups">Host groups</h2>
-        {groups.data && groups.data.length === 0 && (
-          <EmptyState
-            title="No host group"
-            cli="npx gatehouse access groups create production"
-            curl={`curl -s -X POST "$GATEHOUSE/v1/os/host-groups" \\
-  ${HEADERS} \\
-  -d '{"name": "production"}'`}
-          />
-        )}
-        {groups.data && groups.data.length > 0 && <GroupsTable groups={groups.data} onRemoved={refresh} />}
+      <Part
+        id="groups"
+        heading="Host groups"
+        rows={groups.data}
+        emptyTitle="No host group"
+        cli="npx gatehouse access groups create production"
+        path="host-groups"
+        body='{"name": "production"}'
+        table={(rows) => <GroupsTable groups={rows} onRemoved={refresh} />}
+      >
         <AddGroup onAdded={refresh} />
-      </section>
+      </Part>
+    </section>
+  );
+}
+
+/**
+ * One kind of thing on the page (rules, hosts, host groups): its table, or when there is none yet how to make one with the
+ * CLI and with curl (a POST of `body` to /v1/os/<path>); then the form that adds one (`children`).
+ */
+function Part<T>({
+  id,
+  heading,
+  rows,
+  emptyTitle,
+  cli,
+  path,
+  body,
+  table,
+  children,
+}: {
+  id: string;
+  heading: string;
+  rows: T[] | undefined;
+  emptyTitle: string;
+  cli: string;
+  path: string;
+  body: string;
+  table: (rows: T[]) => ReactNode;
+  children: ReactNode;
+}) {
+  return (
+    <section className="panel" aria-labelledby={id}>
+      <h2 id={id}>{heading}</h2>
+      {rows && rows.length === 0 && (
+        <EmptyState title={emptyTitle} cli={cli} curl={curl(`/v1/os/${path}`, { method: 'POST', body })} />
+      )}
+      {rows && rows.length > 0 && table(rows)}
+      {children}
     </section>
   );
 }
@@ -116,52 +146,44 @@ function RulesTable({
   return (
     <>
       <ErrorNotice error={remove.error} title="The rule was not removed" />
-      <table className="table">
-        <caption className="visually-hidden">Access rules, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Effect</th>
-            <th scope="col">Who</th>
-            <th scope="col">Where</th>
-            <th scope="col">Created</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {rules.map((rule) => {
-            const target = targetName(rule) ?? rule.target_id;
-            const label = `${rule.effect} ${rule.subject_kind} ${rule.subject_id} on ${target}`;
-            return (
-              <tr key={rule.id}>
-                <td>
-                  <span className={`badge ${rule.effect}`}>{rule.effect}</span>
-                </td>
-                <td>
-                  {rule.subject_kind === 'user' ? 'user' : 'members of organization'} <code>{rule.subject_id}</code>
-                </td>
-                <td>
-                  {rule.target_kind === 'host' ? 'host' : 'every host in group'} {target}
-                </td>
-                <td>{when(rule.created_at)}</td>
-                <td className="row-actions">
-                  <ConfirmButton
-                    label="Remove"
-                    ariaLabel={`Remove the rule: ${label}`}
-                    title="Remove this rule?"
-                    confirmLabel="Remove the rule"
-                    isDisabled={remove.isPending}
-                    onConfirm={() => remove.mutate({ id: rule.id })}
-                  >
-                    <p>It no longer counts from the next access check: {label}.</p>
-                  </ConfirmButton>
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <ListTable
+        caption="Access rules, newest first"
+        columns={['Effect', 'Who', 'Where', 'Created']}
+        actions="Actions"
+        rows={rules}
+        rowKey={(rule) => rule.id}
+      >
+        {(rule) => {
+          const target = targetName(rule) ?? rule.target_id;
+          const label = `${rule.effect} ${rule.subject_kind} ${rule.subject_id} on ${target}`;
+          return (
+            <>
+              <td>
+                <span className={`badge ${rule.effect}`}>{rule.effect}</span>
+              </td>
+              <td>
+                {rule.subject_kind === 'user' ? 'user' : 'members of organization'} <code>{rule.subject_id}</code>
+              </td>
+              <td>
+                {rule.target_kind === 'host' ? 'host' : 'every host in group'} {target}
+              </td>
+              <td>{when(rule.created_at)}</td>
+              <td className="row-actions">
+                <ConfirmButton
+                  label="Remove"
+                  ariaLabel={`Remove the rule: ${label}`}
+                  title="Remove this rule?"
+                  confirmLabel="Remove the rule"
+                  isDisabled={remove.isPending}
+                  onConfirm={() => remove.mutate({ id: rule.id })}
+                >
+                  <p>It no longer counts from the next access check: {label}.</p>
+                </ConfirmButton>
+              </td>
+            </>
+          );
+        }}
+      </ListTable>
     </>
   );
 }
@@ -180,42 +202,35 @@ function HostsTable({
   return (
     <>
       <ErrorNotice error={remove.error} title="The host was not removed" />
-      <table className="table">
-        <caption className="visually-hidden">Hosts, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Group</th>
-            <th scope="col">Id</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {hosts.map((host) => (
-            <tr key={host.id}>
-              <td>{host.name}</td>
-              <td>{groupName(host.host_group_id) ?? '—'}</td>
-              <td>
-                <code>{host.id}</code> <CopyButton value={host.id} label={`Copy the id of ${host.name}`} />
-              </td>
-              <td className="row-actions">
-                <ConfirmButton
-                  label="Remove"
-                  ariaLabel={`Remove the host ${host.name}`}
-                  title={`Remove ${host.name}?`}
-                  confirmLabel="Remove the host"
-                  isDisabled={remove.isPending}
-                  onConfirm={() => remove.mutate({ id: host.id })}
-                >
-                  <p>The rules that name this host are removed with it.</p>
-                </ConfirmButton>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ListTable
+        caption="Hosts, newest first"
+        columns={['Name', 'Group', 'Id']}
+        actions="Actions"
+        rows={hosts}
+        rowKey={(host) => host.id}
+      >
+        {(host) => (
+          <>
+            <td>{host.name}</td>
+            <td>{groupName(host.host_group_id) ?? '—'}</td>
+            <td>
+              <code>{host.id}</code> <CopyButton value={host.id} label={`Copy the id of ${host.name}`} />
+            </td>
+            <td className="row-actions">
+              <ConfirmButton
+                label="Remove"
+                ariaLabel={`Remove the host ${host.name}`}
+                title={`Remove ${host.name}?`}
+                confirmLabel="Remove the host"
+                isDisabled={remove.isPending}
+                onConfirm={() => remove.mutate({ id: host.id })}
+              >
+                <p>The rules that name this host are removed with it.</p>
+              </ConfirmButton>
+            </td>
+          </>
+        )}
+      </ListTable>
     </>
   );
 }
@@ -226,38 +241,32 @@ function GroupsTable({ groups, onRemoved }: { groups: Group[]; onRemoved: () => 
   return (
     <>
       <ErrorNotice error={remove.error} title="The group was not removed" />
-      <table className="table">
-        <caption className="visually-hidden">Host groups, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Created</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {groups.map((group) => (
-            <tr key={group.id}>
-              <td>{group.name}</td>
-              <td>{when(group.created_at)}</td>
-              <td className="row-actions">
-                <ConfirmButton
-                  label="Remove"
-                  ariaLabel={`Remove the group ${group.name}`}
-                  title={`Remove ${group.name}?`}
-                  confirmLabel="Remove the group"
-                  isDisabled={remove.isPending}
-                  onConfirm={() => remove.mutate({ id: group.id })}
-                >
-                  <p>The rules that name this group are removed with it; its hosts stay, in no group.</p>
-                </ConfirmButton>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ListTable
+        caption="Host groups, newest first"
+        columns={['Name', 'Created']}
+        actions="Actions"
+        rows={groups}
+        rowKey={(group) => group.id}
+      >
+        {(group) => (
+          <>
+            <td>{group.name}</td>
+            <td>{when(group.created_at)}</td>
+            <td className="row-actions">
+              <ConfirmButton
+                label="Remove"
+                ariaLabel={`Remove the group ${group.name}`}
+                title={`Remove ${group.name}?`}
+                confirmLabel="Remove the group"
+                isDisabled={remove.isPending}
+                onConfirm={() => remove.mutate({ id: group.id })}
+              >
+                <p>The rules that name this group are removed with it; its hosts stay, in no group.</p>
+              </ConfirmButton>
+            </td>
+          </>
+        )}
+      </ListTable>
     </>
   );
 }

@@ -5,10 +5,10 @@ import { Button, Checkbox, CheckboxGroup, Form, Input, Label, Text, TextField } 
 import { app } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+import { ListTable } from '../components/list-table.tsx';
+import { when } from '../format.ts';
 
 /** The application's secret keys: list, create with a scope picker (the secret shown once), revoke. */
 export function ApiKeysPage() {
@@ -28,60 +28,52 @@ export function ApiKeysPage() {
       {keys.isPending && <p role="status">Loading the keys…</p>}
       <ErrorNotice error={keys.error} title="The keys could not be listed" />
       <ErrorNotice error={revoke.error} title="The key was not revoked" />
-      {keys.data && keys.data.length === 0 && (
-        <EmptyState
-          title="No API key"
-          cli="npx gatehouse api-keys create backend --scope users:read users:write"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/api-keys" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"name": "backend", "scopes": ["users:read", "users:write"]}'`}
-        />
-      )}
-      {keys.data && keys.data.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">Secret keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Starts with</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.map((key) => (
-              <tr key={key.id}>
-                <td>{key.name}</td>
-                <td>
-                  <code>{key.prefix}…</code>
-                </td>
-                <td>{key.scopes.join(' ')}</td>
-                <td>{when(key.created_at)}</td>
-                <td>{when(key.last_used_at)}</td>
-                <td>
-                  {key.revoked_at ? (
-                    <span className="badge">revoked {when(key.revoked_at)}</span>
-                  ) : (
-                    <ConfirmButton
-                      label="Revoke"
-                      ariaLabel={`Revoke the key ${key.name}`}
-                      title={`Revoke ${key.name}?`}
-                      confirmLabel="Revoke the key"
-                      isDisabled={revoke.isPending}
-                      onConfirm={() => revoke.mutate({ id: key.id })}
-                    >
-                      <p>Calls made with it fail at once. This cannot be undone.</p>
-                    </ConfirmButton>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {keys.data && (
+        <ListTable
+          caption="Secret keys"
+          columns={['Name', 'Starts with', 'Scopes', 'Created', 'Last used']}
+          actions="Actions"
+          rows={keys.data}
+          rowKey={(key) => key.id}
+          empty={
+            <EmptyState
+              title="No API key"
+              cli="npx gatehouse api-keys create backend --scope users:read users:write"
+              curl={curl('/v1/api-keys', {
+                method: 'POST',
+                body: '{"name": "backend", "scopes": ["users:read", "users:write"]}',
+              })}
+            />
+          }
+        >
+          {(key) => (
+            <>
+              <td>{key.name}</td>
+              <td>
+                <code>{key.prefix}…</code>
+              </td>
+              <td>{key.scopes.join(' ')}</td>
+              <td>{when(key.created_at)}</td>
+              <td>{when(key.last_used_at)}</td>
+              <td>
+                {key.revoked_at ? (
+                  <span className="badge">revoked {when(key.revoked_at)}</span>
+                ) : (
+                  <ConfirmButton
+                    label="Revoke"
+                    ariaLabel={`Revoke the key ${key.name}`}
+                    title={`Revoke ${key.name}?`}
+                    confirmLabel="Revoke the key"
+                    isDisabled={revoke.isPending}
+                    onConfirm={() => revoke.mutate({ id: key.id })}
+                  >
+                    <p>Calls made with it fail at once. This cannot be undone.</p>
+                  </ConfirmButton>
+                )}
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <CreateKey />
     </section>

@@ -4,8 +4,10 @@ import { useState } from 'react';
 import { Button, Form, Input, Label, Radio, RadioGroup, SearchField, TextField } from 'react-aria-components';
 import { operator } from '../api.ts';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
+import { splitList } from '../format.ts';
 import { refreshSession, useSession } from '../session.ts';
 
 /**
@@ -37,47 +39,43 @@ export function ApplicationsPage() {
         <EmptyState
           title="No application yet"
           cli={'npx gatehouse apps create "My app" --origin http://localhost:3000'}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/applications" \\
-  -H "authorization: Bearer $OPERATOR_TOKEN" -H 'content-type: application/json' \\
-  -d '{"name": "My app", "allowed_origins": ["http://localhost:3000"]}'`}
+          curl={curl('/v1/applications', {
+            method: 'POST',
+            body: '{"name": "My app", "allowed_origins": ["http://localhost:3000"]}',
+            operator: true,
+          })}
         >
           <p>Create your first application below, or ask an instance owner to give you a role in one.</p>
         </EmptyState>
       ) : (
-        <table className="table">
-          <caption className="visually-hidden">Your applications</caption>
-          <thead>
+        <ListTable
+          caption="Your applications"
+          columns={['Name', 'Environment', 'Your role', 'Id']}
+          rows={shown}
+          rowKey={(a) => a.id}
+          noMatch={
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Environment</th>
-              <th scope="col">Your role</th>
-              <th scope="col">Id</th>
+              <td colSpan={4}>No application matches “{q}”.</td>
             </tr>
-          </thead>
-          <tbody>
-            {shown.map((a) => (
-              <tr key={a.id}>
-                <td>
-                  <Link to="/apps/$appId/dashboard" params={{ appId: a.id }}>
-                    {a.name}
-                  </Link>
-                </td>
-                <td>
-                  <span className={`badge ${a.environment}`}>{a.environment}</span>
-                </td>
-                <td>{a.role}</td>
-                <td>
-                  <code>{a.id}</code>
-                </td>
-              </tr>
-            ))}
-            {shown.length === 0 && (
-              <tr>
-                <td colSpan={4}>No application matches “{q}”.</td>
-              </tr>
-            )}
-          </tbody>
-        </table>
+          }
+        >
+          {(a) => (
+            <>
+              <td>
+                <Link to="/apps/$appId/dashboard" params={{ appId: a.id }}>
+                  {a.name}
+                </Link>
+              </td>
+              <td>
+                <span className={`badge ${a.environment}`}>{a.environment}</span>
+              </td>
+              <td>{a.role}</td>
+              <td>
+                <code>{a.id}</code>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <CreateApplication />
     </section>
@@ -109,10 +107,7 @@ function CreateApplication() {
           create.mutate({
             name,
             environment,
-            allowed_origins: origins
-              .split(/[\s,]+/)
-              .map((o) => o.trim())
-              .filter(Boolean),
+            allowed_origins: splitList(origins),
           });
         }}
       >

@@ -4,12 +4,11 @@ import { useState } from 'react';
 import { Button, Form, Input, Label, Radio, RadioGroup, Text, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-import { Pager } from '../components/pager.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { type AuthzQuestion, type AuthzSearch, PAGE_SIZE } from '../search.ts';
 
-type Tuple = Outputs['authz']['tuples']['list']['tuples'][number];
 type Expansion = Outputs['authz']['expand'];
 
 const FROM = '/apps/$appId/authz';
@@ -70,67 +69,59 @@ function Tuples({ search, set }: { search: AuthzSearch; set: (changes: Partial<A
         <EmptyState
           title="No tuple yet"
           cli="npx gatehouse authz write 'doc:readme#viewer@team:eng#member'"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/authz/tuples" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"writes": [{"object": "doc:readme", "relation": "viewer", "subject": "team:eng#member"}]}'`}
+          curl={curl('/v1/authz/tuples', {
+            method: 'POST',
+            body: '{"writes": [{"object": "doc:readme", "relation": "viewer", "subject": "team:eng#member"}]}',
+          })}
         >
           <p>Write the first one below.</p>
         </EmptyState>
       )}
       {page && page.total === 0 && filtered && <p role="status">No tuple matches these filters.</p>}
       {page && page.tuples.length > 0 && (
-        <>
-          <table className="table" aria-busy={tuples.isFetching}>
-            <caption className="visually-hidden">Tuples, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Object</th>
-                <th scope="col">Relation</th>
-                <th scope="col">Subject</th>
-                <th scope="col">Written</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.tuples.map((tuple: Tuple) => (
-                <tr key={tupleText(tuple)}>
-                  <td>
-                    <code>{tuple.object}</code>
-                  </td>
-                  <td>
-                    <code>{tuple.relation}</code>
-                  </td>
-                  <td>
-                    <code>{tuple.subject}</code>
-                  </td>
-                  <td>{new Date(tuple.created_at).toLocaleString()}</td>
-                  <td>
-                    <ConfirmButton
-                      label="Delete"
-                      ariaLabel={`Delete ${tupleText(tuple)}`}
-                      title="Delete this tuple?"
-                      confirmLabel="Delete the tuple"
-                      isDisabled={remove.isPending}
-                      onConfirm={() => {
-                        setRemoved(tupleText(tuple));
-                        remove.mutate({
-                          deletes: [{ object: tuple.object, relation: tuple.relation, subject: tuple.subject }],
-                        });
-                      }}
-                    >
-                      <p>
-                        <code>{tupleText(tuple)}</code> stops counting at once: checks that relied on it answer denied.
-                      </p>
-                    </ConfirmButton>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager label="Pages of tuples" offset={page.offset} shown={page.tuples.length} total={page.total} />
-        </>
+        <ListTable
+          caption="Tuples, newest first"
+          columns={['Object', 'Relation', 'Subject', 'Written']}
+          actions="Actions"
+          rows={page.tuples}
+          rowKey={(tuple) => tupleText(tuple)}
+          busy={tuples.isFetching}
+          pager={{ label: 'Pages of tuples', offset: page.offset, total: page.total }}
+        >
+          {(tuple) => (
+            <>
+              <td>
+                <code>{tuple.object}</code>
+              </td>
+              <td>
+                <code>{tuple.relation}</code>
+              </td>
+              <td>
+                <code>{tuple.subject}</code>
+              </td>
+              <td>{new Date(tuple.created_at).toLocaleString()}</td>
+              <td>
+                <ConfirmButton
+                  label="Delete"
+                  ariaLabel={`Delete ${tupleText(tuple)}`}
+                  title="Delete this tuple?"
+                  confirmLabel="Delete the tuple"
+                  isDisabled={remove.isPending}
+                  onConfirm={() => {
+                    setRemoved(tupleText(tuple));
+                    remove.mutate({
+                      deletes: [{ object: tuple.object, relation: tuple.relation, subject: tuple.subject }],
+                    });
+                  }}
+                >
+                  <p>
+                    <code>{tupleText(tuple)}</code> stops counting at once: checks that relied on it answer denied.
+                  </p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <p role="status" className="status">
         {remove.isSuccess && removed ? `Deleted ${removed}.` : ''}

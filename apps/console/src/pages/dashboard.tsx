@@ -4,8 +4,9 @@ import { type ReactNode, useId, useState } from 'react';
 import { Label, Radio, RadioGroup, ToggleButton } from 'react-aria-components';
 import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { app, type Outputs } from '../api.ts';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
 import { DASHBOARD_RANGES, type DashboardRange } from '../search.ts';
 
@@ -90,8 +91,7 @@ export function DashboardPage() {
         <EmptyState
           title="No sign-in yet"
           cli="npx gatehouse stats daily --from 2026-11-01"
-          curl={`curl -s "$GATEHOUSE/v1/applications/$APP/stats/daily?from=2026-11-01" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+          curl={curl('/v1/applications/$APP/stats/daily?from=2026-11-01')}
         >
           <p>The charts fill in as people sign in. The same numbers, per day:</p>
         </EmptyState>
@@ -159,38 +159,22 @@ export function DashboardPage() {
               </LineChart>
             )}
           </ChartFigure>
-          <ChartFigure
+          <DailyCount
+            rows={rows}
             title="New users per day"
-            summary={`${number(rows.reduce((s, r) => s + r.new_users, 0))} new users in the period.`}
-            columns={['Day', 'New users']}
-            rows={rows.map((r) => [r.date, number(r.new_users)])}
-          >
-            {(title) => (
-              <BarChart data={rows} title={title}>
-                <CartesianGrid strokeDasharray="3 3" stroke="var(--border)" vertical={false} />
-                <XAxis dataKey="label" tick={{ fill: 'var(--muted)' }} minTickGap={12} />
-                <YAxis allowDecimals={false} tick={{ fill: 'var(--muted)' }} width={40} />
-                <Tooltip contentStyle={TOOLTIP} cursor={{ fill: 'var(--surface)' }} />
-                <Bar dataKey="new_users" name="New users" fill="var(--chart-2)" isAnimationActive={false} />
-              </BarChart>
-            )}
-          </ChartFigure>
-          <ChartFigure
+            name="New users"
+            total="new users"
+            dataKey="new_users"
+            fill="var(--chart-2)"
+          />
+          <DailyCount
+            rows={rows}
             title="Failed sign-ins per day"
-            summary={`${number(rows.reduce((s, r) => s + r.failed_sign_ins, 0))} refused sign-ins in the period.`}
-            columns={['Day', 'Failed sign-ins']}
-            rows={rows.map((r) => [r.date, number(r.failed_sign_ins)])}
-          >
-            {(title) => (
-              <BarChart data={rows} title={title}>
-                <CartesianGrid strokeDasharray="3 3" stroke="var(--border)" vertical={false} />
-                <XAxis dataKey="label" tick={{ fill: 'var(--muted)' }} minTickGap={12} />
-                <YAxis allowDecimals={false} tick={{ fill: 'var(--muted)' }} width={40} />
-                <Tooltip contentStyle={TOOLTIP} cursor={{ fill: 'var(--surface)' }} />
-                <Bar dataKey="failed_sign_ins" name="Failed sign-ins" fill="var(--danger)" isAnimationActive={false} />
-              </BarChart>
-            )}
-          </ChartFigure>
+            name="Failed sign-ins"
+            total="refused sign-ins"
+            dataKey="failed_sign_ins"
+            fill="var(--danger)"
+          />
           <ChartFigure
             title="Webhook success rate"
             summary={
@@ -232,6 +216,44 @@ export function DashboardPage() {
 
 const TOOLTIP = { background: 'var(--bg)', border: '1px solid var(--border)', color: 'var(--text)' };
 
+/** A count per day as bars (new users, failed sign-ins), with its total over the period in the summary. */
+function DailyCount({
+  rows,
+  title,
+  name,
+  total,
+  dataKey,
+  fill,
+}: {
+  rows: Array<Day & { label: string }>;
+  title: string;
+  /** The column and the series: "New users". */
+  name: string;
+  /** What the total counts: "new users". */
+  total: string;
+  dataKey: 'new_users' | 'failed_sign_ins';
+  fill: string;
+}) {
+  return (
+    <ChartFigure
+      title={title}
+      summary={`${number(rows.reduce((s, r) => s + r[dataKey], 0))} ${total} in the period.`}
+      columns={['Day', name]}
+      rows={rows.map((r) => [r.date, number(r[dataKey])])}
+    >
+      {(caption) => (
+        <BarChart data={rows} title={caption}>
+          <CartesianGrid strokeDasharray="3 3" stroke="var(--border)" vertical={false} />
+          <XAxis dataKey="label" tick={{ fill: 'var(--muted)' }} minTickGap={12} />
+          <YAxis allowDecimals={false} tick={{ fill: 'var(--muted)' }} width={40} />
+          <Tooltip contentStyle={TOOLTIP} cursor={{ fill: 'var(--surface)' }} />
+          <Bar dataKey={dataKey} name={name} fill={fill} isAnimationActive={false} />
+        </BarChart>
+      )}
+    </ChartFigure>
+  );
+}
+
 /**
  * A chart as a figure named by its caption, and the same numbers as a table: visually hidden (screen readers read it)
  * until "Show as table" shows it in place of the chart.
@@ -252,33 +274,19 @@ function ChartFigure({
   const id = useId();
   const [asTable, setAsTable] = useState(false);
   const table = (
-    <table className="table">
-      <caption className="visually-hidden">{title}</caption>
-      <thead>
-        <tr>
-          {columns.map((c) => (
-            <th key={c} scope="col">
-              {c}
+    <ListTable caption={title} columns={columns} rows={rows} rowKey={(row) => row[0] ?? ''}>
+      {(row) =>
+        row.map((cell, i) =>
+          i === 0 ? (
+            <th key={columns[i]} scope="row">
+              {cell}
             </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((row) => (
-          <tr key={row[0]}>
-            {row.map((cell, i) =>
-              i === 0 ? (
-                <th key={columns[i]} scope="row">
-                  {cell}
-                </th>
-              ) : (
-                <td key={columns[i]}>{cell}</td>
-              ),
-            )}
-          </tr>
-        ))}
-      </tbody>
-    </table>
+          ) : (
+            <td key={columns[i]}>{cell}</td>
+          ),
+        )
+      }
+    </ListTable>
   );
   return (
     <figure className="chart" aria-labelledby={`${id}-caption`}>

@@ -5,12 +5,12 @@ import { Button, Form, Input, Label, Text, TextField } from 'react-aria-componen
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
+import { when } from '../format.ts';
 
 type Domain = Outputs['domains']['list'][number];
-
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
 const STATUS: Record<Domain['status'], string> = {
   pending_verification: 'waiting for DNS',
@@ -58,69 +58,60 @@ export function DomainsPage() {
             : `${verify.data.domain} is not verified yet: ${verify.data.verification_error ? REASON[verify.data.verification_error] : 'not checked'}.`}
         </p>
       )}
-      {domains.data && domains.data.length === 0 && (
-        <EmptyState
-          title="No custom domain"
-          cli="npx gatehouse domains add auth.example.com"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/applications/$APP/domains" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"domain": "auth.example.com"}'`}
-        />
-      )}
-      {domains.data && domains.data.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">Custom domains</caption>
-          <thead>
-            <tr>
-              <th scope="col">Domain</th>
-              <th scope="col">Status</th>
-              <th scope="col">Certificate</th>
-              <th scope="col">Last checked</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {domains.data.map((d) => (
-              <tr key={d.id} aria-current={d.id === selected ? 'true' : undefined}>
-                <td>
-                  <Link from="/apps/$appId/domains" search={{ domain: d.id }} aria-label={`DNS records of ${d.domain}`}>
-                    {d.domain}
-                  </Link>
-                </td>
-                <td>
-                  <span className={`badge ${d.status}`}>{STATUS[d.status]}</span>
-                  {d.verification_error && <div className="meta">{REASON[d.verification_error]}</div>}
-                </td>
-                <td>{d.tls_status}</td>
-                <td>{when(d.last_checked_at)}</td>
-                <td className="row-actions">
-                  {d.status !== 'verified' && (
-                    <Button
-                      className="button small"
-                      aria-label={`Verify ${d.domain} now`}
-                      isDisabled={verify.isPending}
-                      onPress={() => verify.mutate({ id: appId, domain_id: d.id })}
-                    >
-                      Verify now
-                    </Button>
-                  )}
-                  <ConfirmButton
-                    label="Remove"
-                    ariaLabel={`Remove ${d.domain}`}
-                    title={`Remove ${d.domain}?`}
-                    confirmLabel="Remove the domain"
-                    isDisabled={remove.isPending}
-                    onConfirm={() => remove.mutate({ id: appId, domain_id: d.id })}
+      {domains.data && (
+        <ListTable
+          caption="Custom domains"
+          columns={['Domain', 'Status', 'Certificate', 'Last checked']}
+          actions="Actions"
+          rows={domains.data}
+          rowKey={(d) => d.id}
+          current={(d) => d.id === selected}
+          empty={
+            <EmptyState
+              title="No custom domain"
+              cli="npx gatehouse domains add auth.example.com"
+              curl={curl('/v1/applications/$APP/domains', { method: 'POST', body: '{"domain": "auth.example.com"}' })}
+            />
+          }
+        >
+          {(d) => (
+            <>
+              <td>
+                <Link from="/apps/$appId/domains" search={{ domain: d.id }} aria-label={`DNS records of ${d.domain}`}>
+                  {d.domain}
+                </Link>
+              </td>
+              <td>
+                <span className={`badge ${d.status}`}>{STATUS[d.status]}</span>
+                {d.verification_error && <div className="meta">{REASON[d.verification_error]}</div>}
+              </td>
+              <td>{d.tls_status}</td>
+              <td>{when(d.last_checked_at)}</td>
+              <td className="row-actions">
+                {d.status !== 'verified' && (
+                  <Button
+                    className="button small"
+                    aria-label={`Verify ${d.domain} now`}
+                    isDisabled={verify.isPending}
+                    onPress={() => verify.mutate({ id: appId, domain_id: d.id })}
                   >
-                    <p>The hosted pages stop answering on it. Adding it again gives it a new TXT value to publish.</p>
-                  </ConfirmButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+                    Verify now
+                  </Button>
+                )}
+                <ConfirmButton
+                  label="Remove"
+                  ariaLabel={`Remove ${d.domain}`}
+                  title={`Remove ${d.domain}?`}
+                  confirmLabel="Remove the domain"
+                  isDisabled={remove.isPending}
+                  onConfirm={() => remove.mutate({ id: appId, domain_id: d.id })}
+                >
+                  <p>The hosted pages stop answering on it. Adding it again gives it a new TXT value to publish.</p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       {current && <DnsRecords domain={current} />}
       {selected && domains.data && !current && <p role="status">That domain is no longer configured.</p>}
@@ -140,29 +131,24 @@ function DnsRecords({ domain }: { domain: Domain }) {
           ? `Verified ${when(domain.verified_at)}. Keep both records: the TXT record proves the domain is yours, the CNAME sends its visitors here.`
           : 'Create these two records at your DNS provider, then press "Verify now". Gatehouse also checks again on its own for 7 days.'}
       </p>
-      <table className="table">
-        <caption className="visually-hidden">DNS records to create for {domain.domain}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Type</th>
-            <th scope="col">Name</th>
-            <th scope="col">Value</th>
-          </tr>
-        </thead>
-        <tbody>
-          {records.map((r) => (
-            <tr key={r.type}>
-              <td>{r.type}</td>
-              <td>
-                <code>{r.name}</code> <CopyButton value={r.name} label={`Copy the ${r.type} record's name`} />
-              </td>
-              <td>
-                <code className="wrap">{r.value}</code> <CopyButton value={r.value} label={`Copy the ${r.type} record's value`} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ListTable
+        caption={`DNS records to create for ${domain.domain}`}
+        columns={['Type', 'Name', 'Value']}
+        rows={records}
+        rowKey={(r) => r.type}
+      >
+        {(r) => (
+          <>
+            <td>{r.type}</td>
+            <td>
+              <code>{r.name}</code> <CopyButton value={r.name} label={`Copy the ${r.type} record's name`} />
+            </td>
+            <td>
+              <code className="wrap">{r.value}</code> <CopyButton value={r.value} label={`Copy the ${r.type} record's value`} />
+            </td>
+          </>
+        )}
+      </ListTable>
     </section>
   );
 }

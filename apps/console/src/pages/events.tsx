@@ -1,11 +1,11 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router';
-import { Fragment, useState } from 'react';
+import { useState } from 'react';
 import { Button, Form, Input, Label, Switch, Text, TextField } from 'react-aria-components';
 import { app } from '../api.ts';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-import { Pager } from '../components/pager.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
 import { type EventsSearch, PAGE_SIZE } from '../search.ts';
 
@@ -70,100 +70,84 @@ export function EventsPage() {
         <EmptyState
           title="No event yet"
           cli="npx gatehouse audit-logs list --action 'user.*'"
-          curl={`curl -s "$GATEHOUSE/v1/audit-logs?action=user.*&limit=25" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+          curl={curl('/v1/audit-logs?action=user.*&limit=25')}
         >
           <p>Every change to the application's users, organizations and settings is logged here.</p>
         </EmptyState>
       )}
       {page && page.total === 0 && filtered && <p role="status">No event matches these filters.</p>}
       {page && page.audit_logs.length > 0 && (
-        <>
-          <table className="table events" aria-busy={entries.isFetching}>
-            <caption className="visually-hidden">Events, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Event</th>
-                <th scope="col">Actor</th>
-                <th scope="col">Target</th>
-                <th scope="col">
-                  <span className="visually-hidden">Details</span>
-                </th>
+        <ListTable
+          caption="Events, newest first"
+          columns={['Time', 'Event', 'Actor', 'Target']}
+          actions="Details"
+          rows={page.audit_logs}
+          rowKey={(entry) => entry.id}
+          className="events"
+          busy={entries.isFetching}
+          detail={(entry) =>
+            open.has(entry.id) && (
+              <tr id={`event-${entry.id}`} className="event-json">
+                <td colSpan={5}>
+                  <ScrollRegion label={`The JSON of ${entry.action}`} className="json">
+                    <pre>
+                      <code>{JSON.stringify(entry, null, 2)}</code>
+                    </pre>
+                  </ScrollRegion>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {page.audit_logs.map((entry) => {
-                const expanded = open.has(entry.id);
-                return (
-                  <Fragment key={entry.id}>
-                    <tr>
-                      <td>
-                        <time dateTime={entry.occurred_at}>{new Date(entry.occurred_at).toLocaleString()}</time>
-                      </td>
-                      <td>
-                        <Button className="link-button" onPress={() => set({ action: entry.action, offset: undefined })}>
-                          <code>{entry.action}</code>
-                        </Button>
-                      </td>
-                      <td>
-                        <span className="badge">{entry.actor.type}</span>{' '}
-                        <Button className="link-button" onPress={() => set({ actor: entry.actor.id, offset: undefined })}>
-                          <code>{entry.actor.id}</code>
-                        </Button>
-                      </td>
-                      <td>
-                        {entry.target ? (
-                          entry.target.type === 'user' ? (
-                            <Link to="/apps/$appId/users/$userId" params={{ appId, userId: entry.target.id }}>
-                              user <code>{entry.target.id}</code>
-                            </Link>
-                          ) : (
-                            <span>
-                              {entry.target.type} <code>{entry.target.id}</code>
-                            </span>
-                          )
-                        ) : (
-                          '—'
-                        )}
-                      </td>
-                      <td>
-                        <Button
-                          className="button small"
-                          aria-expanded={expanded}
-                          aria-controls={`event-${entry.id}`}
-                          aria-label={`${expanded ? 'Hide' : 'Show'} JSON of ${entry.action} at ${new Date(entry.occurred_at).toLocaleString()}`}
-                          onPress={() => toggle(entry.id)}
-                        >
-                          {expanded ? 'Hide JSON' : 'Show JSON'}
-                        </Button>
-                      </td>
-                    </tr>
-                    {expanded && (
-                      <tr id={`event-${entry.id}`} className="event-json">
-                        <td colSpan={5}>
-                          <ScrollRegion label={`The JSON of ${entry.action}`} className="json">
-                            <pre>
-                              <code>{JSON.stringify(entry, null, 2)}</code>
-                            </pre>
-                          </ScrollRegion>
-                        </td>
-                      </tr>
-                    )}
-                  </Fragment>
-                );
-              })}
-            </tbody>
-          </table>
-          <Pager
-            label="Pages of events"
-            offset={page.offset}
-            shown={page.audit_logs.length}
-            total={page.total}
-            previous="Newer"
-            next="Older"
-          />
-        </>
+            )
+          }
+          pager={{ label: 'Pages of events', offset: page.offset, total: page.total, previous: 'Newer', next: 'Older' }}
+        >
+          {(entry) => {
+            const expanded = open.has(entry.id);
+            return (
+              <>
+                <td>
+                  <time dateTime={entry.occurred_at}>{new Date(entry.occurred_at).toLocaleString()}</time>
+                </td>
+                <td>
+                  <Button className="link-button" onPress={() => set({ action: entry.action, offset: undefined })}>
+                    <code>{entry.action}</code>
+                  </Button>
+                </td>
+                <td>
+                  <span className="badge">{entry.actor.type}</span>{' '}
+                  <Button className="link-button" onPress={() => set({ actor: entry.actor.id, offset: undefined })}>
+                    <code>{entry.actor.id}</code>
+                  </Button>
+                </td>
+                <td>
+                  {entry.target ? (
+                    entry.target.type === 'user' ? (
+                      <Link to="/apps/$appId/users/$userId" params={{ appId, userId: entry.target.id }}>
+                        user <code>{entry.target.id}</code>
+                      </Link>
+                    ) : (
+                      <span>
+                        {entry.target.type} <code>{entry.target.id}</code>
+                      </span>
+                    )
+                  ) : (
+                    '—'
+                  )}
+                </td>
+                <td>
+                  <Button
+                    className="button small"
+                    aria-expanded={expanded}
+                    aria-controls={`event-${entry.id}`}
+                    aria-label={`${expanded ? 'Hide' : 'Show'} JSON of ${entry.action} at ${new Date(entry.occurred_at).toLocaleString()}`}
+                    onPress={() => toggle(entry.id)}
+                  >
+                    {expanded ? 'Hide JSON' : 'Show JSON'}
+                  </Button>
+                </td>
+              </>
+            );
+          }}
+        </ListTable>
       )}
     </section>
   );

@@ -5,15 +5,15 @@ import { Button, Form, Input, Label, Radio, RadioGroup, Text, TextArea, TextFiel
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
+import { splitList, when } from '../format.ts';
 
 type OAuthClient = Outputs['oauth2']['clients']['list'][number];
 type ClientWithSecret = Outputs['oauth2']['clients']['create'];
 
-const when = (iso: string) => new Date(iso).toLocaleString();
 /** One URI (or scope) per line, or separated by spaces or commas. */
-const list = (value: string) => value.split(/[\s,]+/).filter(Boolean);
 
 /**
  * The clients of the application's own OpenID provider: other apps that sign people in with this application. List,
@@ -58,89 +58,82 @@ export function OAuthClientsPage() {
       <ErrorNotice error={remove.error} title="The client was not deleted" />
       <ErrorNotice error={rotate.error} title="The secret was not rotated" />
       {secret && <SecretNotice {...secret} />}
-      {clients.data && clients.data.length === 0 && (
-        <EmptyState
-          title="No OAuth client"
-          cli="npx gatehouse oauth2 clients create --name 'Partner app' --redirect-uri https://partner.example.com/callback"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/oauth2/clients" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"name": "Partner app", "type": "confidential", "redirect_uris": ["https://partner.example.com/callback"]}'`}
-        />
-      )}
-      {clients.data && clients.data.length > 0 && (
-        <table className="table break-code">
-          <caption className="visually-hidden">OAuth clients, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Client id</th>
-              <th scope="col">Type</th>
-              <th scope="col">Redirect URIs</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {clients.data.map((c) => (
-              <tr key={c.id} aria-current={c.id === selected ? 'true' : undefined}>
-                <td>
-                  {c.name}
-                  {c.dynamic && <span className="badge">registered itself</span>}
-                </td>
-                <td>
-                  <code>{c.id}</code> <CopyButton value={c.id} label={`Copy the client id of ${c.name}`} />
-                </td>
-                <td>{c.type}</td>
-                <td>
-                  <ul className="plain">
-                    {c.redirect_uris.map((uri) => (
-                      <li key={uri}>
-                        <code>{uri}</code>
-                      </li>
-                    ))}
-                  </ul>
-                </td>
-                <td>{c.scopes.join(' ')}</td>
-                <td>{when(c.created_at)}</td>
-                <td className="row-actions">
-                  <Link
-                    from="/apps/$appId/sign-in/oauth-clients"
-                    search={{ client: c.id }}
-                    className="button small"
-                    aria-label={`Edit ${c.name}`}
-                  >
-                    Edit
-                  </Link>
-                  {c.type === 'confidential' && (
-                    <ConfirmButton
-                      label="Rotate secret"
-                      ariaLabel={`Rotate secret of ${c.name}`}
-                      title={`Rotate the secret of ${c.name}?`}
-                      confirmLabel="Rotate the secret"
-                      isDisabled={rotate.isPending}
-                      onConfirm={() => rotate.mutate({ id: c.id })}
-                    >
-                      <p>The current secret stops working at once: give the new one to the app.</p>
-                    </ConfirmButton>
-                  )}
+      {clients.data && (
+        <ListTable
+          caption="OAuth clients, newest first"
+          columns={['Name', 'Client id', 'Type', 'Redirect URIs', 'Scopes', 'Created']}
+          actions="Actions"
+          rows={clients.data}
+          rowKey={(c) => c.id}
+          current={(c) => c.id === selected}
+          className="break-code"
+          empty={
+            <EmptyState
+              title="No OAuth client"
+              cli="npx gatehouse oauth2 clients create --name 'Partner app' --redirect-uri https://partner.example.com/callback"
+              curl={curl('/v1/oauth2/clients', {
+                method: 'POST',
+                body: '{"name": "Partner app", "type": "confidential", "redirect_uris": ["https://partner.example.com/callback"]}',
+              })}
+            />
+          }
+        >
+          {(c) => (
+            <>
+              <td>
+                {c.name}
+                {c.dynamic && <span className="badge">registered itself</span>}
+              </td>
+              <td>
+                <code>{c.id}</code> <CopyButton value={c.id} label={`Copy the client id of ${c.name}`} />
+              </td>
+              <td>{c.type}</td>
+              <td>
+                <ul className="plain">
+                  {c.redirect_uris.map((uri) => (
+                    <li key={uri}>
+                      <code>{uri}</code>
+                    </li>
+                  ))}
+                </ul>
+              </td>
+              <td>{c.scopes.join(' ')}</td>
+              <td>{when(c.created_at)}</td>
+              <td className="row-actions">
+                <Link
+                  from="/apps/$appId/sign-in/oauth-clients"
+                  search={{ client: c.id }}
+                  className="button small"
+                  aria-label={`Edit ${c.name}`}
+                >
+                  Edit
+                </Link>
+                {c.type === 'confidential' && (
                   <ConfirmButton
-                    label="Delete"
-                    ariaLabel={`Delete ${c.name}`}
-                    title={`Delete ${c.name}?`}
-                    confirmLabel="Delete the client"
-                    isDisabled={remove.isPending}
-                    onConfirm={() => remove.mutate({ id: c.id })}
+                    label="Rotate secret"
+                    ariaLabel={`Rotate secret of ${c.name}`}
+                    title={`Rotate the secret of ${c.name}?`}
+                    confirmLabel="Rotate the secret"
+                    isDisabled={rotate.isPending}
+                    onConfirm={() => rotate.mutate({ id: c.id })}
                   >
-                    <p>What people authorized it to do is revoked, with its tokens. This cannot be undone.</p>
+                    <p>The current secret stops working at once: give the new one to the app.</p>
                   </ConfirmButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+                )}
+                <ConfirmButton
+                  label="Delete"
+                  ariaLabel={`Delete ${c.name}`}
+                  title={`Delete ${c.name}?`}
+                  confirmLabel="Delete the client"
+                  isDisabled={remove.isPending}
+                  onConfirm={() => remove.mutate({ id: c.id })}
+                >
+                  <p>What people authorized it to do is revoked, with its tokens. This cannot be undone.</p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       {current && <EditClient key={current.updated_at} client={current} />}
       {selected && clients.data && !current && <p role="status">That client no longer exists.</p>}
@@ -196,9 +189,9 @@ function CreateClient({ onCreated }: { onCreated: (client: ClientWithSecret) => 
           create.mutate({
             name,
             type,
-            redirect_uris: list(redirects),
-            post_logout_redirect_uris: list(postLogout),
-            scopes: list(scopes),
+            redirect_uris: splitList(redirects),
+            post_logout_redirect_uris: splitList(postLogout),
+            scopes: splitList(scopes),
           });
         }}
       >
@@ -284,9 +277,9 @@ function EditClient({ client }: { client: OAuthClient }) {
         update.mutate({
           id: client.id,
           name,
-          redirect_uris: list(redirects),
-          post_logout_redirect_uris: list(postLogout),
-          scopes: list(scopes),
+          redirect_uris: splitList(redirects),
+          post_logout_redirect_uris: splitList(postLogout),
+          scopes: splitList(scopes),
           logo_url: logo.trim() === '' ? null : logo.trim(),
         });
       }}

@@ -5,9 +5,9 @@ import { Button, Form, Input, Label, Radio, RadioGroup, TextField } from 'react-
 import { type Inputs, type Outputs, operator } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-import { Pager } from '../components/pager.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { PAGE_SIZE } from '../search.ts';
 import { useSession } from '../session.ts';
 
@@ -50,38 +50,25 @@ export function OperatorsPage() {
         <EmptyState
           title="No operator yet"
           cli="npx gatehouse operators add you@example.com --role owner"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/operators" \\
-  -H "authorization: Bearer $OPERATOR_TOKEN" -H 'content-type: application/json' \\
-  -d '{"email": "you@example.com", "role": "owner", "application_id": null}'`}
+          curl={curl('/v1/operators', {
+            method: 'POST',
+            body: '{"email": "you@example.com", "role": "owner", "application_id": null}',
+            operator: true,
+          })}
         />
       )}
       {page && page.operators.length > 0 && (
-        <>
-          <table className="table" aria-busy={list.isFetching}>
-            <caption className="visually-hidden">Operators</caption>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Roles</th>
-                <th scope="col">Added</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.operators.map((op) => (
-                <OperatorRow
-                  key={op.id}
-                  op={op}
-                  applicationName={applicationName}
-                  isSelf={op.email === session?.operator.email}
-                />
-              ))}
-            </tbody>
-          </table>
-          <Pager label="Pages of operators" offset={page.offset} shown={page.operators.length} total={page.total} />
-        </>
+        <ListTable
+          caption="Operators"
+          columns={['Email', 'Roles', 'Added']}
+          actions="Actions"
+          rows={page.operators}
+          rowKey={(op) => op.id}
+          busy={list.isFetching}
+          pager={{ label: 'Pages of operators', offset: page.offset, total: page.total }}
+        >
+          {(op) => <OperatorRow op={op} applicationName={applicationName} isSelf={op.email === session?.operator.email} />}
+        </ListTable>
       )}
       <AddOperator />
     </section>
@@ -103,7 +90,7 @@ function OperatorRow({
   const setRole = useMutation(trpc.operators.setRole.mutationOptions({ onSuccess: refresh }));
   const remove = useMutation(trpc.operators.remove.mutationOptions({ onSuccess: refresh }));
   return (
-    <tr>
+    <>
       <td>
         {op.email}
         {isSelf ? <span className="badge">you</span> : null}
@@ -141,7 +128,7 @@ function OperatorRow({
         </ConfirmButton>
         <ErrorNotice error={remove.error} title="The operator was not removed" />
       </td>
-    </tr>
+    </>
   );
 }
 

@@ -3,9 +3,9 @@ import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router'
 import { useState } from 'react';
 import { Button, Form, Input, Label, SearchField, Text, TextField } from 'react-aria-components';
 import { app } from '../api.ts';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-import { Pager } from '../components/pager.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
 /** The application's organizations, newest first: a search by name or slug and server paging in the URL; create one. */
@@ -37,43 +37,34 @@ export function OrganizationsPage() {
         <EmptyState
           title="No organization yet"
           cli={'npx gatehouse orgs create "Acme Inc."'}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"name": "Acme Inc."}'`}
+          curl={curl('/v1/organizations', { method: 'POST', body: '{"name": "Acme Inc."}' })}
         />
       )}
       {page && page.total === 0 && q && <p role="status">No organization matches “{q}”.</p>}
       {page && page.organizations.length > 0 && (
-        <>
-          <table className="table" aria-busy={organizations.isFetching}>
-            <caption className="visually-hidden">Organizations</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Slug</th>
-                <th scope="col">Members</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.organizations.map((org) => (
-                <tr key={org.id}>
-                  <td>
-                    <Link to="/apps/$appId/organizations/$orgId" params={{ appId, orgId: org.id }}>
-                      {org.name}
-                    </Link>
-                  </td>
-                  <td>
-                    <code>{org.slug}</code>
-                  </td>
-                  <td>{org.member_count}</td>
-                  <td>{new Date(org.created_at).toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager label="Pages of organizations" offset={page.offset} shown={page.organizations.length} total={page.total} />
-        </>
+        <ListTable
+          caption="Organizations"
+          columns={['Name', 'Slug', 'Members', 'Created']}
+          rows={page.organizations}
+          rowKey={(org) => org.id}
+          busy={organizations.isFetching}
+          pager={{ label: 'Pages of organizations', offset: page.offset, total: page.total }}
+        >
+          {(org) => (
+            <>
+              <td>
+                <Link to="/apps/$appId/organizations/$orgId" params={{ appId, orgId: org.id }}>
+                  {org.name}
+                </Link>
+              </td>
+              <td>
+                <code>{org.slug}</code>
+              </td>
+              <td>{org.member_count}</td>
+              <td>{new Date(org.created_at).toLocaleString()}</td>
+            </>
+          )}
+        </ListTable>
       )}
       <CreateOrganization appId={appId} />
     </section>

@@ -16,6 +16,7 @@ import {
 } from 'react-aria-components';
 import { app, forgetApplication, type Outputs, operator } from '../api.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { splitList } from '../format.ts';
 import { refreshSession } from '../session.ts';
 
 /** An application's settings: name, allowed origins, sign-in methods, MFA policy; its branding; and deleting it. */
@@ -70,10 +71,7 @@ function SettingsForm({ application }: { application: Application }) {
         update.mutate({
           id: application.id,
           name,
-          allowed_origins: origins
-            .split(/[\s,]+/)
-            .map((o) => o.trim())
-            .filter(Boolean),
+          allowed_origins: splitList(origins),
           settings: { sign_in: { magic_link: magicLink, passkeys }, sign_up: signUp, mfa },
         });
       }}

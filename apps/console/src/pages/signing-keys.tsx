@@ -3,8 +3,9 @@ import { useParams } from '@tanstack/react-router';
 import { app } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
 
 /**
  * The application's signing keys as its JWKS publishes them, newest first: the first is the one new tokens are signed
@@ -46,44 +47,38 @@ export function SigningKeysPage() {
           New key <code>{rotate.data.kid}</code> is in use. The previous key is still published for the tokens it signed.
         </p>
       )}
-      {keys && keys.length === 0 && (
-        <EmptyState
-          title="No signing key"
-          cli="npx gatehouse signing-keys rotate"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/applications/$APP/signing-keys/rotate" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
-        />
-      )}
-      {keys && keys.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">Published signing keys, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Key id (kid)</th>
-              <th scope="col">Status</th>
-              <th scope="col">Algorithm</th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((key, i) => (
-              <tr key={key.kid}>
-                <td>
-                  <code>{key.kid}</code> <CopyButton value={key.kid} label={`Copy the key id ${key.kid}`} />
-                </td>
-                <td>
-                  {i === 0 ? (
-                    <span className="badge active">signing new tokens</span>
-                  ) : (
-                    <span className="badge">retired, still published</span>
-                  )}
-                </td>
-                <td>
-                  {key.alg} ({key.crv})
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {keys && (
+        <ListTable
+          caption="Published signing keys, newest first"
+          columns={['Key id (kid)', 'Status', 'Algorithm']}
+          rows={keys}
+          rowKey={(key) => key.kid}
+          empty={
+            <EmptyState
+              title="No signing key"
+              cli="npx gatehouse signing-keys rotate"
+              curl={curl('/v1/applications/$APP/signing-keys/rotate', { method: 'POST' })}
+            />
+          }
+        >
+          {(key, i) => (
+            <>
+              <td>
+                <code>{key.kid}</code> <CopyButton value={key.kid} label={`Copy the key id ${key.kid}`} />
+              </td>
+              <td>
+                {i === 0 ? (
+                  <span className="badge active">signing new tokens</span>
+                ) : (
+                  <span className="badge">retired, still published</span>
+                )}
+              </td>
+              <td>
+                {key.alg} ({key.crv})
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <section className="panel" aria-labelledby="rotate">
         <h2 id="rotate">Rotate the key</h2>

@@ -5,8 +5,10 @@ import { Button, Checkbox, Form, Input, Label, Text, TextArea, TextField } from 
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
+import { splitList, when } from '../format.ts';
 import type { SocialProvider } from '../search.ts';
 import { useSession } from '../session.ts';
 
@@ -23,8 +25,6 @@ const LABELS: Record<SocialProvider, string> = {
   linkedin: 'LinkedIn',
   oidc: 'OpenID Connect (any issuer)',
 };
-
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : 'never');
 
 /** Whose OAuth client signs people in: the application's own, the operator's shared one (development), or none yet. */
 const credentials = (p: ProviderSetting) =>
@@ -65,85 +65,79 @@ export function SocialProvidersPage() {
         <EmptyState
           title="No provider configured yet"
           cli="npx gatehouse providers set google --client-id <id> --client-secret <secret> --enabled true"
-          curl={`curl -s -X PUT "$GATEHOUSE/v1/applications/$APP/providers/oauth/google" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"client_id": "<id>", "client_secret": "<secret>", "enabled": true}'`}
+          curl={curl('/v1/applications/$APP/providers/oauth/google', {
+            method: 'PUT',
+            body: '{"client_id": "<id>", "client_secret": "<secret>", "enabled": true}',
+          })}
         />
       )}
       {providers.data && (
-        <table className="table break-code">
-          <caption className="visually-hidden">Social providers</caption>
-          <thead>
-            <tr>
-              <th scope="col">Provider</th>
-              <th scope="col">Credentials</th>
-              <th scope="col">Client secret</th>
-              <th scope="col">Status</th>
-              <th scope="col">Changed</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {providers.data.map((p) => {
-              const label = LABELS[p.provider];
-              return (
-                <tr key={p.provider} aria-current={p.provider === selected ? 'true' : undefined}>
-                  <td>{label}</td>
-                  <td>
-                    {credentials(p)}
-                    {p.client_id && !p.use_shared_dev_credentials && (
-                      <div className="meta">
-                        <code>{p.client_id}</code>
-                      </div>
-                    )}
-                  </td>
-                  <td>{p.has_secret ? 'stored' : '—'}</td>
-                  <td>
-                    <span className={`badge ${p.enabled ? 'active' : 'disabled'}`}>{p.enabled ? 'enabled' : 'disabled'}</span>
-                  </td>
-                  <td>{when(p.updated_at)}</td>
-                  <td className="row-actions">
-                    <Link
-                      from="/apps/$appId/sign-in/social"
-                      search={{ provider: p.provider }}
+        <ListTable
+          caption="Social providers"
+          columns={['Provider', 'Credentials', 'Client secret', 'Status', 'Changed']}
+          actions="Actions"
+          rows={providers.data}
+          rowKey={(p) => p.provider}
+          current={(p) => p.provider === selected}
+          className="break-code"
+        >
+          {(p) => {
+            const label = LABELS[p.provider];
+            return (
+              <>
+                <td>{label}</td>
+                <td>
+                  {credentials(p)}
+                  {p.client_id && !p.use_shared_dev_credentials && (
+                    <div className="meta">
+                      <code>{p.client_id}</code>
+                    </div>
+                  )}
+                </td>
+                <td>{p.has_secret ? 'stored' : '—'}</td>
+                <td>
+                  <span className={`badge ${p.enabled ? 'active' : 'disabled'}`}>{p.enabled ? 'enabled' : 'disabled'}</span>
+                </td>
+                <td>{when(p.updated_at, 'never')}</td>
+                <td className="row-actions">
+                  <Link
+                    from="/apps/$appId/sign-in/social"
+                    search={{ provider: p.provider }}
+                    className="button small"
+                    aria-label={`Configure ${label}`}
+                  >
+                    Configure
+                  </Link>
+                  {p.updated_at !== null && (
+                    <Button
                       className="button small"
-                      aria-label={`Configure ${label}`}
+                      aria-label={`${p.enabled ? 'Disable' : 'Enable'} ${label}`}
+                      isDisabled={put.isPending}
+                      onPress={() => put.mutate({ id: appId, provider: p.provider, enabled: !p.enabled })}
                     >
-                      Configure
-                    </Link>
-                    {p.updated_at !== null && (
-                      <Button
-                        className="button small"
-                        aria-label={`${p.enabled ? 'Disable' : 'Enable'} ${label}`}
-                        isDisabled={put.isPending}
-                        onPress={() => put.mutate({ id: appId, provider: p.provider, enabled: !p.enabled })}
-                      >
-                        {p.enabled ? 'Disable' : 'Enable'}
-                      </Button>
-                    )}
-                    {p.updated_at !== null && (
-                      <ConfirmButton
-                        label="Remove"
-                        ariaLabel={`Remove ${label}`}
-                        title={`Remove ${label}?`}
-                        confirmLabel="Remove the provider"
-                        isDisabled={reset.isPending}
-                        onConfirm={() => reset.mutate({ id: appId, provider: p.provider })}
-                      >
-                        <p>
-                          It is disabled and its client id and secret are forgotten. People who signed in with it keep their
-                          accounts, and sign in another way until it is configured again.
-                        </p>
-                      </ConfirmButton>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+                      {p.enabled ? 'Disable' : 'Enable'}
+                    </Button>
+                  )}
+                  {p.updated_at !== null && (
+                    <ConfirmButton
+                      label="Remove"
+                      ariaLabel={`Remove ${label}`}
+                      title={`Remove ${label}?`}
+                      confirmLabel="Remove the provider"
+                      isDisabled={reset.isPending}
+                      onConfirm={() => reset.mutate({ id: appId, provider: p.provider })}
+                    >
+                      <p>
+                        It is disabled and its client id and secret are forgotten. People who signed in with it keep their
+                        accounts, and sign in another way until it is configured again.
+                      </p>
+                    </ConfirmButton>
+                  )}
+                </td>
+              </>
+            );
+          }}
+        </ListTable>
       )}
       {current && <ConfigureProvider key={`${current.provider}-${current.updated_at}`} appId={appId} setting={current} />}
     </section>
@@ -181,7 +175,7 @@ function ConfigureProvider({ appId, setting }: { appId: string; setting: Provide
       aria-labelledby="configure-provider"
       onSubmit={(event) => {
         event.preventDefault();
-        const scopeList = scopes.split(/[\s,]+/).filter(Boolean);
+        const scopeList = splitList(scopes);
         put.mutate({
           id: appId,
           provider: setting.provider,

@@ -6,13 +6,12 @@ import { app } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { when } from '../format.ts';
 import { CertificateExpiry, certificateBase64, OrganizationName, type SamlConnection } from './sso-connections.tsx';
 
 /** The NameID format to ask the IdP for: the first our SP metadata lists (an email address). */
 const NAME_ID_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
 const POST_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
-
-const when = (iso: string) => new Date(iso).toLocaleString();
 
 /** One SAML connection: the values to give the IdP, what we know of the IdP, enable or disable, edit (`?edit=`), delete. */
 export function SsoConnectionPage() {

@@ -3,8 +3,9 @@ import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router'
 import { useId, useState } from 'react';
 import { Button, Checkbox, Form, Input, Label, Radio, RadioGroup, Text, TextArea, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../api.ts';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { SSO_SOURCES, type SsoSource } from '../search.ts';
 
 export type SamlConnection = Outputs['saml']['connections']['list'][number];
@@ -67,62 +68,54 @@ export function SsoConnectionsPage() {
       {connections.isPending && <p role="status">Loading the connections…</p>}
       <ErrorNotice error={connections.error} title="The connections could not be listed" />
       <ErrorNotice error={enable.error ?? disable.error} title="The connection was not changed" />
-      {connections.data && connections.data.length === 0 && (
-        <EmptyState
-          title="No SSO connection"
-          cli="npx gatehouse saml create --metadata idp.xml --domain acme.com --name Acme"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/saml/connections/from-metadata" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"metadata_url": "https://idp.acme.com/metadata.xml", "email_domain": "acme.com", "name": "Acme"}'`}
-        />
-      )}
-      {connections.data && connections.data.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">SSO connections, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Domain</th>
-              <th scope="col">Organization</th>
-              <th scope="col">Status</th>
-              <th scope="col">IdP certificate expires</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {connections.data.map((c) => (
-              <tr key={c.id}>
-                <td>
-                  <Link to="/apps/$appId/sign-in/sso/$connectionId" params={{ appId, connectionId: c.id }}>
-                    {c.name}
-                  </Link>
-                </td>
-                <td>{c.email_domain ?? '—'}</td>
-                <td>
-                  <OrganizationName appId={appId} id={c.organization_id} />
-                </td>
-                <td>
-                  <span className={`badge ${c.enabled ? 'active' : 'disabled'}`}>{c.enabled ? 'enabled' : 'disabled'}</span>
-                </td>
-                <td>
-                  <CertificateExpiry expiresAt={c.certificate_expires_at} />
-                </td>
-                <td className="row-actions">
-                  <Button
-                    className="button small"
-                    aria-label={`${c.enabled ? 'Disable' : 'Enable'} ${c.name}`}
-                    isDisabled={enable.isPending || disable.isPending}
-                    onPress={() => (c.enabled ? disable : enable).mutate({ id: c.id })}
-                  >
-                    {c.enabled ? 'Disable' : 'Enable'}
-                  </Button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {connections.data && (
+        <ListTable
+          caption="SSO connections, newest first"
+          columns={['Name', 'Domain', 'Organization', 'Status', 'IdP certificate expires']}
+          actions="Actions"
+          rows={connections.data}
+          rowKey={(c) => c.id}
+          empty={
+            <EmptyState
+              title="No SSO connection"
+              cli="npx gatehouse saml create --metadata idp.xml --domain acme.com --name Acme"
+              curl={curl('/v1/saml/connections/from-metadata', {
+                method: 'POST',
+                body: '{"metadata_url": "https://idp.acme.com/metadata.xml", "email_domain": "acme.com", "name": "Acme"}',
+              })}
+            />
+          }
+        >
+          {(c) => (
+            <>
+              <td>
+                <Link to="/apps/$appId/sign-in/sso/$connectionId" params={{ appId, connectionId: c.id }}>
+                  {c.name}
+                </Link>
+              </td>
+              <td>{c.email_domain ?? '—'}</td>
+              <td>
+                <OrganizationName appId={appId} id={c.organization_id} />
+              </td>
+              <td>
+                <span className={`badge ${c.enabled ? 'active' : 'disabled'}`}>{c.enabled ? 'enabled' : 'disabled'}</span>
+              </td>
+              <td>
+                <CertificateExpiry expiresAt={c.certificate_expires_at} />
+              </td>
+              <td className="row-actions">
+                <Button
+                  className="button small"
+                  aria-label={`${c.enabled ? 'Disable' : 'Enable'} ${c.name}`}
+                  isDisabled={enable.isPending || disable.isPending}
+                  onPress={() => (c.enabled ? disable : enable).mutate({ id: c.id })}
+                >
+                  {c.enabled ? 'Disable' : 'Enable'}
+                </Button>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <CreateConnection appId={appId} />
     </section>

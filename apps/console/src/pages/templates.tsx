@@ -4,17 +4,17 @@ import { useEffect, useState } from 'react';
 import { Button, Checkbox, Form, Input, Label, Text, TextArea, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
+import { when } from '../format.ts';
 
 type Entry = Outputs['templates']['catalog'][number];
 type Template = Outputs['templates']['get'];
 
 /** How long the editor waits after the last keystroke before it asks the server for a new preview. */
 const PREVIEW_DELAY_MS = 400;
-
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 
 /**
  * The messages the application sends: the catalog, and one template (`?key=`) in an editor with the server's preview
@@ -37,41 +37,36 @@ export function TemplatesPage() {
       </p>
       {catalog.isPending && <p role="status">Loading the templates…</p>}
       <ErrorNotice error={catalog.error} title="The templates could not be listed" />
-      {catalog.data && catalog.data.length === 0 && (
-        <EmptyState
-          title="No template"
-          cli="npx gatehouse templates list"
-          curl={`curl -s "$GATEHOUSE/v1/applications/$APP/templates/catalog" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
-        />
-      )}
-      {catalog.data && catalog.data.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">Message templates</caption>
-          <thead>
-            <tr>
-              <th scope="col">Template</th>
-              <th scope="col">Sent when</th>
-              <th scope="col">Channel</th>
-            </tr>
-          </thead>
-          <tbody>
-            {catalog.data.map((t) => (
-              <tr key={t.key} aria-current={t.key === key ? 'true' : undefined}>
-                <td>
-                  <Link from="/apps/$appId/templates" search={{ key: t.key }} aria-label={`Edit ${t.label}`}>
-                    {t.label}
-                  </Link>
-                  <div className="meta">
-                    <code>{t.key}</code>
-                  </div>
-                </td>
-                <td>{t.description}</td>
-                <td>{t.channel}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {catalog.data && (
+        <ListTable
+          caption="Message templates"
+          columns={['Template', 'Sent when', 'Channel']}
+          rows={catalog.data}
+          rowKey={(t) => t.key}
+          current={(t) => t.key === key}
+          empty={
+            <EmptyState
+              title="No template"
+              cli="npx gatehouse templates list"
+              curl={curl('/v1/applications/$APP/templates/catalog')}
+            />
+          }
+        >
+          {(t) => (
+            <>
+              <td>
+                <Link from="/apps/$appId/templates" search={{ key: t.key }} aria-label={`Edit ${t.label}`}>
+                  {t.label}
+                </Link>
+                <div className="meta">
+                  <code>{t.key}</code>
+                </div>
+              </td>
+              <td>{t.description}</td>
+              <td>{t.channel}</td>
+            </>
+          )}
+        </ListTable>
       )}
       {entry && <TemplateEditor key={entry.key} appId={appId} entry={entry} />}
       {key && catalog.data && !entry && <p role="status">There is no template “{key}”.</p>}

@@ -1,11 +1,13 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router';
-import { useState } from 'react';
+import { type ReactNode, useState } from 'react';
 import { Button, Form, Input, Label, Tab, TabList, TabPanel, Tabs, Text, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
+import { ListTable } from '../components/list-table.tsx';
+import { when } from '../format.ts';
 import { USER_TABS, type UserTab } from '../search.ts';
 
 type User = Outputs['users']['get'];
@@ -156,55 +158,41 @@ function Sessions({ user }: { user: User }) {
     <div>
       {list.isPending && <p role="status">Loading the sessions…</p>}
       <ErrorNotice error={list.error} title="The sessions could not be listed" />
-      {list.data && list.data.length === 0 && (
-        <EmptyState
-          title="No live session"
-          cli={`npx gatehouse sessions list ${user.id}`}
-          curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/sessions" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+      {list.data && (
+        <ListTable
+          caption="Live sessions, newest first"
+          columns={['Browser', 'IP', 'Assurance', 'Signed in', 'Last active']}
+          actions="Actions"
+          rows={list.data}
+          rowKey={(session) => session.id}
+          empty={
+            <UserEmptyState user={user} title="No live session" cli="sessions list" path="sessions">
+              <p>The user is signed in nowhere.</p>
+            </UserEmptyState>
+          }
         >
-          <p>The user is signed in nowhere.</p>
-        </EmptyState>
-      )}
-      {list.data && list.data.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">Live sessions, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Browser</th>
-              <th scope="col">IP</th>
-              <th scope="col">Assurance</th>
-              <th scope="col">Signed in</th>
-              <th scope="col">Last active</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.map((session) => (
-              <tr key={session.id}>
-                <td>{session.user_agent ?? '—'}</td>
-                <td>{session.ip ?? '—'}</td>
-                <td>{session.aal >= 2 ? 'second factor' : 'one factor'}</td>
-                <td>{new Date(session.created_at).toLocaleString()}</td>
-                <td>{new Date(session.last_active_at).toLocaleString()}</td>
-                <td>
-                  <ConfirmButton
-                    label="End"
-                    ariaLabel={`End the session signed in ${new Date(session.created_at).toLocaleString()}`}
-                    title="End this session?"
-                    confirmLabel="End the session"
-                    isDisabled={revokeOne.isPending}
-                    onConfirm={() => revokeOne.mutate({ id: user.id, session_id: session.id })}
-                  >
-                    <p>Its refresh token stops working at once; the user signs in again on that device.</p>
-                  </ConfirmButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          {(session) => (
+            <>
+              <td>{session.user_agent ?? '—'}</td>
+              <td>{session.ip ?? '—'}</td>
+              <td>{session.aal >= 2 ? 'second factor' : 'one factor'}</td>
+              <td>{new Date(session.created_at).toLocaleString()}</td>
+              <td>{new Date(session.last_active_at).toLocaleString()}</td>
+              <td>
+                <ConfirmButton
+                  label="End"
+                  ariaLabel={`End the session signed in ${new Date(session.created_at).toLocaleString()}`}
+                  title="End this session?"
+                  confirmLabel="End the session"
+                  isDisabled={revokeOne.isPending}
+                  onConfirm={() => revokeOne.mutate({ id: user.id, session_id: session.id })}
+                >
+                  <p>Its refresh token stops working at once; the user signs in again on that device.</p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <ErrorNotice error={revokeOne.error} title="The session was not ended" />
       <p>Sign this user out on every device: their refresh tokens stop working at once, their access tokens within minutes.</p>
@@ -226,88 +214,117 @@ function Sessions({ user }: { user: User }) {
   );
 }
 
+/** An empty list of this user's: what to do, and the same with `npx gatehouse <cli> <id>` and a GET of /v1/users/<id>/<path>. */
+function UserEmptyState({
+  user,
+  title,
+  cli,
+  path,
+  children,
+}: {
+  user: User;
+  title: string;
+  cli: string;
+  path: string;
+  children: ReactNode;
+}) {
+  return (
+    <EmptyState title={title} cli={`npx gatehouse ${cli} ${user.id}`} curl={curl(`/v1/users/${user.id}/${path}`)}>
+      {children}
+    </EmptyState>
+  );
+}
+/**
+ * A tab's list: while it loads, the status; if it could not be read, the error; then the list (`children`), and, where
+ * its rows have an action (unlink, revoke), what the action did.
+ */
+function TabListing<T>({
+  list,
+  what,
+  action,
+  children,
+}: {
+  list: { error: unknown; data: readonly T[] | undefined };
+  /** What the list holds, in the plural: "linked accounts". */
+  what: string;
+  action?: { mutation: { isSuccess: boolean; error: unknown }; done: string; failed: string };
+  children: (rows: readonly T[]) => ReactNode;
+}) {
+  if (list.error) return <ErrorNotice error={list.error} title={`The ${what} could not be listed`} />;
+  if (!list.data) return <p role="status">{`Loading the ${what}…`}</p>;
+  if (!action) return children(list.data);
+  return (
+    <div>
+      {children(list.data)}
+      <p role="status" className="status">
+        {action.mutation.isSuccess ? action.done : ''}
+      </p>
+      <ErrorNotice error={action.mutation.error} title={action.failed} />
+    </div>
+  );
+}
+
 function Organizations({ user, appId }: { user: User; appId: string }) {
   const trpc = app.useTRPC();
   const list = useQuery(trpc.users.organizations.queryOptions({ id: user.id }));
-  if (list.isPending) return <p role="status">Loading the organizations…</p>;
-  if (list.error) return <ErrorNotice error={list.error} title="The organizations could not be listed" />;
-  if (list.data.length === 0) {
-    return (
-      <EmptyState
-        title="No organization"
-        cli={`npx gatehouse users orgs ${user.id}`}
-        curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/organizations" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
-      >
-        <p>Add the user to an organization from its page.</p>
-      </EmptyState>
-    );
-  }
   return (
-    <table className="table">
-      <caption className="visually-hidden">Organizations of this user</caption>
-      <thead>
-        <tr>
-          <th scope="col">Organization</th>
-          <th scope="col">Role</th>
-        </tr>
-      </thead>
-      <tbody>
-        {list.data.map((organization) => (
-          <tr key={organization.id}>
-            <td>
-              <Link to="/apps/$appId/organizations/$orgId" params={{ appId, orgId: organization.id }}>
-                {organization.name}
-              </Link>
-            </td>
-            <td>{organization.role}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <TabListing list={list} what="organizations">
+      {(rows) => (
+        <ListTable
+          caption="Organizations of this user"
+          columns={['Organization', 'Role']}
+          rows={rows}
+          rowKey={(organization) => organization.id}
+          empty={
+            <UserEmptyState user={user} title="No organization" cli="users orgs" path="organizations">
+              <p>Add the user to an organization from its page.</p>
+            </UserEmptyState>
+          }
+        >
+          {(organization) => (
+            <>
+              <td>
+                <Link to="/apps/$appId/organizations/$orgId" params={{ appId, orgId: organization.id }}>
+                  {organization.name}
+                </Link>
+              </td>
+              <td>{organization.role}</td>
+            </>
+          )}
+        </ListTable>
+      )}
+    </TabListing>
   );
 }
 
 function Factors({ user }: { user: User }) {
   const trpc = app.useTRPC();
   const factors = useQuery(trpc.users.factors.list.queryOptions({ id: user.id }));
-  if (factors.isPending) return <p role="status">Loading the factors…</p>;
-  if (factors.error) return <ErrorNotice error={factors.error} title="The factors could not be listed" />;
-  const list = factors.data;
-  if (list.length === 0) {
-    return (
-      <EmptyState
-        title="No passkey or second factor"
-        cli={`npx gatehouse users factors ${user.id}`}
-        curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/factors" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
-      >
-        <p>The user adds them on their account page, or when the application asks for a second factor.</p>
-      </EmptyState>
-    );
-  }
   return (
-    <table className="table">
-      <caption className="visually-hidden">Passkeys and second factors</caption>
-      <thead>
-        <tr>
-          <th scope="col">Kind</th>
-          <th scope="col">Name</th>
-          <th scope="col">Added</th>
-          <th scope="col">Last used</th>
-        </tr>
-      </thead>
-      <tbody>
-        {list.map((factor) => (
-          <tr key={factor.id}>
-            <td>{factor.kind}</td>
-            <td>{factor.name}</td>
-            <td>{new Date(factor.created_at).toLocaleString()}</td>
-            <td>{factor.last_used_at ? new Date(factor.last_used_at).toLocaleString() : '—'}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <TabListing list={factors} what="factors">
+      {(rows) => (
+        <ListTable
+          caption="Passkeys and second factors"
+          columns={['Kind', 'Name', 'Added', 'Last used']}
+          rows={rows}
+          rowKey={(factor) => factor.id}
+          empty={
+            <UserEmptyState user={user} title="No passkey or second factor" cli="users factors" path="factors">
+              <p>The user adds them on their account page, or when the application asks for a second factor.</p>
+            </UserEmptyState>
+          }
+        >
+          {(factor) => (
+            <>
+              <td>{factor.kind}</td>
+              <td>{factor.name}</td>
+              <td>{new Date(factor.created_at).toLocaleString()}</td>
+              <td>{when(factor.last_used_at)}</td>
+            </>
+          )}
+        </ListTable>
+      )}
+    </TabListing>
   );
 }
 
@@ -322,67 +339,52 @@ function Identities({ user }: { user: User }) {
       onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.users.identities.list.queryKey({ id: user.id }) }),
     }),
   );
-  if (list.isPending) return <p role="status">Loading the linked accounts…</p>;
-  if (list.error) return <ErrorNotice error={list.error} title="The linked accounts could not be listed" />;
   return (
-    <div>
-      {list.data.length === 0 ? (
-        <EmptyState
-          title="No linked account"
-          cli={`npx gatehouse users identities ${user.id}`}
-          curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/identities" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+    <TabListing
+      list={list}
+      what="linked accounts"
+      action={{ mutation: unlink, done: 'The account was unlinked.', failed: 'The account was not unlinked' }}
+    >
+      {(rows) => (
+        <ListTable
+          caption="Linked accounts, newest first"
+          columns={['Kind', 'Provider', 'Account', 'Linked', 'Last used']}
+          actions="Actions"
+          rows={rows}
+          rowKey={(identity) => identity.id}
+          empty={
+            <UserEmptyState user={user} title="No linked account" cli="users identities" path="identities">
+              <p>The user links one when they sign in with a social provider or SAML, or on their account page.</p>
+            </UserEmptyState>
+          }
         >
-          <p>The user links one when they sign in with a social provider or SAML, or on their account page.</p>
-        </EmptyState>
-      ) : (
-        <table className="table">
-          <caption className="visually-hidden">Linked accounts, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Kind</th>
-              <th scope="col">Provider</th>
-              <th scope="col">Account</th>
-              <th scope="col">Linked</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.map((identity) => (
-              <tr key={identity.id}>
-                <td>{PROVIDER_KINDS[identity.kind] ?? identity.kind}</td>
-                <td>{identity.provider ?? '—'}</td>
-                <td>{identity.name}</td>
-                <td>{new Date(identity.created_at).toLocaleString()}</td>
-                <td>{identity.last_used_at ? new Date(identity.last_used_at).toLocaleString() : '—'}</td>
-                <td>
-                  <ConfirmButton
-                    label="Unlink"
-                    ariaLabel={`Unlink ${identity.provider ?? identity.kind} account ${identity.name}`}
-                    title="Unlink this account?"
-                    confirmLabel="Unlink the account"
-                    isDisabled={unlink.isPending}
-                    onConfirm={() => unlink.mutate({ id: user.id, identity_id: identity.id })}
-                  >
-                    <p>
-                      {user.primary_email ?? 'The user'} can no longer sign in with {identity.name}
-                      {identity.provider ? ` (${identity.provider})` : ''}. The last way they can sign in is never unlinked.
-                    </p>
-                  </ConfirmButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          {(identity) => (
+            <>
+              <td>{PROVIDER_KINDS[identity.kind] ?? identity.kind}</td>
+              <td>{identity.provider ?? '—'}</td>
+              <td>{identity.name}</td>
+              <td>{new Date(identity.created_at).toLocaleString()}</td>
+              <td>{when(identity.last_used_at)}</td>
+              <td>
+                <ConfirmButton
+                  label="Unlink"
+                  ariaLabel={`Unlink ${identity.provider ?? identity.kind} account ${identity.name}`}
+                  title="Unlink this account?"
+                  confirmLabel="Unlink the account"
+                  isDisabled={unlink.isPending}
+                  onConfirm={() => unlink.mutate({ id: user.id, identity_id: identity.id })}
+                >
+                  <p>
+                    {user.primary_email ?? 'The user'} can no longer sign in with {identity.name}
+                    {identity.provider ? ` (${identity.provider})` : ''}. The last way they can sign in is never unlinked.
+                  </p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
-      <p role="status" className="status">
-        {unlink.isSuccess ? 'The account was unlinked.' : ''}
-      </p>
-      <ErrorNotice error={unlink.error} title="The account was not unlinked" />
-    </div>
+    </TabListing>
   );
 }
 
@@ -395,64 +397,50 @@ function Grants({ user }: { user: User }) {
       onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.users.grants.list.queryKey({ id: user.id }) }),
     }),
   );
-  if (list.isPending) return <p role="status">Loading the authorized apps…</p>;
-  if (list.error) return <ErrorNotice error={list.error} title="The authorized apps could not be listed" />;
   return (
-    <div>
-      {list.data.length === 0 ? (
-        <EmptyState
-          title="No authorized app"
-          cli={`npx gatehouse users grants ${user.id}`}
-          curl={`curl -s "$GATEHOUSE/v1/users/${user.id}/grants" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+    <TabListing
+      list={list}
+      what="authorized apps"
+      action={{ mutation: revoke, done: 'The grant was revoked.', failed: 'The grant was not revoked' }}
+    >
+      {(rows) => (
+        <ListTable
+          caption="Apps the user authorized (OAuth grants)"
+          columns={['Client', 'Scopes', 'Granted', 'Updated']}
+          actions="Actions"
+          rows={rows}
+          rowKey={(grant) => grant.id}
+          empty={
+            <UserEmptyState user={user} title="No authorized app" cli="users grants" path="grants">
+              <p>An app appears here when the user approves its access (OAuth): its client and the scopes they granted.</p>
+            </UserEmptyState>
+          }
         >
-          <p>An app appears here when the user approves its access (OAuth): its client and the scopes they granted.</p>
-        </EmptyState>
-      ) : (
-        <table className="table">
-          <caption className="visually-hidden">Apps the user authorized (OAuth grants)</caption>
-          <thead>
-            <tr>
-              <th scope="col">Client</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Granted</th>
-              <th scope="col">Updated</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.map((grant) => (
-              <tr key={grant.id}>
-                <td>
-                  <code>{grant.client_id}</code>
-                </td>
-                <td>{grant.scopes.join(' ')}</td>
-                <td>{new Date(grant.created_at).toLocaleString()}</td>
-                <td>{new Date(grant.updated_at).toLocaleString()}</td>
-                <td>
-                  <ConfirmButton
-                    label="Revoke"
-                    ariaLabel={`Revoke the grant to client ${grant.client_id}`}
-                    title="Revoke this grant?"
-                    confirmLabel="Revoke the grant"
-                    isDisabled={revoke.isPending}
-                    onConfirm={() => revoke.mutate({ id: user.id, grant_id: grant.id })}
-                  >
-                    <p>Every token the app holds for {user.primary_email ?? 'this user'} stops working at once.</p>
-                  </ConfirmButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          {(grant) => (
+            <>
+              <td>
+                <code>{grant.client_id}</code>
+              </td>
+              <td>{grant.scopes.join(' ')}</td>
+              <td>{new Date(grant.created_at).toLocaleString()}</td>
+              <td>{new Date(grant.updated_at).toLocaleString()}</td>
+              <td>
+                <ConfirmButton
+                  label="Revoke"
+                  ariaLabel={`Revoke the grant to client ${grant.client_id}`}
+                  title="Revoke this grant?"
+                  confirmLabel="Revoke the grant"
+                  isDisabled={revoke.isPending}
+                  onConfirm={() => revoke.mutate({ id: user.id, grant_id: grant.id })}
+                >
+                  <p>Every token the app holds for {user.primary_email ?? 'this user'} stops working at once.</p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
-      <p role="status" className="status">
-        {revoke.isSuccess ? 'The grant was revoked.' : ''}
-      </p>
-      <ErrorNotice error={revoke.error} title="The grant was not revoked" />
-    </div>
+    </TabListing>
   );
 }
 
@@ -484,8 +472,7 @@ function Events({ user, appId }: { user: User; appId: string }) {
       <EmptyState
         title="No event"
         cli={`npx gatehouse audit-logs list --target-id ${user.id}`}
-        curl={`curl -s "$GATEHOUSE/v1/audit-logs?target_id=${user.id}" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP"`}
+        curl={curl(`/v1/audit-logs?target_id=${user.id}`)}
       >
         <p>Nothing this user did, and nothing done to them, is in the audit log.</p>
       </EmptyState>

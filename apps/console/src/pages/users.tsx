@@ -3,9 +3,9 @@ import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router'
 import { useState } from 'react';
 import { Button, Checkbox, Form, Input, Label, SearchField, TextField } from 'react-aria-components';
 import { app } from '../api.ts';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-import { Pager } from '../components/pager.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { PAGE_SIZE } from '../search.ts';
 
 /** The application's users, newest first: a search by email and server paging, both in the URL; and creating one. */
@@ -38,43 +38,34 @@ export function UsersPage() {
         <EmptyState
           title="No user yet"
           cli="npx gatehouse users create --email ada@example.com"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/users" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"primary_email": "ada@example.com"}'`}
+          curl={curl('/v1/users', { method: 'POST', body: '{"primary_email": "ada@example.com"}' })}
         />
       )}
       {page && page.total === 0 && q && <p role="status">No user's email contains “{q}”.</p>}
       {page && page.users.length > 0 && (
-        <>
-          <table className="table" aria-busy={users.isFetching}>
-            <caption className="visually-hidden">Users</caption>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Status</th>
-                <th scope="col">Verified</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.users.map((user) => (
-                <tr key={user.id}>
-                  <td>
-                    <Link to="/apps/$appId/users/$userId" params={{ appId, userId: user.id }}>
-                      {user.primary_email ?? user.id}
-                    </Link>
-                  </td>
-                  <td>
-                    <span className={`badge ${user.status}`}>{user.status}</span>
-                  </td>
-                  <td>{user.email_verified ? 'yes' : 'no'}</td>
-                  <td>{new Date(user.created_at).toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager label="Pages of users" offset={page.offset} shown={page.users.length} total={page.total} />
-        </>
+        <ListTable
+          caption="Users"
+          columns={['Email', 'Status', 'Verified', 'Created']}
+          rows={page.users}
+          rowKey={(user) => user.id}
+          busy={users.isFetching}
+          pager={{ label: 'Pages of users', offset: page.offset, total: page.total }}
+        >
+          {(user) => (
+            <>
+              <td>
+                <Link to="/apps/$appId/users/$userId" params={{ appId, userId: user.id }}>
+                  {user.primary_email ?? user.id}
+                </Link>
+              </td>
+              <td>
+                <span className={`badge ${user.status}`}>{user.status}</span>
+              </td>
+              <td>{user.email_verified ? 'yes' : 'no'}</td>
+              <td>{new Date(user.created_at).toLocaleString()}</td>
+            </>
+          )}
+        </ListTable>
       )}
       <CreateUser appId={appId} />
     </section>

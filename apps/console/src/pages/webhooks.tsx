@@ -5,16 +5,15 @@ import { Button, Form, Input, Label, Text, TextField } from 'react-aria-componen
 import { app, type Outputs } from '../api.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { CopyButton } from '../components/copy-button.tsx';
-import { EmptyState } from '../components/empty-state.tsx';
+import { curl, EmptyState } from '../components/empty-state.tsx';
 import { ErrorNotice } from '../components/error-notice.tsx';
-import { Pager } from '../components/pager.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { ScrollRegion } from '../components/scroll-region.tsx';
+import { splitList, when } from '../format.ts';
 import { PAGE_SIZE } from '../search.ts';
 
 type Endpoint = Outputs['webhooks']['list'][number];
-type Delivery = Outputs['webhooks']['deliveries']['list']['deliveries'][number];
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 /** While a delivery is still being tried, its list is asked again this often. */
 const PENDING_MS = 2_000;
 
@@ -59,84 +58,79 @@ export function WebhooksPage() {
         </p>
       )}
       {secret && <SecretNotice {...secret} />}
-      {endpoints.data && endpoints.data.length === 0 && (
-        <EmptyState
-          title="No webhook endpoint"
-          cli="npx gatehouse webhooks create https://example.com/hooks --event-types user.created"
-          curl={`curl -s -X POST "$GATEHOUSE/v1/webhooks" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"url": "https://example.com/hooks", "event_types": ["user.created"]}'`}
-        />
-      )}
-      {endpoints.data && endpoints.data.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">Webhook endpoints</caption>
-          <thead>
-            <tr>
-              <th scope="col">Address</th>
-              <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {endpoints.data.map((e) => (
-              <tr key={e.id} aria-current={e.id === selected ? 'true' : undefined}>
-                <td>
-                  <Link from="/apps/$appId/webhooks" search={{ endpoint: e.id }} aria-label={`Deliveries to ${e.url}`}>
-                    {e.url}
-                  </Link>
-                  {e.description && <div className="meta">{e.description}</div>}
-                </td>
-                <td>{e.event_types.length ? e.event_types.join(' ') : 'every kind'}</td>
-                <td>
-                  <span className={`badge ${e.status}`}>{e.status}</span>
-                  {e.disabled_reason && <span className="meta"> ({e.disabled_reason})</span>}
-                </td>
-                <td className="row-actions">
-                  <Button
-                    className="button small"
-                    aria-label={`Send a test event to ${e.url}`}
-                    isDisabled={test.isPending}
-                    onPress={() => test.mutate({ id: e.id })}
-                  >
-                    Send a test event
-                  </Button>
-                  <Button
-                    className="button small"
-                    aria-label={`${e.status === 'active' ? 'Disable' : 'Enable'} ${e.url}`}
-                    isDisabled={update.isPending}
-                    onPress={() => update.mutate({ id: e.id, status: e.status === 'active' ? 'disabled' : 'active' })}
-                  >
-                    {e.status === 'active' ? 'Disable' : 'Enable'}
-                  </Button>
-                  <ConfirmButton
-                    label="Rotate secret"
-                    ariaLabel={`Rotate secret of ${e.url}`}
-                    title="Rotate the signing secret?"
-                    confirmLabel="Rotate the secret"
-                    isDisabled={rotate.isPending}
-                    onConfirm={() => rotate.mutate({ id: e.id })}
-                  >
-                    <p>Deliveries are signed with the new secret at once: update your receiver with it.</p>
-                  </ConfirmButton>
-                  <ConfirmButton
-                    label="Delete"
-                    ariaLabel={`Delete ${e.url}`}
-                    title={`Delete ${e.url}?`}
-                    confirmLabel="Delete the endpoint"
-                    isDisabled={remove.isPending}
-                    onConfirm={() => remove.mutate({ id: e.id })}
-                  >
-                    <p>No more events are sent to it, and its deliveries are no longer listed. This cannot be undone.</p>
-                  </ConfirmButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {endpoints.data && (
+        <ListTable
+          caption="Webhook endpoints"
+          columns={['Address', 'Events', 'Status']}
+          actions="Actions"
+          rows={endpoints.data}
+          rowKey={(e) => e.id}
+          current={(e) => e.id === selected}
+          empty={
+            <EmptyState
+              title="No webhook endpoint"
+              cli="npx gatehouse webhooks create https://example.com/hooks --event-types user.created"
+              curl={curl('/v1/webhooks', {
+                method: 'POST',
+                body: '{"url": "https://example.com/hooks", "event_types": ["user.created"]}',
+              })}
+            />
+          }
+        >
+          {(e) => (
+            <>
+              <td>
+                <Link from="/apps/$appId/webhooks" search={{ endpoint: e.id }} aria-label={`Deliveries to ${e.url}`}>
+                  {e.url}
+                </Link>
+                {e.description && <div className="meta">{e.description}</div>}
+              </td>
+              <td>{e.event_types.length ? e.event_types.join(' ') : 'every kind'}</td>
+              <td>
+                <span className={`badge ${e.status}`}>{e.status}</span>
+                {e.disabled_reason && <span className="meta"> ({e.disabled_reason})</span>}
+              </td>
+              <td className="row-actions">
+                <Button
+                  className="button small"
+                  aria-label={`Send a test event to ${e.url}`}
+                  isDisabled={test.isPending}
+                  onPress={() => test.mutate({ id: e.id })}
+                >
+                  Send a test event
+                </Button>
+                <Button
+                  className="button small"
+                  aria-label={`${e.status === 'active' ? 'Disable' : 'Enable'} ${e.url}`}
+                  isDisabled={update.isPending}
+                  onPress={() => update.mutate({ id: e.id, status: e.status === 'active' ? 'disabled' : 'active' })}
+                >
+                  {e.status === 'active' ? 'Disable' : 'Enable'}
+                </Button>
+                <ConfirmButton
+                  label="Rotate secret"
+                  ariaLabel={`Rotate secret of ${e.url}`}
+                  title="Rotate the signing secret?"
+                  confirmLabel="Rotate the secret"
+                  isDisabled={rotate.isPending}
+                  onConfirm={() => rotate.mutate({ id: e.id })}
+                >
+                  <p>Deliveries are signed with the new secret at once: update your receiver with it.</p>
+                </ConfirmButton>
+                <ConfirmButton
+                  label="Delete"
+                  ariaLabel={`Delete ${e.url}`}
+                  title={`Delete ${e.url}?`}
+                  confirmLabel="Delete the endpoint"
+                  isDisabled={remove.isPending}
+                  onConfirm={() => remove.mutate({ id: e.id })}
+                >
+                  <p>No more events are sent to it, and its deliveries are no longer listed. This cannot be undone.</p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       {current && <Deliveries endpoint={current} />}
       {selected && endpoints.data && !current && <p role="status">That endpoint no longer exists.</p>}
@@ -181,7 +175,7 @@ function CreateEndpoint({ onCreated }: { onCreated: (e: Outputs['webhooks']['cre
       <Form
         onSubmit={(event) => {
           event.preventDefault();
-          create.mutate({ url, description, event_types: types.split(/[\s,]+/).filter(Boolean) });
+          create.mutate({ url, description, event_types: splitList(types) });
         }}
       >
         <TextField className="field" type="url" isRequired value={url} onChange={setUrl} maxLength={2048}>
@@ -228,64 +222,48 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
       {deliveries.isPending && <p role="status">Loading the deliveries…</p>}
       {page && page.total === 0 && <p>No delivery yet: send a test event to try the endpoint.</p>}
       {page && page.deliveries.length > 0 && (
-        <>
-          <table className="table" aria-busy={deliveries.isFetching}>
-            <caption className="visually-hidden">Deliveries, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last answer</th>
-                <th scope="col">Last attempt</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.deliveries.map((d: Delivery) => (
-                <tr key={d.id} aria-current={d.id === delivery ? 'true' : undefined}>
-                  <td>
-                    <code>{d.event_type}</code>
-                  </td>
-                  <td>
-                    <span className={`badge ${d.status}`}>{d.status}</span>
-                  </td>
-                  <td>{d.attempts}</td>
-                  <td>{d.response_status ?? d.last_error ?? '—'}</td>
-                  <td>{when(d.last_attempt_at)}</td>
-                  <td className="row-actions">
-                    <Link
-                      from="/apps/$appId/webhooks"
-                      search={(prev) => ({ ...prev, delivery: d.id === delivery ? undefined : d.id })}
-                      className="button small"
-                      aria-label={`${d.id === delivery ? 'Hide attempts' : 'Attempts'} of the ${d.event_type} delivery`}
-                    >
-                      {d.id === delivery ? 'Hide attempts' : 'Attempts'}
-                    </Link>
-                    <Button
-                      className="button small"
-                      aria-label={`Retry the ${d.event_type} delivery`}
-                      isDisabled={retry.isPending || d.status === 'pending'}
-                      onPress={() => retry.mutate({ id: endpoint.id, delivery_id: d.id })}
-                    >
-                      Retry
-                    </Button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager
-            label="Pages of deliveries"
-            offset={page.offset}
-            shown={page.deliveries.length}
-            total={page.total}
-            previous="Newer"
-            next="Older"
-          />
-        </>
+        <ListTable
+          caption="Deliveries, newest first"
+          columns={['Event', 'Status', 'Attempts', 'Last answer', 'Last attempt']}
+          actions="Actions"
+          rows={page.deliveries}
+          rowKey={(d) => d.id}
+          current={(d) => d.id === delivery}
+          busy={deliveries.isFetching}
+          pager={{ label: 'Pages of deliveries', offset: page.offset, total: page.total, previous: 'Newer', next: 'Older' }}
+        >
+          {(d) => (
+            <>
+              <td>
+                <code>{d.event_type}</code>
+              </td>
+              <td>
+                <span className={`badge ${d.status}`}>{d.status}</span>
+              </td>
+              <td>{d.attempts}</td>
+              <td>{d.response_status ?? d.last_error ?? '—'}</td>
+              <td>{when(d.last_attempt_at)}</td>
+              <td className="row-actions">
+                <Link
+                  from="/apps/$appId/webhooks"
+                  search={(prev) => ({ ...prev, delivery: d.id === delivery ? undefined : d.id })}
+                  className="button small"
+                  aria-label={`${d.id === delivery ? 'Hide attempts' : 'Attempts'} of the ${d.event_type} delivery`}
+                >
+                  {d.id === delivery ? 'Hide attempts' : 'Attempts'}
+                </Link>
+                <Button
+                  className="button small"
+                  aria-label={`Retry the ${d.event_type} delivery`}
+                  isDisabled={retry.isPending || d.status === 'pending'}
+                  onPress={() => retry.mutate({ id: endpoint.id, delivery_id: d.id })}
+                >
+                  Retry
+                </Button>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       {delivery && <Attempts endpointId={endpoint.id} deliveryId={delivery} />}
       <Recover endpointId={endpoint.id} onRecovered={refresh} />
@@ -303,37 +281,31 @@ function Attempts({ endpointId, deliveryId }: { endpointId: string; deliveryId: 
       {detail.isPending && <p role="status">Loading the attempts…</p>}
       {detail.data && detail.data.attempt_log.length === 0 && <p>Not tried yet.</p>}
       {detail.data && detail.data.attempt_log.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">Attempts, oldest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Answer</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Response excerpt</th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.data.attempt_log.map((a) => (
-              <tr key={a.attempted_at}>
-                <td>{when(a.attempted_at)}</td>
-                <td>{a.response_status ?? a.error ?? '—'}</td>
-                <td>{a.duration_ms} ms</td>
-                <td>
-                  {a.response_excerpt ? (
-                    <ScrollRegion label="Response excerpt" className="excerpt">
-                      <pre>
-                        <code>{a.response_excerpt}</code>
-                      </pre>
-                    </ScrollRegion>
-                  ) : (
-                    '—'
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ListTable
+          caption="Attempts, oldest first"
+          columns={['Time', 'Answer', 'Duration', 'Response excerpt']}
+          rows={detail.data.attempt_log}
+          rowKey={(a) => a.attempted_at}
+        >
+          {(a) => (
+            <>
+              <td>{when(a.attempted_at)}</td>
+              <td>{a.response_status ?? a.error ?? '—'}</td>
+              <td>{a.duration_ms} ms</td>
+              <td>
+                {a.response_excerpt ? (
+                  <ScrollRegion label="Response excerpt" className="excerpt">
+                    <pre>
+                      <code>{a.response_excerpt}</code>
+                    </pre>
+                  </ScrollRegion>
+                ) : (
+                  '—'
+                )}
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
     </section>
   );

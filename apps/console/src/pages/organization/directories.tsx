@@ -4,13 +4,14 @@ import { Button, Form, Input, Label, Radio, RadioGroup, TextField } from 'react-
 import { app, type Outputs } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
 import { CopyButton } from '../../components/copy-button.tsx';
-import { EmptyState } from '../../components/empty-state.tsx';
+import { curl, EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
+import { ListTable } from '../../components/list-table.tsx';
+import { when } from '../../format.ts';
 
 type Directory = Outputs['organizations']['directories']['list'][number];
 type Provider = Directory['provider'];
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : 'never');
 const PROVIDERS: Array<{ id: Provider; name: string }> = [
   { id: 'okta', name: 'Okta' },
   { id: 'entra', name: 'Microsoft Entra ID' },
@@ -61,97 +62,87 @@ export function Directories({ orgId }: { orgId: string }) {
       <ErrorNotice error={remove.error} title="The directory was not deleted" />
       <ErrorNotice error={rotate.error} title="The token was not rotated" />
       {handover && <HandoverNotice {...handover} />}
-      {directories.data && directories.data.length === 0 && (
-        <EmptyState
-          title="No directory yet"
-          cli={`npx gatehouse orgs directories create ${orgId} --name "Acme Okta" --provider okta`}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/directories" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"name": "Acme Okta", "provider": "okta"}'`}
-        />
-      )}
-      {directories.data && directories.data.length > 0 && (
-        <table className="table">
-          <caption className="visually-hidden">SCIM directories, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Provider</th>
-              <th scope="col">Status</th>
-              <th scope="col">Users</th>
-              <th scope="col">Groups</th>
-              <th scope="col">Last request</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {directories.data.map((d) => (
-              <tr key={d.id}>
-                <td>
-                  {d.name}
-                  <div className="meta">
-                    <code>{d.scim_base_url}</code>{' '}
-                    <CopyButton value={d.scim_base_url} label={`Copy the SCIM base URL of ${d.name}`} />
-                  </div>
-                </td>
-                <td>{providerName(d.provider)}</td>
-                <td>
-                  <span className="badge">{d.status}</span>
-                </td>
-                <td>{d.user_count}</td>
-                <td>{d.group_count}</td>
-                <td>{when(d.last_request_at)}</td>
-                <td>
-                  <div className="row-actions">
-                    <ConfirmButton
-                      label="Rotate token"
-                      ariaLabel={`Rotate token of ${d.name}`}
-                      title={`Rotate the token of ${d.name}?`}
-                      confirmLabel="Rotate the token"
-                      isDisabled={rotate.isPending}
-                      onConfirm={() =>
-                        rotate.mutate(
-                          { id: orgId, directory_id: d.id },
-                          {
-                            onSuccess: ({ token }) =>
-                              setHandover({ name: d.name, baseUrl: d.scim_base_url, token, rotated: true }),
-                          },
-                        )
-                      }
-                    >
-                      <p>The current token stops working at once: the identity provider needs the new one.</p>
-                    </ConfirmButton>
-                    <Button
-                      className="button small"
-                      aria-label={`${d.status === 'active' ? 'Disable' : 'Enable'} ${d.name}`}
-                      isDisabled={update.isPending}
-                      onPress={() =>
-                        update.mutate({ id: orgId, directory_id: d.id, status: d.status === 'active' ? 'disabled' : 'active' })
-                      }
-                    >
-                      {d.status === 'active' ? 'Disable' : 'Enable'}
-                    </Button>
-                    <ConfirmButton
-                      label="Delete"
-                      ariaLabel={`Delete ${d.name}`}
-                      title={`Delete ${d.name}?`}
-                      confirmLabel="Delete the directory"
-                      isDisabled={remove.isPending}
-                      onConfirm={() => remove.mutate({ id: orgId, directory_id: d.id })}
-                    >
-                      <p>
-                        Its users and groups are forgotten and its token stops working. The memberships it made stay. This cannot
-                        be undone.
-                      </p>
-                    </ConfirmButton>
-                  </div>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {directories.data && (
+        <ListTable
+          caption="SCIM directories, newest first"
+          columns={['Name', 'Provider', 'Status', 'Users', 'Groups', 'Last request']}
+          actions="Actions"
+          rows={directories.data}
+          rowKey={(d) => d.id}
+          empty={
+            <EmptyState
+              title="No directory yet"
+              cli={`npx gatehouse orgs directories create ${orgId} --name "Acme Okta" --provider okta`}
+              curl={curl(`/v1/organizations/${orgId}/directories`, {
+                method: 'POST',
+                body: '{"name": "Acme Okta", "provider": "okta"}',
+              })}
+            />
+          }
+        >
+          {(d) => (
+            <>
+              <td>
+                {d.name}
+                <div className="meta">
+                  <code>{d.scim_base_url}</code>{' '}
+                  <CopyButton value={d.scim_base_url} label={`Copy the SCIM base URL of ${d.name}`} />
+                </div>
+              </td>
+              <td>{providerName(d.provider)}</td>
+              <td>
+                <span className="badge">{d.status}</span>
+              </td>
+              <td>{d.user_count}</td>
+              <td>{d.group_count}</td>
+              <td>{when(d.last_request_at, 'never')}</td>
+              <td>
+                <div className="row-actions">
+                  <ConfirmButton
+                    label="Rotate token"
+                    ariaLabel={`Rotate token of ${d.name}`}
+                    title={`Rotate the token of ${d.name}?`}
+                    confirmLabel="Rotate the token"
+                    isDisabled={rotate.isPending}
+                    onConfirm={() =>
+                      rotate.mutate(
+                        { id: orgId, directory_id: d.id },
+                        {
+                          onSuccess: ({ token }) => setHandover({ name: d.name, baseUrl: d.scim_base_url, token, rotated: true }),
+                        },
+                      )
+                    }
+                  >
+                    <p>The current token stops working at once: the identity provider needs the new one.</p>
+                  </ConfirmButton>
+                  <Button
+                    className="button small"
+                    aria-label={`${d.status === 'active' ? 'Disable' : 'Enable'} ${d.name}`}
+                    isDisabled={update.isPending}
+                    onPress={() =>
+                      update.mutate({ id: orgId, directory_id: d.id, status: d.status === 'active' ? 'disabled' : 'active' })
+                    }
+                  >
+                    {d.status === 'active' ? 'Disable' : 'Enable'}
+                  </Button>
+                  <ConfirmButton
+                    label="Delete"
+                    ariaLabel={`Delete ${d.name}`}
+                    title={`Delete ${d.name}?`}
+                    confirmLabel="Delete the directory"
+                    isDisabled={remove.isPending}
+                    onConfirm={() => remove.mutate({ id: orgId, directory_id: d.id })}
+                  >
+                    <p>
+                      Its users and groups are forgotten and its token stops working. The memberships it made stay. This cannot be
+                      undone.
+                    </p>
+                  </ConfirmButton>
+                </div>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <CreateDirectory
         orgId={orgId}

@@ -4,12 +4,13 @@ import { Button, Form, Input, Label, Radio, RadioGroup, Text, TextField } from '
 import { app, type Outputs } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
 import { CopyButton } from '../../components/copy-button.tsx';
-import { EmptyState } from '../../components/empty-state.tsx';
+import { curl, EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
+import { ListTable } from '../../components/list-table.tsx';
+import { when } from '../../format.ts';
 
 type Domain = Outputs['organizations']['domains']['list'][number];
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 const STATUS_TEXT: Record<Domain['status'], string> = {
   pending_verification: 'pending verification',
   verified: 'verified',
@@ -36,9 +37,7 @@ export function Domains({ orgId }: { orgId: string }) {
         <EmptyState
           title="No domain yet"
           cli={`npx gatehouse orgs domains add ${orgId} acme.com`}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/domains" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"domain": "acme.com"}'`}
+          curl={curl(`/v1/organizations/${orgId}/domains`, { method: 'POST', body: '{"domain": "acme.com"}' })}
         />
       )}
       {domains.data?.map((domain) => (
@@ -86,29 +85,26 @@ function DomainPanel({ orgId, domain }: { orgId: string; domain: Domain }) {
             Create this DNS record at the domain's DNS host, then verify. A claim not verified within 7 days fails (claimed{' '}
             {when(domain.created_at)}).
           </p>
-          <table className="table">
-            <caption className="visually-hidden">The TXT record that proves {domain.domain}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Type</th>
-                <th scope="col">Name</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              <tr>
-                <td>{domain.verification.type}</td>
+          <ListTable
+            caption={`The TXT record that proves ${domain.domain}`}
+            columns={['Type', 'Name', 'Value']}
+            rows={[domain.verification]}
+            rowKey={(record) => record.type}
+          >
+            {(record) => (
+              <>
+                <td>{record.type}</td>
                 <td>
-                  <code>{domain.verification.name}</code>{' '}
-                  <CopyButton value={domain.verification.name} label={`Copy the record name for ${domain.domain}`} />
+                  <code>{record.name}</code>{' '}
+                  <CopyButton value={record.name} label={`Copy the record name for ${domain.domain}`} />
                 </td>
                 <td>
-                  <code>{domain.verification.value}</code>{' '}
-                  <CopyButton value={domain.verification.value} label={`Copy the record value for ${domain.domain}`} />
+                  <code>{record.value}</code>{' '}
+                  <CopyButton value={record.value} label={`Copy the record value for ${domain.domain}`} />
                 </td>
-              </tr>
-            </tbody>
-          </table>
+              </>
+            )}
+          </ListTable>
           {domain.status === 'pending_verification' && (
             <Button
               className="button primary"

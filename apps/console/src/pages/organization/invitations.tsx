@@ -4,12 +4,12 @@ import { useState } from 'react';
 import { Button, Form, Input, Label, Radio, RadioGroup, Text, TextField } from 'react-aria-components';
 import { app } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
-import { EmptyState } from '../../components/empty-state.tsx';
+import { curl, EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
-import { Pager } from '../../components/pager.tsx';
+import { ListTable } from '../../components/list-table.tsx';
+import { when } from '../../format.ts';
 import { INVITATION_STATUSES, PAGE_SIZE } from '../../search.ts';
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 const DAY_S = 24 * 3600;
 
 /**
@@ -81,71 +81,61 @@ export function Invitations({ orgId }: { orgId: string }) {
         <EmptyState
           title={status ? `No ${status} invitation` : 'No invitation yet'}
           cli={`npx gatehouse orgs invite ${orgId} grace@example.com --role member --expires-in 7d`}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/invitations" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"email": "grace@example.com", "role": "member"}'`}
+          curl={curl(`/v1/organizations/${orgId}/invitations`, {
+            method: 'POST',
+            body: '{"email": "grace@example.com", "role": "member"}',
+          })}
         />
       )}
       {page && page.invitations.length > 0 && (
-        <>
-          <table className="table">
-            <caption className="visually-hidden">Invitations, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">Status</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Sent</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.invitations.map((invitation) => (
-                <tr key={invitation.id}>
-                  <td>{invitation.email}</td>
-                  <td>{invitation.role}</td>
-                  <td>
-                    <span className="badge">{invitation.status}</span>
-                    {invitation.accepted_at && <span className="meta"> {when(invitation.accepted_at)}</span>}
-                    {invitation.revoked_at && <span className="meta"> {when(invitation.revoked_at)}</span>}
-                  </td>
-                  <td>{when(invitation.expires_at)}</td>
-                  <td>{when(invitation.created_at)}</td>
-                  <td>
-                    <div className="row-actions">
-                      {(invitation.status === 'pending' || invitation.status === 'expired') && (
-                        <>
-                          <Button
-                            className="button small"
-                            aria-label={`Resend the invitation of ${invitation.email}`}
-                            isDisabled={resend.isPending}
-                            onPress={() => resend.mutate({ id: orgId, invitation_id: invitation.id })}
-                          >
-                            Resend
-                          </Button>
-                          <ConfirmButton
-                            label="Revoke"
-                            ariaLabel={`Revoke the invitation of ${invitation.email}`}
-                            title={`Revoke the invitation of ${invitation.email}?`}
-                            confirmLabel="Revoke the invitation"
-                            isDisabled={revoke.isPending}
-                            onConfirm={() => revoke.mutate({ id: orgId, invitation_id: invitation.id })}
-                          >
-                            <p>Its link stops working at once. You can invite the address again later.</p>
-                          </ConfirmButton>
-                        </>
-                      )}
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager label="Pages of invitations" offset={page.offset} shown={page.invitations.length} total={page.total} />
-        </>
+        <ListTable
+          caption="Invitations, newest first"
+          columns={['Email', 'Role', 'Status', 'Expires', 'Sent']}
+          actions="Actions"
+          rows={page.invitations}
+          rowKey={(invitation) => invitation.id}
+          pager={{ label: 'Pages of invitations', offset: page.offset, total: page.total }}
+        >
+          {(invitation) => (
+            <>
+              <td>{invitation.email}</td>
+              <td>{invitation.role}</td>
+              <td>
+                <span className="badge">{invitation.status}</span>
+                {invitation.accepted_at && <span className="meta"> {when(invitation.accepted_at)}</span>}
+                {invitation.revoked_at && <span className="meta"> {when(invitation.revoked_at)}</span>}
+              </td>
+              <td>{when(invitation.expires_at)}</td>
+              <td>{when(invitation.created_at)}</td>
+              <td>
+                <div className="row-actions">
+                  {(invitation.status === 'pending' || invitation.status === 'expired') && (
+                    <>
+                      <Button
+                        className="button small"
+                        aria-label={`Resend the invitation of ${invitation.email}`}
+                        isDisabled={resend.isPending}
+                        onPress={() => resend.mutate({ id: orgId, invitation_id: invitation.id })}
+                      >
+                        Resend
+                      </Button>
+                      <ConfirmButton
+                        label="Revoke"
+                        ariaLabel={`Revoke the invitation of ${invitation.email}`}
+                        title={`Revoke the invitation of ${invitation.email}?`}
+                        confirmLabel="Revoke the invitation"
+                        isDisabled={revoke.isPending}
+                        onConfirm={() => revoke.mutate({ id: orgId, invitation_id: invitation.id })}
+                      >
+                        <p>Its link stops working at once. You can invite the address again later.</p>
+                      </ConfirmButton>
+                    </>
+                  )}
+                </div>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <Invite orgId={orgId} onInvited={refresh} />
     </div>

@@ -4,9 +4,9 @@ import { useState } from 'react';
 import { Button, Form, Input, Label, Text, TextField } from 'react-aria-components';
 import { app } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
-import { EmptyState } from '../../components/empty-state.tsx';
+import { curl, EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
-import { Pager } from '../../components/pager.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 import { PAGE_SIZE } from '../../search.ts';
 
 /** The organization's members (paged in the URL), adding a user by id, changing a member's role, removing a member. */
@@ -41,63 +41,51 @@ export function Members({ appId, orgId }: { appId: string; orgId: string }) {
         <EmptyState
           title="No member yet"
           cli={`npx gatehouse orgs members add ${orgId} <user id> --role admin`}
-          curl={`curl -s -X POST "$GATEHOUSE/v1/organizations/${orgId}/members" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"user_id": "<user id>", "role": "admin"}'`}
+          curl={curl(`/v1/organizations/${orgId}/members`, { method: 'POST', body: '{"user_id": "<user id>", "role": "admin"}' })}
         />
       )}
       {page && page.members.length > 0 && (
-        <>
-          <table className="table">
-            <caption className="visually-hidden">Members</caption>
-            <thead>
-              <tr>
-                <th scope="col">User</th>
-                <th scope="col">Role</th>
-                <th scope="col">Status</th>
-                <th scope="col">Source</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.members.map((member) => (
-                <tr key={member.user_id}>
-                  <td>
-                    <Link to="/apps/$appId/users/$userId" params={{ appId, userId: member.user_id }}>
-                      {member.email ?? member.user_id}
-                    </Link>
-                  </td>
-                  <td>
-                    <RoleEditor
-                      key={member.role}
-                      who={member.email ?? member.user_id}
-                      role={member.role}
-                      isDisabled={update.isPending}
-                      onSave={(role) => update.mutate({ id: orgId, user_id: member.user_id, role })}
-                    />
-                  </td>
-                  <td>{member.status}</td>
-                  <td>{member.source}</td>
-                  <td>
-                    <ConfirmButton
-                      label="Remove"
-                      ariaLabel={`Remove ${member.email ?? member.user_id}`}
-                      title="Remove this member?"
-                      confirmLabel="Remove the member"
-                      isDisabled={remove.isPending}
-                      onConfirm={() => remove.mutate({ id: orgId, user_id: member.user_id })}
-                    >
-                      <p>They lose their role in the organization; their account stays.</p>
-                    </ConfirmButton>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager label="Pages of members" offset={page.offset} shown={page.members.length} total={page.total} />
-        </>
+        <ListTable
+          caption="Members"
+          columns={['User', 'Role', 'Status', 'Source']}
+          actions="Actions"
+          rows={page.members}
+          rowKey={(member) => member.user_id}
+          pager={{ label: 'Pages of members', offset: page.offset, total: page.total }}
+        >
+          {(member) => (
+            <>
+              <td>
+                <Link to="/apps/$appId/users/$userId" params={{ appId, userId: member.user_id }}>
+                  {member.email ?? member.user_id}
+                </Link>
+              </td>
+              <td>
+                <RoleEditor
+                  key={member.role}
+                  who={member.email ?? member.user_id}
+                  role={member.role}
+                  isDisabled={update.isPending}
+                  onSave={(role) => update.mutate({ id: orgId, user_id: member.user_id, role })}
+                />
+              </td>
+              <td>{member.status}</td>
+              <td>{member.source}</td>
+              <td>
+                <ConfirmButton
+                  label="Remove"
+                  ariaLabel={`Remove ${member.email ?? member.user_id}`}
+                  title="Remove this member?"
+                  confirmLabel="Remove the member"
+                  isDisabled={remove.isPending}
+                  onConfirm={() => remove.mutate({ id: orgId, user_id: member.user_id })}
+                >
+                  <p>They lose their role in the organization; their account stays.</p>
+                </ConfirmButton>
+              </td>
+            </>
+          )}
+        </ListTable>
       )}
       <AddMember orgId={orgId} onAdded={refresh} />
     </div>

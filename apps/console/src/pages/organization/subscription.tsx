@@ -1,15 +1,15 @@
 import { skipToken, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { type ReactNode, useState } from 'react';
 import { Button, Form, Input, Label, Radio, RadioGroup, Text, TextField } from 'react-aria-components';
 import { app, type Outputs } from '../../api.ts';
 import { ConfirmButton } from '../../components/confirm.tsx';
-import { EmptyState } from '../../components/empty-state.tsx';
+import { curl, EmptyState } from '../../components/empty-state.tsx';
 import { ErrorNotice } from '../../components/error-notice.tsx';
+import { when } from '../../format.ts';
 
 type Organization = Outputs['organizations']['get'];
 type Plan = Outputs['billing']['plans']['list'][number];
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
 const money = (cents: number, currency: string) =>
   new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(cents / 100);
 const priceOf = (plan: Pick<Plan, 'price_cents' | 'per_seat_cents' | 'currency' | 'interval'>) =>
@@ -80,9 +80,10 @@ export function Subscription({ organization }: { organization: Organization }) {
             <EmptyState
               title="No plan to subscribe to"
               cli="npx gatehouse billing plans create team --name Team --price 2900 --per-seat 900"
-              curl={`curl -s -X POST "$GATEHOUSE/v1/billing/plans" \\
-  -H "authorization: Bearer $SECRET_KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \\
-  -d '{"key": "team", "name": "Team", "interval": "month", "currency": "USD", "price_cents": 2900}'`}
+              curl={curl('/v1/billing/plans', {
+                method: 'POST',
+                body: '{"key": "team", "name": "Team", "interval": "month", "currency": "USD", "price_cents": 2900}',
+              })}
             >
               <p>Create a plan first; then subscribe the organization here.</p>
             </EmptyState>
@@ -187,20 +188,9 @@ function ChangeSubscription({
             }}
           >
             <PlanChoice plans={choices} value={planId} onChange={setPlanId} />
-            <TextField
-              className="field"
-              isRequired
-              inputMode="numeric"
-              value={seats}
-              onChange={setSeats}
-              isInvalid={wanted === undefined}
-            >
-              <Label>Seats</Label>
-              <Input />
-              <Text slot="description">
-                At least {Math.max(organization.member_count, 1)}: seats cannot be fewer than the members.
-              </Text>
-            </TextField>
+            <SeatsField value={seats} onChange={setSeats}>
+              At least {Math.max(organization.member_count, 1)}: seats cannot be fewer than the members.
+            </SeatsField>
             <Button
               type="submit"
               className="button primary"
@@ -264,23 +254,32 @@ function Subscribe({ organization, plans }: { organization: Organization; plans:
         }}
       >
         <PlanChoice plans={plans} value={planId} onChange={setPlanId} />
-        <TextField
-          className="field"
-          isRequired
-          inputMode="numeric"
-          value={seats}
-          onChange={setSeats}
-          isInvalid={wanted === undefined}
-        >
-          <Label>Seats</Label>
-          <Input />
-          <Text slot="description">At least {Math.max(organization.member_count, 1)}: a member beyond the seats is refused.</Text>
-        </TextField>
+        <SeatsField value={seats} onChange={setSeats}>
+          At least {Math.max(organization.member_count, 1)}: a member beyond the seats is refused.
+        </SeatsField>
         <Button type="submit" className="button primary" isDisabled={create.isPending || wanted === undefined || !planId}>
           {create.isPending ? 'Subscribing…' : 'Subscribe'}
         </Button>
       </Form>
       <ErrorNotice error={create.error} title="The organization was not subscribed" />
     </section>
+  );
+}
+
+/** The seats of a subscription: a whole number (`seatsOf`), with what its lower bound means (`children`). */
+function SeatsField({ value, onChange, children }: { value: string; onChange: (value: string) => void; children: ReactNode }) {
+  return (
+    <TextField
+      className="field"
+      isRequired
+      inputMode="numeric"
+      value={value}
+      onChange={onChange}
+      isInvalid={seatsOf(value) === undefined}
+    >
+      <Label>Seats</Label>
+      <Input />
+      <Text slot="description">{children}</Text>
+    </TextField>
   );
 }
