@@ -86,9 +86,9 @@ const sourceLocation: Plugin = {
  * app and the workspace packages — and the npm packages it uses (but `EXTERNAL`) become JavaScript in a few files, so
  * a start neither loads Node's type stripper (about 17 MB resident) nor resolves and reads thousands of modules. What
  * the sources import on first use (`import()`: the embedded database's driver, the OpenAPI document) is a chunk of its
- * own (dist/chunks/), loaded then. dist/inputs.json lists the sources, for start.js to see when the bundle is older
+ * own (beside main.js in dist/), loaded then. dist/inputs.json lists the sources, for start.js to see when the bundle is older
  * than one of them; for the npm packages it lists node_modules/.package-lock.json, which npm rewrites whenever it
- * changes node_modules.
+ * changes node_modules, and it lists this file.
  */
 export async function buildServer(): Promise<void> {
   const result = await build({
@@ -97,7 +97,8 @@ export async function buildServer(): Promise<void> {
     outdir: DIST,
     ...bundling,
     splitting: true,
-    chunkNames: 'chunks/[name]-[hash]',
+    // Beside the entry, never in a folder of their own: a source's `import.meta.url` is written relative to dist/.
+    chunkNames: '[name]-[hash]',
     plugins: [...bundling.plugins, sourceLocation],
     banner: {
       js: [
@@ -119,17 +120,17 @@ export async function buildServer(): Promise<void> {
     await writeFile(`${path}.${process.pid}.tmp`, contents);
     await rename(`${path}.${process.pid}.tmp`, path);
   };
-  const chunks = join(DIST, 'chunks');
-  await mkdir(chunks, { recursive: true });
+  await mkdir(DIST, { recursive: true });
   // The chunks before the entry that imports them.
   const entry = join(DIST, 'main.js');
   for (const file of result.outputFiles) if (file.path !== entry) await replace(file.path, file.contents);
   for (const file of result.outputFiles) if (file.path === entry) await replace(file.path, file.contents);
   // Earlier builds' chunks stay a day: a process started from an earlier entry may still import one on first use.
-  const current = new Set(result.outputFiles.map((file) => file.path));
-  for (const name of await readdir(chunks)) {
-    const path = join(chunks, name);
-    if (!current.has(path) && Date.now() - (await stat(path)).mtimeMs > 86_400_000) await rm(path, { force: true });
+  const kept = new Set([...result.outputFiles.map((file) => file.path), join(DIST, 'inputs.json')]);
+  for (const name of await readdir(DIST)) {
+    const path = join(DIST, name);
+    if (kept.has(path)) continue;
+    if (Date.now() - (await stat(path)).mtimeMs > 86_400_000) await rm(path, { force: true });
   }
   // Relative to dist/, as the bundle's own references to the sources are.
   const inputs = [
@@ -137,6 +138,7 @@ export async function buildServer(): Promise<void> {
       .map((input) => resolve(here('.'), input))
       .filter((input) => !input.split(sep).includes('node_modules')),
     here('../../node_modules/.package-lock.json'),
+    here('./build.ts'),
   ].map((input) => relative(DIST, input).split(sep).join('/'));
   // Last: the list of sources is the bundle's own only once the bundle is in place.
   await replace(here('./dist/inputs.json'), `${JSON.stringify(inputs)}\n`);

@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
@@ -140,10 +141,47 @@ describe('npm start on a fresh data directory', () => {
     expect(output).not.toMatch(/authorization/i);
   });
 
+  it('finds the files beside its sources when bundled: the console, the API reference and its assets, the OpenAPI document, the passkey script', async () => {
+    // Each is found from a source's own location (`import.meta.url`, rewritten by build.ts relative to the bundle) or
+    // loaded on first use from a chunk of the bundle.
+    const console = await fetch(`${url}/console/`);
+    expect(console.status).toBe(200);
+    expect(console.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await console.text()).toMatch(/<script[^>]+src="\/console\/assets\/[^"]+\.js"/);
+    expect((await fetch(`${url}/docs`)).status).toBe(200);
+    const bundle = await fetch(`${url}/docs/swagger-ui-bundle.js`);
+    expect(bundle.status).toBe(200);
+    expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+    const document = await rawRequest(url, 'GET', '/v1/openapi.json');
+    expect(document.status).toBe(200);
+    expect(document.body.openapi).toMatch(/^3\./);
+    const token = (await readFile(join(dataDir, 'operator-token'), 'utf8')).trim();
+    const created = await rawRequest(url, 'POST', '/v1/applications', {
+      body: { name: 'Pages' },
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const signIn = await fetch(`${url}/a/${created.body.data.application.id}/sign-in`);
+    expect(signIn.status).toBe(200);
+    expect(signIn.headers.get('content-type')).toMatch(/^text\/html/);
+  });
+
   it('stops gracefully on SIGTERM', async () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(output).toContain('shutting down');
+  });
+
+  it('had made its embedded database from the migrated template (made by npm install), not by replaying the migrations', async () => {
+    // Read once the server has stopped (an embedded database has one process). The template's migrations ran when
+    // `npm install` built it, before this start; replayed, they would have run after it.
+    const db = await PGlite.create({ dataDir: join(dataDir, 'db') });
+    try {
+      const { rows } = await db.query<{ name: string; executed_at: Date }>('select name, executed_at from mikro_orm_migrations');
+      expect(rows.length).toBeGreaterThan(30);
+      expect(rows.filter((row) => row.executed_at.getTime() >= edited.getTime())).toEqual([]);
+    } finally {
+      await db.close();
+    }
   });
 });
