@@ -9,20 +9,19 @@ const DIST = here('./dist');
 /**
  * The npm packages that stay outside the bundle and load at run time from node_modules, as from the sources:
  * - the protocol libraries most requests never need, imported on first use (`import()`): oidc-provider, node-saml,
- *   the social sign-in clients, WebAuthn, the SMTP client, the rate limiter's Redis store;
+ *   the social sign-in clients, WebAuthn, the SMTP client, the Redis client (only with GATEHOUSE_REDIS_URL);
  * - PGlite, which finds its WebAssembly, data and extension files beside its own module.
  * None of them imports a bundled package that must be one instance (MikroORM's classes): their own imports (jose,
  * koa, …) load from node_modules as theirs. Every other npm package is bundled: a start then resolves, reads and
  * compiles one file instead of two thousand (Node's loader was a third of the start).
  */
-const EXTERNAL = new Set([
+export const EXTERNAL = new Set([
   'oidc-provider',
   '@node-saml/node-saml',
   'arctic',
   'openid-client',
   '@simplewebauthn/server',
   'nodemailer',
-  'rate-limiter-flexible',
   'ioredis',
   '@electric-sql/pglite',
 ]);
@@ -50,6 +49,9 @@ export const bundling = {
   platform: 'node',
   format: 'esm',
   target: 'node24',
+  // Functions and classes keep their names where the bundle renames them: packages read them (MikroORM looks its
+  // Migrator extension up by `name`; renamed, it imported a second copy of itself from node_modules).
+  keepNames: true,
   plugins: [externalNpmPackages],
   banner: {
     js: [

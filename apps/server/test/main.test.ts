@@ -4,9 +4,10 @@ import { mkdtemp, readFile, rm, stat, utimes } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXTERNAL } from '../build.ts';
 import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
 import { rawRequest } from './helpers/server.ts';
@@ -37,6 +38,9 @@ beforeAll(async () => {
     PORT: String(port),
     GATEHOUSE_DATA_DIR: dataDir,
     GATEHOUSE_LOG_LEVEL: 'info',
+    // Which npm modules the server loads from node_modules (not the bundle): helpers/module-log.mjs.
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(join(import.meta.dirname, 'helpers/module-log.mjs')).href}`,
+    MODULE_LOG: join(dataDir, 'modules.log'),
   };
   // HOST unset: the documented default bind, as a newcomer's `npm start` has it.
   delete env.HOST;
@@ -67,6 +71,20 @@ afterAll(async () => {
 });
 
 describe('npm start on a fresh data directory', () => {
+  it('loads its npm packages from the bundle: MikroORM once, and no protocol library before a request needs it', async () => {
+    const lines = (await readFile(join(dataDir, 'modules.log'), 'utf8')).split('\n');
+    const packages = new Set(
+      lines
+        .filter((line) => line.startsWith(`${child.pid} `))
+        .map((line) => line.match(/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//)?.[1])
+        .filter((name) => name !== undefined),
+    );
+    // A second MikroORM from node_modules would hold classes of its own beside the bundle's.
+    expect([...packages].filter((name) => name.startsWith('@mikro-orm/') || name === 'kysely')).toEqual([]);
+    // The embedded database stays outside the bundle (its WebAssembly is beside its module); the rest load on first use.
+    expect([...packages].filter((name) => EXTERNAL.has(name))).toEqual(['@electric-sql/pglite']);
+  });
+
   it('runs the bundled server (apps/server/dist/main.js), built again since one of its sources is newer', async () => {
     expect(startArguments.at(-1)).toBe('apps/server/start.js');
     expect((await stat(bundle)).mtimeMs).toBeGreaterThanOrEqual(edited.getTime());
