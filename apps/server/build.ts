@@ -1,4 +1,5 @@
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import http from 'node:http';
 import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuildOptions, build, type Plugin } from 'esbuild';
@@ -40,6 +41,34 @@ const externalNpmPackages: Plugin = {
 };
 
 /**
+ * `node:http` as the bundled ES modules import it (tRPC's, ours), without Node's ES module wrapper of it: that wrapper
+ * reads every export of the module, and three of them (`WebSocket`, `CloseEvent`, `MessageEvent`) load Node's fetch
+ * implementation, undici, there and then: about 13 MB resident and tens of milliseconds at every start of a server
+ * that does not use fetch. The module is taken with `process.getBuiltinModule`, as `require` takes it, and its other
+ * exports are exported; an import of one of those three fails the build. (`require` of it is untouched: esbuild leaves
+ * Node's modules to Node.)
+ */
+const UNDICI_EXPORTS = new Set(['WebSocket', 'CloseEvent', 'MessageEvent']);
+const nodeHttpWithoutFetch: Plugin = {
+  name: 'node-http-without-fetch',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?http$/ }, ({ kind }) =>
+      kind === 'import-statement' ? { path: 'node:http', namespace: 'node-http-without-fetch' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'node-http-without-fetch' }, () => ({
+      contents: [
+        "const http = process.getBuiltinModule('node:http');",
+        'export default http;',
+        ...Object.keys(http)
+          .filter((name) => !UNDICI_EXPORTS.has(name))
+          .map((name) => `export const ${name} = http.${name};`),
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * How the server's code is bundled, for the server (below) and for a test that bundles part of it: Node 24's ES
  * modules, npm packages but `EXTERNAL` inside, and a `require` for the bundled CommonJS packages' own (of Node's
  * modules, and of their optional dependencies).
@@ -52,7 +81,7 @@ export const bundling = {
   // Functions and classes keep their names where the bundle renames them: packages read them (MikroORM looks its
   // Migrator extension up by `name`; renamed, it imported a second copy of itself from node_modules).
   keepNames: true,
-  plugins: [externalNpmPackages],
+  plugins: [nodeHttpWithoutFetch, externalNpmPackages],
   banner: {
     js: [
       "import { createRequire as __gh_createRequire } from 'node:module';",

@@ -190,6 +190,11 @@ describe('npm start on a fresh data directory', () => {
     expect(output).toContain('shutting down');
   });
 
+  it('never loaded Node’s fetch (undici, 13 MB): no request here used it, and importing node:http does not', async () => {
+    // build.ts takes node:http for the bundled ES modules without the module wrapper that reads its fetch exports.
+    expect(await readFile(join(dataDir, 'modules.log'), 'utf8')).toContain(`${child.pid} exit undici=false\n`);
+  });
+
   it('had made its embedded database from the migrated template (made by npm install), not by replaying the migrations', async () => {
     // Read once the server has stopped (an embedded database has one process). The template's migrations ran when
     // `npm install` built it, before this start; replayed, they would have run after it.
