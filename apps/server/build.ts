@@ -166,6 +166,8 @@ export async function buildServer(): Promise<void> {
   // Relative to dist/, as the bundle's own references to the sources are.
   const inputs = [
     ...Object.keys(result.metafile.inputs)
+      // Files only: a plugin's module (`namespace:path`) has none, and a missing input would rebuild at every start.
+      .filter((input) => !/^[\w-]+:/.test(input))
       .map((input) => resolve(here('.'), input))
       .filter((input) => !input.split(sep).includes('node_modules')),
     here('../../node_modules/.package-lock.json'),

@@ -88,6 +88,15 @@ describe('npm start on a fresh data directory', () => {
   it('runs the bundled server (apps/server/dist/main.js), built again since one of its sources is newer', async () => {
     expect(startArguments.at(-1)).toBe('apps/server/start.js');
     expect((await stat(bundle)).mtimeMs).toBeGreaterThanOrEqual(edited.getTime());
+    // Every source it lists exists and is older than it, so the next start runs it without building again.
+    const inputs: string[] = JSON.parse(await readFile(join(ROOT, 'apps/server/dist/inputs.json'), 'utf8'));
+    expect(inputs.length).toBeGreaterThan(100);
+    const built = (await stat(bundle)).mtimeMs;
+    const newer = [];
+    for (const input of inputs) {
+      if ((await stat(join(ROOT, 'apps/server/dist', input))).mtimeMs > built) newer.push(input);
+    }
+    expect(newer).toEqual([]);
   });
 
   it('prints its URL, the docs URL and where the operator token is', () => {
