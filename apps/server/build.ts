@@ -10,7 +10,9 @@ const DIST = here('./dist');
 /**
  * The npm packages that stay outside the bundle and load at run time from node_modules, as from the sources:
  * - the protocol libraries most requests never need, imported on first use (`import()`): oidc-provider, node-saml,
- *   the social sign-in clients, WebAuthn, the SMTP client, the Redis client (only with GATEHOUSE_REDIS_URL);
+ *   the social sign-in clients, WebAuthn, the SMTP client;
+ * - the rate limiter and its Redis client, which a server on PostgreSQL without Redis never loads (its counters are
+ *   ours): the two work together only as they are installed (bundled, the rate limiter refused the Redis client);
  * - PGlite, which finds its WebAssembly, data and extension files beside its own module.
  * None of them imports a bundled package that must be one instance (MikroORM's classes): their own imports (jose,
  * koa, …) load from node_modules as theirs. Every other npm package is bundled: a start then resolves, reads and
@@ -23,6 +25,7 @@ export const EXTERNAL = new Set([
   'openid-client',
   '@simplewebauthn/server',
   'nodemailer',
+  'rate-limiter-flexible',
   'ioredis',
   '@electric-sql/pglite',
 ]);

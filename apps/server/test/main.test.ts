@@ -81,8 +81,9 @@ describe('npm start on a fresh data directory', () => {
     );
     // A second MikroORM from node_modules would hold classes of its own beside the bundle's.
     expect([...packages].filter((name) => name.startsWith('@mikro-orm/') || name === 'kysely')).toEqual([]);
-    // The embedded database stays outside the bundle (its WebAssembly is beside its module); the rest load on first use.
-    expect([...packages].filter((name) => EXTERNAL.has(name))).toEqual(['@electric-sql/pglite']);
+    // Outside the bundle and loaded at start: the embedded database (its WebAssembly is beside its module) and, on it,
+    // the rate limiter's memory store. The protocol libraries load on first use.
+    expect([...packages].filter((name) => EXTERNAL.has(name)).sort()).toEqual(['@electric-sql/pglite', 'rate-limiter-flexible']);
   });
 
   it('runs the bundled server (apps/server/dist/main.js), built again since one of its sources is newer', async () => {
@@ -214,6 +215,56 @@ describe('npm start on a fresh data directory', () => {
       expect(rows.filter((row) => row.executed_at.getTime() >= edited.getTime())).toEqual([]);
     } finally {
       await db.close();
+    }
+  });
+});
+
+describe('npm start with Redis counters (GATEHOUSE_REDIS_URL)', () => {
+  it('counts in Redis: the rate limiter and its Redis client, outside the bundle, work together', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-main-redis-'));
+    const redisPort = await freePort();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(redisPort),
+      HOST: '127.0.0.1',
+      GATEHOUSE_DATA_DIR: dir,
+      GATEHOUSE_REDIS_URL: 'redis://127.0.0.1:6379',
+      GATEHOUSE_OPERATOR_TOKEN: 'main-test-operator-token-0123456789',
+    };
+    delete env.DATABASE_URL;
+    delete env.GATEHOUSE_MASTER_KEY;
+    const server = spawn(process.execPath, startArguments, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    server.stderr?.on('data', (chunk) => {
+      log += chunk;
+    });
+    try {
+      const deadline = Date.now() + BOOT_MS;
+      while (!log.includes('Gatehouse is running')) {
+        if (Date.now() > deadline || server.exitCode !== null) throw new Error(`server did not start:\n${log}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const base = `http://127.0.0.1:${redisPort}`;
+      const created = await rawRequest(base, 'POST', '/v1/applications', {
+        body: { name: 'Redis' },
+        headers: { authorization: `Bearer ${env.GATEHOUSE_OPERATOR_TOKEN}` },
+      });
+      expect(created.status).toBe(201);
+      const headers = { 'x-application-id': created.body.data.application.id };
+      const remaining: number[] = [];
+      for (let i = 0; i < 2; i++) {
+        const started = await rawRequest(base, 'POST', '/v1/auth/magic-link/start', {
+          body: { email: 'counted@example.com' },
+          headers,
+        });
+        expect(started.status).toBe(200);
+        remaining.push(Number(started.headers.get('ratelimit-remaining')));
+      }
+      // The second start was counted after the first: the counters answered (a Redis the limiter refused is a 503).
+      expect(remaining[1]).toBe((remaining[0] ?? 0) - 1);
+    } finally {
+      server.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
