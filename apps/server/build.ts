@@ -120,9 +120,9 @@ const sourceLocation: Plugin = {
  * app and the workspace packages — and the npm packages it uses (but `EXTERNAL`) become JavaScript in a few files, so
  * a start neither loads Node's type stripper (about 17 MB resident) nor resolves and reads thousands of modules. What
  * the sources import on first use (`import()`: the embedded database's driver, the OpenAPI document) is a chunk of its
- * own (beside main.js in dist/), loaded then. dist/inputs.json lists the sources, for start.js to see when the bundle is older
- * than one of them; for the npm packages it lists node_modules/.package-lock.json, which npm rewrites whenever it
- * changes node_modules, and it lists this file.
+ * own (beside main.js in dist/), loaded then. dist/inputs.json lists the sources, for start.js to see when the bundle
+ * is older than one of them; for the npm packages it lists node_modules/.package-lock.json, which npm rewrites
+ * whenever it changes node_modules, and it lists this file.
  */
 export async function buildServer(): Promise<void> {
   const result = await build({

@@ -29,6 +29,30 @@ let output = '';
 let url: string;
 let port: number;
 
+/**
+ * Runs `npm start`'s command with `env`, hands each chunk of its output to `onOutput`, and answers the process once
+ * `started()` holds (or fails after BOOT_MS, or when it exits, with what it wrote).
+ */
+async function npmStart(env: NodeJS.ProcessEnv, onOutput: (chunk: string) => void, started: () => boolean) {
+  const server = spawn(process.execPath, startArguments, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let written = '';
+  const collect = (chunk: Buffer) => {
+    written += chunk;
+    onOutput(chunk.toString());
+  };
+  server.stdout?.on('data', collect);
+  server.stderr?.on('data', collect);
+  const deadline = Date.now() + BOOT_MS;
+  while (!started()) {
+    if (Date.now() > deadline || server.exitCode !== null) {
+      server.kill('SIGKILL');
+      throw new Error(`server did not start:\n${written}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return server;
+}
+
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'gatehouse-main-'));
   port = await freePort();
@@ -49,20 +73,15 @@ beforeAll(async () => {
   delete env.GATEHOUSE_MASTER_KEY;
   edited = new Date();
   await utimes(join(ROOT, 'apps/server/src/main.ts'), edited, edited);
-  child = spawn(process.execPath, startArguments, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.on('data', (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    output += chunk;
-  });
-  const deadline = Date.now() + BOOT_MS;
   // The banner (stdout) and the log's `Server listening` line (written by the logger on its own schedule) may arrive
   // in either order: wait for both.
-  while (!output.includes('Gatehouse is running') || !output.includes('"msg":"Server listening')) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  child = await npmStart(
+    env,
+    (chunk) => {
+      output += chunk;
+    },
+    () => output.includes('Gatehouse is running') && output.includes('"msg":"Server listening'),
+  );
 });
 
 afterAll(async () => {
@@ -233,17 +252,18 @@ describe('npm start with Redis counters (GATEHOUSE_REDIS_URL)', () => {
     };
     delete env.DATABASE_URL;
     delete env.GATEHOUSE_MASTER_KEY;
-    const server = spawn(process.execPath, startArguments, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
-    server.stderr?.on('data', (chunk) => {
-      log += chunk;
+    const server = await npmStart(
+      env,
+      (chunk) => {
+        log += chunk;
+      },
+      () => log.includes('Gatehouse is running'),
+    ).catch(async (error: unknown) => {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
     });
     try {
-      const deadline = Date.now() + BOOT_MS;
-      while (!log.includes('Gatehouse is running')) {
-        if (Date.now() > deadline || server.exitCode !== null) throw new Error(`server did not start:\n${log}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
       const base = `http://127.0.0.1:${redisPort}`;
       const created = await rawRequest(base, 'POST', '/v1/applications', {
         body: { name: 'Redis' },
