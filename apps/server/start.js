@@ -2,7 +2,6 @@
 // is missing or older than one of its sources — so an edit to the sources is what the next start runs. Plain
 // JavaScript, as the bundle is: Node's type stripper is never loaded (about 17 MB resident, and the stripping of two
 // hundred files at every start).
-import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import module from 'node:module';
 
@@ -30,6 +29,8 @@ function stale() {
 
 if (stale()) {
   // In a child process: the bundler (and the type stripper its TypeScript needs) stays out of the server's memory.
+  // Node's child_process module loads only then (a start from an up-to-date bundle never needs it).
+  const { spawnSync } = await import('node:child_process');
   const built = spawnSync(process.execPath, [new URL('./build.ts', import.meta.url).pathname], { stdio: 'inherit' });
   if (built.status !== 0) process.exit(built.status ?? 1);
 }

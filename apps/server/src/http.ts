@@ -106,6 +106,11 @@ const requestInfo = (request: FastifyRequest): RequestInfo => ({
   log: request.log,
 });
 
+/** fastify's schema compilers, for a route that declares a schema: none does (see `buildServer`). */
+const noRouteSchemas = () => () => {
+  throw new Error('Route schemas are not used: zod validates the input of every procedure');
+};
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export async function buildServer(options: ServerOptions): Promise<{ app: FastifyInstance; services: Services }> {
@@ -113,6 +118,9 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
     bodyLimit: ONE_MIB,
     trustProxy: false,
     requestIdHeader: false,
+    // No route declares a JSON schema (zod validates every input, in the procedures): fastify's own schema compilers
+    // (ajv, fast-json-stringify) are never asked for, so they are not loaded at start either.
+    schemaController: { compilersFactory: { buildValidator: noRouteSchemas, buildSerializer: noRouteSchemas } },
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import type { SAML } from '@node-saml/node-saml';
-import { DOMParser, type Element as XmlElement } from '@xmldom/xmldom';
+import type { Document as XmlDocument, Element as XmlElement } from '@xmldom/xmldom';
 import { errorMessage } from '../../errors.ts';
 
 /**
@@ -72,8 +72,13 @@ export const pemOf = (base64Der: string) =>
 /** DOCTYPE (and so entities: XXE, billion laughs) is refused before any parser sees the text. */
 export const hasDoctype = (xml: string) => /<!DOCTYPE|<!ENTITY/i.test(xml);
 
-function parseXml(xml: string) {
+/** The XML parser loads with the first metadata or response it reads, not at every process start. */
+let xmlParser: Promise<typeof import('@xmldom/xmldom')> | undefined;
+
+async function parseXml(xml: string): Promise<XmlDocument> {
   if (hasDoctype(xml)) throw new Error('DOCTYPE is not allowed');
+  xmlParser ??= import('@xmldom/xmldom');
+  const { DOMParser } = await xmlParser;
   const doc = new DOMParser({
     onError: (level, message) => {
       if (level !== 'warning') throw new Error(`XML: ${message}`);
@@ -97,7 +102,7 @@ export interface IdpMetadata {
  * Reads an IdP's EntityDescriptor: entity id, the SingleSignOnService for HTTP-Redirect (else HTTP-POST), and its
  * signing certificates. A reason string when it is not usable.
  */
-export function parseIdpMetadata(xml: string): IdpMetadata | string {
+export async function parseIdpMetadata(xml: string): Promise<IdpMetadata | string> {
   // The IdP's certificate is the file a newcomer most often has at hand: say what it is and where it goes.
   if (/^\s*-----BEGIN [A-Z0-9 ]+-----/.test(xml)) {
     return (
@@ -106,9 +111,9 @@ export function parseIdpMetadata(xml: string): IdpMetadata | string {
       'idp_certificate (the base64 between the BEGIN and END lines), with idp_entity_id and idp_sso_url'
     );
   }
-  let doc: ReturnType<typeof parseXml>;
+  let doc: XmlDocument;
   try {
-    doc = parseXml(xml);
+    doc = await parseXml(xml);
   } catch (error) {
     return hasDoctype(xml) ? 'DOCTYPE is not allowed in metadata' : `not well-formed XML (${errorMessage(error)})`;
   }
@@ -223,12 +228,12 @@ export interface AcceptedAssertion {
  * checked by `validateResponse`. `error` when it is not well-formed XML.
  */
 export type ParsedResponse =
-  | { xml: string; doc: ReturnType<typeof parseXml>; error?: undefined }
+  | { xml: string; doc: XmlDocument; error?: undefined }
   | { xml: string; doc?: undefined; error: string };
 
-export function parseResponse(xml: string): ParsedResponse {
+export async function parseResponse(xml: string): Promise<ParsedResponse> {
   try {
-    return { xml, doc: parseXml(xml) };
+    return { xml, doc: await parseXml(xml) };
   } catch (error) {
     return { xml, error: errorMessage(error) };
   }

@@ -175,7 +175,7 @@ export async function readIdpMetadata(ctx: TenantContext, input: { metadata_xml?
           allowInsecure: ctx.services.allowInsecureSaml,
           dnsServers: ctx.services.dnsServers,
         });
-  const metadata = parseIdpMetadata(xml);
+  const metadata = await parseIdpMetadata(xml);
   if (typeof metadata === 'string') {
     throw new AppError('validation_failed', `The IdP metadata cannot be used: ${metadata}`, [{ path: field, message: metadata }]);
   }

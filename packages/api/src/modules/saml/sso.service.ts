@@ -176,7 +176,7 @@ export async function acceptSamlResponse(
 
   let response: ParsedResponse;
   try {
-    response = parseResponse(decodeResponse(form.SAMLResponse));
+    response = await parseResponse(decodeResponse(form.SAMLResponse));
   } catch (error) {
     // decodeResponse throws only SamlRejection (parseResponse returns its errors), and catch binds unknown.
     const rejection = error as SamlRejection;
