@@ -98,16 +98,19 @@ export async function bootSuite(): Promise<SuiteResult> {
     const env = { DATABASE_URL: db.url, GATEHOUSE_DATA_DIR: dataDir, ...secrets() };
     log('boot: PostgreSQL (a first start applies the migrations, not timed)');
     await boot('PostgreSQL, migrating', env);
-    const runs: Boot[] = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await boot(`PostgreSQL #${i + 1}`, env));
-    cases.push({ name: 'PostgreSQL', runs });
     // The peer, started the same way on a database of its own: node on its entry file, migrated by a first start.
     const peerDb = await scratchDatabase();
     const peerEnv = { DATABASE_URL: peerDb.url, BETTER_AUTH_SECRET: randomBytes(32).toString('hex') };
     const peerArgs = ['bench/peers/better-auth.ts'];
     await boot('Better Auth peer, migrating', peerEnv, peerArgs);
+    // Alternated, one start of each at a time: a machine whose speed drifts (a shared one) slows both alike.
+    const runs: Boot[] = [];
     const peerRuns: Boot[] = [];
-    for (let i = 0; i < RUNS; i++) peerRuns.push(await boot(`Better Auth peer #${i + 1}`, peerEnv, peerArgs));
+    for (let i = 0; i < RUNS; i++) {
+      runs.push(await boot(`PostgreSQL #${i + 1}`, env));
+      peerRuns.push(await boot(`Better Auth peer #${i + 1}`, peerEnv, peerArgs));
+    }
+    cases.push({ name: 'PostgreSQL', runs });
     cases.push({ name: 'Better Auth peer, PostgreSQL', runs: peerRuns });
   }
   if (config.only !== 'postgres') {
@@ -201,7 +204,9 @@ export async function bootSuite(): Promise<SuiteResult> {
         'run (the first start creates the database and the secrets), then a restart of it.',
       'The Better Auth peer (`bench/peers/better-auth.ts`, as the better-auth suite runs it: `node` on its entry file) ' +
         'is started the same way on a scratch database of its own, its tables made by a first start that is not timed ' +
-        '(each start runs its `getMigrations(…).runMigrations()`, as it always does).',
+        '(each start runs its `getMigrations(…).runMigrations()`, as it always does). Its starts alternate with ' +
+        "Gatehouse's on PostgreSQL (Gatehouse #1, the peer #1, Gatehouse #2, …), so a drift of the machine's speed " +
+        'weighs on both alike.',
     ],
     measurements: [],
     details: ['| case | ready, ms | CPU at ready, s | peak RSS, MB | idle RSS, MB |', '|---|---|---|---|---|', ...cases.map(row)],
