@@ -1,4 +1,4 @@
-import { createOrm, migrate, type Orm } from '@gatehouse/api';
+import { createOrm, migrate, type Orm, pendingMigrations } from '@gatehouse/api';
 import { describe, expect, inject, it } from 'vitest';
 import { serverDatabaseUrl } from './helpers/processes.ts';
 import { startServer } from './helpers/server.ts';
@@ -34,14 +34,42 @@ describe('committed migrations', () => {
     const orms: Orm[] = [];
     try {
       for (let i = 0; i < 3; i++) orms.push(await createOrm({ ...served, poolSize: 2 }));
+      // A new database has no migrations table: every migration is pending.
+      const pending = await pendingMigrations(orms[0]!);
+      expect(pending).toBeGreaterThan(0);
       const applied = await Promise.all(orms.map((orm) => migrate(orm)));
       expect(applied.filter((names) => names.length > 0)).toHaveLength(1);
       const rows = await orms[0]!.em.getConnection().execute('select name from mikro_orm_migrations');
       expect(rows.length).toBe(applied.find((names) => names.length > 0)!.length);
+      expect(rows.length).toBe(pending);
+      expect(await pendingMigrations(orms[1]!)).toBe(0);
     } finally {
       await Promise.all(orms.map((orm) => orm.close()));
       await admin.em.getConnection().execute(`drop database if exists ${name} with (force)`);
       await admin.close();
+    }
+  });
+
+  it('are counted from their table: a record missing is a migration pending, and /readyz answers 503 until it is back', async () => {
+    const server = await startServer();
+    const connection = server.server.orm.em.getConnection();
+    try {
+      expect(await pendingMigrations(server.server.orm)).toBe(0);
+      const [last] = await connection.execute<{ id: number; name: string }[]>(
+        'select id, name from mikro_orm_migrations order by id desc limit 1',
+      );
+      if (!last) throw new Error('no migration recorded');
+      await connection.execute('delete from mikro_orm_migrations where id = ?', [last.id]);
+      try {
+        expect(await pendingMigrations(server.server.orm)).toBe(1);
+        expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+      } finally {
+        await connection.execute('insert into mikro_orm_migrations (id, name) values (?, ?)', [last.id, last.name]);
+      }
+      expect(await pendingMigrations(server.server.orm)).toBe(0);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    } finally {
+      await server.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 import type { PGlite } from '@electric-sql/pglite';
-import { MikroORM, type Options } from '@mikro-orm/core';
+import { MikroORM, type Options, TableNotFoundException } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { type AbstractSqlDriver, createPostgreSqlTypeParsers, type SqlEntityManager } from '@mikro-orm/sql';
@@ -51,6 +51,9 @@ async function embedded() {
 type Embedded = Awaited<ReturnType<typeof embedded>>;
 export type EntityManager = SqlEntityManager;
 
+/** Where MikroORM's migrator records the migrations applied. */
+const MIGRATIONS_TABLE = 'mikro_orm_migrations';
+
 /** `entities`: every table's entity, from the module list of the composition root (`src/modules.ts`): the kernel knows no module. */
 function ormOptions(
   db: DatabaseConfig,
@@ -64,7 +67,7 @@ function ormOptions(
     allowGlobalContext: false,
     // Identity maps are per request (forked managers); nothing is shared between requests.
     forceUtcTimezone: true,
-    migrations: { migrationsList, tableName: 'mikro_orm_migrations', snapshot: false, silent: true },
+    migrations: { migrationsList, tableName: MIGRATIONS_TABLE, snapshot: false, silent: true },
     // The SQL functions of hand-written migrations (authz_check, authz_keyed_check) are not MikroORM routines: the
     // schema diff leaves existing functions alone (it still creates declared routines; none are declared).
     schemaGenerator: { ignoreRoutines: true },
@@ -159,10 +162,12 @@ const fromTemplate = new WeakMap<Orm, string[]>();
 
 /** Applies the pending migrations; answers the names of those this database received (from its template too). */
 export async function migrate(orm: Orm): Promise<string[]> {
+  const templated = fromTemplate.get(orm) ?? [];
+  fromTemplate.delete(orm);
+  // The usual start: nothing pending, seen in one statement (no lock, no migrator).
+  if ((await pendingMigrations(orm)) === 0) return templated;
   const url = orm.config.get('clientUrl');
   if (!url || orm.config.get('driver') !== PostgreSqlDriver) {
-    const templated = fromTemplate.get(orm) ?? [];
-    fromTemplate.delete(orm);
     return [...templated, ...(await orm.migrator.up()).map((m) => m.name)];
   }
   const lock = new pg.Client({ connectionString: url });
@@ -183,8 +188,22 @@ export async function migrate(orm: Orm): Promise<string[]> {
   }
 }
 
+/**
+ * How many of the committed migrations (`migrationsList`) this database has not applied: one statement on the
+ * migrator's table, none of the migrator's own reads (it checks for its table, then reads it through its query
+ * builder). Every start asks, and so does every `/readyz`. All are pending while the table does not exist (a new
+ * database). A name is compared as the migrator records it, without a `.js` or `.ts` extension.
+ */
 export async function pendingMigrations(orm: Orm): Promise<number> {
-  return (await orm.migrator.getPending()).length;
+  let rows: { name: string }[];
+  try {
+    rows = await orm.em.fork().execute<{ name: string }[]>(`select name from ${MIGRATIONS_TABLE}`);
+  } catch (error) {
+    if (error instanceof TableNotFoundException) return migrationsList.length;
+    throw error;
+  }
+  const applied = new Set(rows.map((row) => row.name.replace(/\.[jt]s$/, '')));
+  return migrationsList.filter((migration) => !applied.has(migration.name)).length;
 }
 
 /**
