@@ -1,5 +1,5 @@
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import http from 'node:http';
+import { isBuiltin } from 'node:module';
 import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuildOptions, build, type Plugin } from 'esbuild';
@@ -44,28 +44,23 @@ const externalNpmPackages: Plugin = {
 };
 
 /**
- * `node:http` as the bundled ES modules import it (tRPC's, ours), without Node's ES module wrapper of it: that wrapper
- * reads every export of the module, and three of them (`WebSocket`, `CloseEvent`, `MessageEvent`) load Node's fetch
- * implementation, undici, there and then: about 13 MB resident and tens of milliseconds at every start of a server
- * that does not use fetch. The module is taken with `process.getBuiltinModule`, as `require` takes it, and its other
- * exports are exported; an import of one of those three fails the build. (`require` of it is untouched: esbuild leaves
- * Node's modules to Node.)
+ * Node's own modules as the bundled ES modules import them (ours, tRPC's, …): the module itself, taken with
+ * `process.getBuiltinModule` as `require` takes it, and read where it is used (esbuild turns `import { x } from
+ * 'node:fs'` into a read of `x` at each use, as for any CommonJS module). Not through Node's ES module wrapper of it:
+ * that wrapper reads every export of the module at the first import, and some exports are getters that load more of
+ * Node there and then — `node:fs`'s `ReadStream` its file streams, `node:crypto`'s `webcrypto` the Web Crypto API,
+ * `node:http`'s `WebSocket` its fetch implementation (undici, about 13 MB resident) — tens of milliseconds at every
+ * start of a server that uses none of them. (`require` of Node's modules is untouched: esbuild leaves it to Node.)
  */
-const UNDICI_EXPORTS = new Set(['WebSocket', 'CloseEvent', 'MessageEvent']);
-const nodeHttpWithoutFetch: Plugin = {
-  name: 'node-http-without-fetch',
+const nodeModulesAsRequired: Plugin = {
+  name: 'node-modules-as-required',
   setup(b) {
-    b.onResolve({ filter: /^(node:)?http$/ }, ({ kind }) =>
-      kind === 'import-statement' ? { path: 'node:http', namespace: 'node-http-without-fetch' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'node-http-without-fetch' }, () => ({
-      contents: [
-        "const http = process.getBuiltinModule('node:http');",
-        'export default http;',
-        ...Object.keys(http)
-          .filter((name) => !UNDICI_EXPORTS.has(name))
-          .map((name) => `export const ${name} = http.${name};`),
-      ].join('\n'),
+    b.onResolve({ filter: /^[a-z_/0-9:]+$/ }, ({ path, kind }) => {
+      if (kind !== 'import-statement' || !isBuiltin(path)) return undefined;
+      return { path: path.startsWith('node:') ? path : `node:${path}`, namespace: 'node-module' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'node-module' }, ({ path }) => ({
+      contents: `module.exports = process.getBuiltinModule(${JSON.stringify(path)});`,
       loader: 'js',
     }));
   },
@@ -84,7 +79,7 @@ export const bundling = {
   // Functions and classes keep their names where the bundle renames them: packages read them (MikroORM looks its
   // Migrator extension up by `name`; renamed, it imported a second copy of itself from node_modules).
   keepNames: true,
-  plugins: [nodeHttpWithoutFetch, externalNpmPackages],
+  plugins: [nodeModulesAsRequired, externalNpmPackages],
   banner: {
     js: [
       "import { createRequire as __gh_createRequire } from 'node:module';",

@@ -2,8 +2,10 @@
 // is missing or older than one of its sources — so an edit to the sources is what the next start runs. Plain
 // JavaScript, as the bundle is: Node's type stripper is never loaded (about 17 MB resident, and the stripping of two
 // hundred files at every start).
-import { readFileSync, statSync } from 'node:fs';
-import module from 'node:module';
+// Node's modules through process.getBuiltinModule, not `import`: Node's ES module wrapper of a module reads all its
+// exports, and node:fs's ReadStream and WriteStream getters would load its file streams, which a start never uses.
+const { readFileSync, statSync } = process.getBuiltinModule('node:fs');
+const module = process.getBuiltinModule('node:module');
 
 const dist = new URL('./dist/', import.meta.url);
 const bundle = new URL('main.js', dist);
