@@ -128,8 +128,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     draining: () => draining,
     metricsToken: options.metricsToken,
   });
-  await ensureConsoleApplication(services);
-  const setupLink = (await hasOperators(services)) ? undefined : consoleSetupLink(services);
+  const [, operators] = await Promise.all([ensureConsoleApplication(services), hasOperators(services)]);
+  const setupLink = operators ? undefined : consoleSetupLink(services);
   if (setupLink) {
     services.log.info(
       { command: 'gatehouse operators add EMAIL --role owner' },

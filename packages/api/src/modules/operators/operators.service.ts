@@ -56,16 +56,19 @@ export async function ensureConsoleApplication(services: Services): Promise<{ id
   const paths = consolePaths(services.baseUrl);
   const existing = await consoleApplicationId(em, services);
   if (existing) {
-    // The base URL may have changed since it was created: its origin and its client's URIs follow the configuration.
-    await em.execute(
-      'update applications set allowed_origins = ?::jsonb, updated_at = now() where id = ? and allowed_origins <> ?::jsonb',
-      [JSON.stringify([origin]), existing, JSON.stringify([origin])],
-    );
-    await em.execute(
-      `update oauth2_clients set redirect_uris = ?::jsonb, post_logout_redirect_uris = ?::jsonb, updated_at = now()
-        where application_id = ? and redirect_uris <> ?::jsonb`,
-      [JSON.stringify([paths.callback]), JSON.stringify([paths.home]), existing, JSON.stringify([paths.callback])],
-    );
+    // The base URL may have changed since it was created: its origin and its client's URIs follow the configuration
+    // (two independent statements, sent together).
+    await Promise.all([
+      em.execute(
+        'update applications set allowed_origins = ?::jsonb, updated_at = now() where id = ? and allowed_origins <> ?::jsonb',
+        [JSON.stringify([origin]), existing, JSON.stringify([origin])],
+      ),
+      em.execute(
+        `update oauth2_clients set redirect_uris = ?::jsonb, post_logout_redirect_uris = ?::jsonb, updated_at = now()
+          where application_id = ? and redirect_uris <> ?::jsonb`,
+        [JSON.stringify([paths.callback]), JSON.stringify([paths.home]), existing, JSON.stringify([paths.callback])],
+      ),
+    ]);
     return { id: existing, created: false };
   }
   const id = newId();
