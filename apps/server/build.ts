@@ -67,6 +67,27 @@ const nodeModulesAsRequired: Plugin = {
 };
 
 /**
+ * `node:http2` as fastify requires it: an object that loads the module at its first use. fastify requires it at load
+ * but uses it only to create an HTTP/2 server, which Gatehouse never asks for; loaded, it is about 5 ms of every start.
+ */
+const http2OnFirstUse: Plugin = {
+  name: 'http2-on-first-use',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?http2$/ }, ({ kind }) =>
+      kind === 'require-call' ? { path: 'node:http2', namespace: 'http2-on-first-use' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'http2-on-first-use' }, () => ({
+      contents: [
+        'let http2;',
+        "const load = () => (http2 ??= process.getBuiltinModule('node:http2'));",
+        'module.exports = new Proxy({}, { get: (_, key) => load()[key], has: (_, key) => key in load() });',
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * How the server's code is bundled, for the server (below) and for a test that bundles part of it: Node 24's ES
  * modules, npm packages but `EXTERNAL` inside, and a `require` for the bundled CommonJS packages' own (of Node's
  * modules, and of their optional dependencies).
@@ -79,7 +100,7 @@ export const bundling = {
   // Functions and classes keep their names where the bundle renames them: packages read them (MikroORM looks its
   // Migrator extension up by `name`; renamed, it imported a second copy of itself from node_modules).
   keepNames: true,
-  plugins: [nodeModulesAsRequired, externalNpmPackages],
+  plugins: [nodeModulesAsRequired, http2OnFirstUse, externalNpmPackages],
   banner: {
     js: [
       "import { createRequire as __gh_createRequire } from 'node:module';",

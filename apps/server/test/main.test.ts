@@ -219,9 +219,10 @@ describe('npm start on a fresh data directory', () => {
     expect(output).toContain('shutting down');
   });
 
-  it('never loaded Node’s fetch (undici, 13 MB): no request here used it, and importing node:http does not', async () => {
-    // build.ts takes node:http for the bundled ES modules without the module wrapper that reads its fetch exports.
-    expect(await readFile(join(dataDir, 'modules.log'), 'utf8')).toContain(`${child.pid} exit undici=false\n`);
+  it('never loaded Node’s fetch (undici, 13 MB) or its HTTP/2 module: no request here used them, and importing node:http and requiring node:http2 do not', async () => {
+    // build.ts takes node:http for the bundled ES modules without the module wrapper that reads its fetch exports, and
+    // gives fastify a node:http2 that loads at its first use.
+    expect(await readFile(join(dataDir, 'modules.log'), 'utf8')).toContain(`${child.pid} exit undici=false http2=false\n`);
   });
 
   it('had made its embedded database from the migrated template (made by npm install), not by replaying the migrations', async () => {
