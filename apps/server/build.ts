@@ -100,6 +100,10 @@ export const bundling = {
   // Functions and classes keep their names where the bundle renames them: packages read them (MikroORM looks its
   // Migrator extension up by `name`; renamed, it imported a second copy of itself from node_modules).
   keepNames: true,
+  // No comments and no indentation: a third fewer bytes to read and compile. The packages' license comments go to a
+  // `.LEGAL.txt` beside each chunk. With them goes the last text that kept the bundle from being ASCII (see `asciiOnly`).
+  minifyWhitespace: true,
+  legalComments: 'external',
   plugins: [nodeModulesAsRequired, http2OnFirstUse, externalNpmPackages],
   banner: {
     js: [
@@ -130,6 +134,21 @@ const sourceLocation: Plugin = {
     });
   },
 };
+
+/**
+ * Refuses a chunk with a character outside ASCII. V8 keeps a module's source text for as long as the process runs (it
+ * compiles functions when first called), one byte per character when the whole file is ASCII and two bytes otherwise;
+ * and Node decodes a non-ASCII file much more slowly: one `·` made the start about a tenth slower and the idle heap
+ * megabytes larger. esbuild writes every other non-ASCII character as an escape; the one place it cannot is the text of
+ * a tagged template (its raw form would change): write an HTML entity there (`&middot;`), or a `${'…'}` substitution.
+ */
+function asciiOnly(path: string, text: string) {
+  const at = text.search(/[^\x00-\x7f]/);
+  if (at < 0) return;
+  throw new Error(
+    `${relative(DIST, path)} has a character outside ASCII (a tagged template's text?): …${text.slice(Math.max(0, at - 60), at + 20)}…`,
+  );
+}
 
 /**
  * Bundles the server into dist/main.js (what `npm start` runs, through start.js): the project's own TypeScript — this
@@ -170,6 +189,7 @@ export async function buildServer(): Promise<void> {
     await writeFile(`${path}.${process.pid}.tmp`, contents);
     await rename(`${path}.${process.pid}.tmp`, path);
   };
+  for (const file of result.outputFiles) if (file.path.endsWith('.js')) asciiOnly(file.path, file.text);
   await mkdir(DIST, { recursive: true });
   // The chunks before the entry that imports them.
   const entry = join(DIST, 'main.js');

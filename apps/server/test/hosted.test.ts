@@ -43,7 +43,7 @@ describe('the hosted sign-in page', () => {
     expect(page.html).toContain(`<style nonce="${nonce}">`);
     expect(page.headers.get('x-frame-options')).toBe('DENY');
     expect(page.headers.get('cache-control')).toBe('no-store');
-    expect(page.html).toContain('<title>Sign in to Acme Notes · Acme Notes</title>');
+    expect(page.html).toContain('<title>Sign in to Acme Notes &middot; Acme Notes</title>');
     expect(hiddenFields(page.html, `/a/${app.id}/sign-in`).csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(cookieLine(page.headers, 'gh_csrf')).toMatch(/HttpOnly/i);
     // A second visit keeps the browser's CSRF cookie and its token.

@@ -97,7 +97,7 @@ export function page(frame: Frame, title: string, body: Html, options: { headExt
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>${title} · ${name}</title>
+<title>${title} &middot; ${name}</title>
 ${options.headExtra}
 <style nonce="${nonce.style}">${trusted(style(branding))}</style>
 </head>

@@ -100,7 +100,7 @@ ${newer === undefined ? html`<span></span>` : html`<a href="${linkOf(BASE, { ...
 ${older === undefined ? html`<span></span>` : html`<a href="${linkOf(BASE, { ...filters, offset: older })}" id="older">${t('portal.audit_log.older')}</a>`}
 </p>
 <p>${t('portal.audit_log.export')}
-<a href="${linkOf(`${BASE}/export`, { ...filters, format: 'csv' })}" id="export-csv" download>${t('portal.audit_log.export_csv')}</a> ·
+<a href="${linkOf(`${BASE}/export`, { ...filters, format: 'csv' })}" id="export-csv" download>${t('portal.audit_log.export_csv')}</a> &middot;
 <a href="${linkOf(`${BASE}/export`, { ...filters, format: 'ndjson' })}" id="export-ndjson" download>${t('portal.audit_log.export_ndjson')}</a></p>`;
   return portalSend(p, query ? 200 : 422, portalPage(p, DONE, t('portal.audit_log.title'), body));
 }

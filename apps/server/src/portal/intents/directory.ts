@@ -84,7 +84,7 @@ async function overview(p: Portal, options: { status?: number; error?: string } 
   const list = directories.length
     ? html`<ul class="items" id="directories">${directories.map(
         (d) => html`<li><a href="${directoryPath(d.id)}"><strong>${d.name}</strong></a> ${statusTag(p, d)}
-<br><span class="muted">${t(PROVIDER_LABEL[d.provider])} · ${t('portal.directory.counts', { users: String(d.user_count), groups: String(d.group_count) })}</span></li>`,
+<br><span class="muted">${t(PROVIDER_LABEL[d.provider])} &middot; ${t('portal.directory.counts', { users: String(d.user_count), groups: String(d.group_count) })}</span></li>`,
       )}</ul>`
     : html`<p>${t('portal.directory.none')}</p>`;
   const body = html`<p>${t('portal.directory.intro')}</p>
