@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
-import { join, relative, resolve, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuildOptions, build, type Plugin } from 'esbuild';
 
@@ -67,22 +67,45 @@ const nodeModulesAsRequired: Plugin = {
 };
 
 /**
- * `node:http2` as fastify requires it: an object that loads the module at its first use. fastify requires it at load
- * but uses it only to create an HTTP/2 server, which Gatehouse never asks for; loaded, it is about 5 ms of every start.
+ * What packages require at load but a server uses rarely or never, each replaced by an object that requires it at its
+ * first use (a property read, a call or a `new`), so that its load and what it loads are not part of every start:
+ * - `node:http2` and `node:https`, which fastify uses only to create an HTTP/2 or HTTPS server, which Gatehouse never
+ *   asks for (about 5 ms for the one, and the other loads TLS);
+ * - prom-client's Pushgateway, whose module requires `node:https` (and with it TLS) and `node:zlib` (about 12 ms), and
+ *   its cluster aggregator (`node:cluster`): the server serves its metrics itself and pushes nowhere.
  */
-const http2OnFirstUse: Plugin = {
-  name: 'http2-on-first-use',
+const ON_FIRST_USE: { filter: RegExp; importer: RegExp }[] = [
+  { filter: /^(node:)?(https|http2)$/, importer: /[\\/]node_modules[\\/]fastify[\\/]lib[\\/]server\.js$/ },
+  { filter: /^\.\/lib\/(pushgateway|cluster)$/, importer: /[\\/]node_modules[\\/]prom-client[\\/]index\.js$/ },
+];
+
+const onFirstUse: Plugin = {
+  name: 'on-first-use',
   setup(b) {
-    b.onResolve({ filter: /^(node:)?http2$/ }, ({ kind }) =>
-      kind === 'require-call' ? { path: 'node:http2', namespace: 'http2-on-first-use' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'http2-on-first-use' }, () => ({
+    for (const { filter, importer } of ON_FIRST_USE) {
+      b.onResolve({ filter }, async ({ path, importer: from, kind, resolveDir }) => {
+        if (kind !== 'require-call' || !importer.test(from)) return undefined;
+        if (isBuiltin(path)) return { path, namespace: 'on-first-use', pluginData: { builtin: true } };
+        const resolved = await b.resolve(path, { kind, resolveDir });
+        return { path: resolved.path, namespace: 'on-first-use', pluginData: { builtin: false } };
+      });
+    }
+    b.onLoad({ filter: /.*/, namespace: 'on-first-use' }, ({ path, pluginData }) => ({
       contents: [
-        'let http2;',
-        "const load = () => (http2 ??= process.getBuiltinModule('node:http2'));",
-        'module.exports = new Proxy({}, { get: (_, key) => load()[key], has: (_, key) => key in load() });',
+        'let loaded;',
+        pluginData.builtin
+          ? `const load = () => (loaded ??= process.getBuiltinModule(${JSON.stringify(path)}));`
+          : `const load = () => (loaded ??= require(${JSON.stringify(path)}));`,
+        // A function as the target, so that a class (prom-client's) can be called with `new`.
+        'module.exports = new Proxy(function onFirstUse() {}, {',
+        '  get: (_, key) => load()[key],',
+        '  has: (_, key) => key in load(),',
+        '  apply: (_, self, args) => Reflect.apply(load(), self, args),',
+        '  construct: (_, args) => Reflect.construct(load(), args),',
+        '});',
       ].join('\n'),
       loader: 'js',
+      resolveDir: dirname(path),
     }));
   },
 };
@@ -104,7 +127,7 @@ export const bundling = {
   // `.LEGAL.txt` beside each chunk. With them goes the last text that kept the bundle from being ASCII (see `asciiOnly`).
   minifyWhitespace: true,
   legalComments: 'external',
-  plugins: [nodeModulesAsRequired, http2OnFirstUse, externalNpmPackages],
+  plugins: [nodeModulesAsRequired, onFirstUse, externalNpmPackages],
   banner: {
     js: [
       "import { createRequire as __gh_createRequire } from 'node:module';",
@@ -143,7 +166,7 @@ const sourceLocation: Plugin = {
  * a tagged template (its raw form would change): write an HTML entity there (`&middot;`), or a `${'…'}` substitution.
  */
 function asciiOnly(path: string, text: string) {
-  const at = text.search(/[^\x00-\x7f]/);
+  const at = text.search(/[\u0080-\uffff]/);
   if (at < 0) return;
   throw new Error(
     `${relative(DIST, path)} has a character outside ASCII (a tagged template's text?): …${text.slice(Math.max(0, at - 60), at + 20)}…`,

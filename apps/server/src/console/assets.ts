@@ -1,7 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
 
 /** The console's built page (`apps/console/dist`, made by `npm install`'s build), held in memory. */
 export interface ConsoleAssets {
@@ -33,6 +32,8 @@ async function load(): Promise<ConsoleAssets | undefined> {
   } catch {
     return undefined;
   }
+  // Imported here, on the first request for the console: not a module every start loads.
+  const { gzipSync } = await import('node:zlib');
   const files: ConsoleAssets['files'] = new Map();
   for (const entry of await readdir(DIST, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;

@@ -1,6 +1,5 @@
 import { promises as dns, type LookupAddress } from 'node:dns';
 import http, { type IncomingHttpHeaders } from 'node:http';
-import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { AppError, fieldOf } from '../errors.ts';
@@ -226,10 +225,23 @@ const pinnedLookup =
     else callback(null, pinned.address, pinned.family);
   };
 
-const agents = {
-  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
-  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
-};
+type Transport = { module: typeof http | typeof import('node:https'); agent: http.Agent };
+
+const plain: Transport = { module: http, agent: new http.Agent({ keepAlive: true, maxSockets: 64 }) };
+let secure: Promise<Transport> | undefined;
+
+/**
+ * The module and keep-alive agent of a scheme (checked to be http: or https: before any request). node:https, and TLS
+ * with it, loads at the first https request rather than at every start (about 10 ms).
+ */
+function transportOf(url: URL): Promise<Transport> {
+  if (url.protocol === 'http:') return Promise.resolve(plain);
+  secure ??= import('node:https').then((https) => ({
+    module: https,
+    agent: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+  }));
+  return secure;
+}
 
 export interface GuardedRequestOptions extends OutboundPolicy {
   method?: string;
@@ -267,28 +279,33 @@ export async function guardedRequest(target: string, options: GuardedRequestOpti
   const url = judgeOutboundUrl(target, options);
   if (typeof url === 'string') throw new OutboundBlockedError('blocked_url', url);
   const pinned = await withTimeout(resolveChecked(url, options), options.timeoutMs);
+  const transport = await transportOf(url);
   try {
-    return await send(url, pinned, options, deadline);
+    return await send(url, transport, pinned, options, deadline);
   } catch (error) {
     if (!fieldOf(error, 'staleSocket')) throw error;
-    return send(url, pinned, options, deadline);
+    return send(url, transport, pinned, options, deadline);
   }
 }
 
-function send(url: URL, pinned: LookupAddress, options: GuardedRequestOptions, deadline: number): Promise<GuardedResponse> {
+function send(
+  url: URL,
+  transport: Transport,
+  pinned: LookupAddress,
+  options: GuardedRequestOptions,
+  deadline: number,
+): Promise<GuardedResponse> {
   const remaining = Math.max(1, deadline - Date.now());
-  const transport = url.protocol === 'https:' ? https : http;
   const keep = options.keepBytes ?? 1024;
   const drainLimit = Math.max(DRAIN_LIMIT, keep + 1);
   return new Promise<GuardedResponse>((resolve, reject) => {
     let answered = false;
-    const request = transport.request(
+    const request = transport.module.request(
       url,
       {
         method: options.method ?? 'POST',
         headers: options.headers,
-        // the URL was checked to be http: or https: before any request.
-        agent: agents[url.protocol as 'http:' | 'https:'],
+        agent: transport.agent,
         lookup: pinnedLookup(pinned),
       },
       (response) => {
