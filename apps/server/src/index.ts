@@ -90,14 +90,11 @@ export interface GatehouseServer {
 /** Connects the database, applies pending migrations and builds the HTTP server (not yet listening). */
 export async function createGatehouseServer(options: GatehouseServerOptions): Promise<GatehouseServer> {
   const orm = await createOrm(options.database);
-  await migrate(orm);
-  if (options.webhooks?.allowInsecure && (await hasProductionApplications(orm))) {
-    await orm.close();
-    throw new StartupError(
-      'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS is a development setting, and this database holds production applications: ' +
-        'unset it here, and keep it to a development database (it admits http and loopback webhook URLs).',
-    );
-  }
+  // The database's first round trips (a connection opened, the migrations checked or applied) overlap the building of
+  // the HTTP server below, which needs neither: the server opens the database's connection while this process is busy.
+  const migrated = migrate(orm);
+  // Awaited below, after the build; a failure must not count as unhandled meanwhile.
+  migrated.catch(() => undefined);
   let draining = false;
   const rateLimitStore = options.redisUrl
     ? ({ kind: 'redis', url: options.redisUrl } as const)
@@ -128,7 +125,22 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     draining: () => draining,
     metricsToken: options.metricsToken,
   });
-  const [, operators] = await Promise.all([ensureConsoleApplication(services), hasOperators(services)]);
+  try {
+    await migrated;
+    if (options.webhooks?.allowInsecure && (await hasProductionApplications(orm))) {
+      throw new StartupError(
+        'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS is a development setting, and this database holds production applications: ' +
+          'unset it here, and keep it to a development database (it admits http and loopback webhook URLs).',
+      );
+    }
+  } catch (error) {
+    await services.rateLimits.close();
+    await orm.close();
+    throw error;
+  }
+  // One after the other on the one connection the start has opened (together, they would open a second).
+  await ensureConsoleApplication(services);
+  const operators = await hasOperators(services);
   const setupLink = operators ? undefined : consoleSetupLink(services);
   if (setupLink) {
     services.log.info(

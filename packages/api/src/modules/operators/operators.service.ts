@@ -54,22 +54,33 @@ export async function ensureConsoleApplication(services: Services): Promise<{ id
   const em = services.orm.em.fork();
   const origin = new URL(services.baseUrl).origin;
   const paths = consolePaths(services.baseUrl);
-  const existing = await consoleApplicationId(em, services);
-  if (existing) {
-    // The base URL may have changed since it was created: its origin and its client's URIs follow the configuration
-    // (two independent statements, sent together).
-    await Promise.all([
-      em.execute(
-        'update applications set allowed_origins = ?::jsonb, updated_at = now() where id = ? and allowed_origins <> ?::jsonb',
-        [JSON.stringify([origin]), existing, JSON.stringify([origin])],
-      ),
-      em.execute(
-        `update oauth2_clients set redirect_uris = ?::jsonb, post_logout_redirect_uris = ?::jsonb, updated_at = now()
-          where application_id = ? and redirect_uris <> ?::jsonb`,
-        [JSON.stringify([paths.callback]), JSON.stringify([paths.home]), existing, JSON.stringify([paths.callback])],
-      ),
-    ]);
-    return { id: existing, created: false };
+  // The base URL may have changed since it was created: its origin and its client's URIs follow the configuration.
+  // One statement finds it and updates both where they differ (a start's one round trip; nothing changes as a rule).
+  const [row] = await preparedQuery<{ id: string }>(
+    em,
+    'console_application_sync',
+    `with console as (select id from applications where reserved = ?),
+     origins as (
+       update applications a set allowed_origins = ?::jsonb, updated_at = now()
+         from console where a.id = console.id and a.allowed_origins <> ?::jsonb
+     ),
+     uris as (
+       update oauth2_clients c set redirect_uris = ?::jsonb, post_logout_redirect_uris = ?::jsonb, updated_at = now()
+         from console where c.application_id = console.id and c.redirect_uris <> ?::jsonb
+     )
+     select id from console`,
+    [
+      CONSOLE,
+      JSON.stringify([origin]),
+      JSON.stringify([origin]),
+      JSON.stringify([paths.callback]),
+      JSON.stringify([paths.home]),
+      JSON.stringify([paths.callback]),
+    ],
+  );
+  if (row) {
+    consoleIds.set(services, row.id);
+    return { id: row.id, created: false };
   }
   const id = newId();
   const created = await em.transactional(async (tx) => {
