@@ -218,7 +218,9 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   });
   registerDocs(app);
 
+  await ioTurn();
   await registerTrpc(app, services);
+  await ioTurn();
 
   registerCors(app, services);
   // The links of magic-link mails sent before the hosted pages took them over (`/sign-in/verify?application_id=&token=`)
@@ -238,15 +240,27 @@ export async function buildServer(options: ServerOptions): Promise<{ app: Fastif
   });
 
   await registerHostedPages(app, services);
+  await ioTurn();
   await registerPortal(app, services);
+  await ioTurn();
   await registerConsole(app, services);
+  await ioTurn();
   await registerSaml(app, services);
   registerLogo(app, services);
+  await ioTurn();
   await registerScim(app, services);
   await registerOAuthRedirect(app, services);
+  await ioTurn();
   registerRest(app, services, restRoutes());
   return { app, services };
 }
+
+/**
+ * A turn of the event loop (its I/O phase) between two steps of the build, which otherwise runs without one: the
+ * start's database round trips, begun before the build (index.ts: the connection opened, the migrations checked, the
+ * console application synced, in turn), advance at each, so they are done when the build is, rather than started then.
+ */
+const ioTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * `/trpc/<path>`. A single call as the SDK's `httpLink` sends it (a query as GET with `?input=<json>`, a mutation as

@@ -13,6 +13,7 @@ import {
   pendingMigrations,
   runHousekeeping,
   type Services,
+  syncConsoleApplication,
   WebhookWorker,
   type WebhookWorkerOptions,
 } from '@gatehouse/api';
@@ -92,9 +93,14 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
   const orm = await createOrm(options.database);
   // The database's first round trips (a connection opened, the migrations checked or applied) overlap the building of
   // the HTTP server below, which needs neither: the server opens the database's connection while this process is busy.
+  // Then, on the same connection, the console application is synced to the base URL and the operators counted.
   const migrated = migrate(orm);
+  const checked = migrated.then(async () => ({
+    consoleId: await syncConsoleApplication(orm, options.baseUrl),
+    operators: await hasOperators(orm),
+  }));
   // Awaited below, after the build; a failure must not count as unhandled meanwhile.
-  migrated.catch(() => undefined);
+  checked.catch(() => undefined);
   let draining = false;
   const rateLimitStore = options.redisUrl
     ? ({ kind: 'redis', url: options.redisUrl } as const)
@@ -125,8 +131,9 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     draining: () => draining,
     metricsToken: options.metricsToken,
   });
+  let operators: boolean;
   try {
-    await migrated;
+    ({ operators } = await checked);
     if (options.webhooks?.allowInsecure && (await hasProductionApplications(orm))) {
       throw new StartupError(
         'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS is a development setting, and this database holds production applications: ' +
@@ -138,9 +145,8 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     await orm.close();
     throw error;
   }
-  // One after the other on the one connection the start has opened (together, they would open a second).
-  await ensureConsoleApplication(services);
-  const operators = await hasOperators(services);
+  // Created on the first start (the sync found none).
+  if (!(await checked).consoleId) await ensureConsoleApplication(services);
   const setupLink = operators ? undefined : consoleSetupLink(services);
   if (setupLink) {
     services.log.info(

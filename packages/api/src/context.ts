@@ -117,13 +117,16 @@ export interface ServicesOptions {
 /** How long a rotated refresh token answers its successor again (Auth0's reuse interval, Okta's grace period). */
 export const DEFAULT_REFRESH_GRACE_S = 30;
 
+/** The base URL as the services hold it: without a trailing slash (paths are appended to it). */
+export const baseUrlOf = (configured: string) => configured.replace(/\/+$/, '');
+
 export function createServices(options: ServicesOptions): Services {
   const metrics = createMetrics();
   return {
     orm: options.orm,
     secretBox: new SecretBox(options.masterKey),
     operatorTokenHash: sha256(options.operatorToken),
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    baseUrl: baseUrlOf(options.baseUrl),
     log: options.log,
     mailer: createMailer(options.smtpUrl, options.mailFrom ?? 'Gatehouse <no-reply@gatehouse.local>'),
     rateLimits: new RateLimits(options.rateLimitStore, metrics),

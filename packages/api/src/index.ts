@@ -63,7 +63,7 @@ export {
   consoleSetupLink,
   consoleSetupTokenValid,
 } from './modules/operators/operators.console.ts';
-export { ensureConsoleApplication, hasOperators } from './modules/operators/operators.service.ts';
+export { ensureConsoleApplication, hasOperators, syncConsoleApplication } from './modules/operators/operators.service.ts';
 export { organizationsOfUser } from './modules/organizations/organizations.service.ts';
 export {
   PORTAL_AUDIT_ACTIONS,

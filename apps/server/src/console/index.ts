@@ -214,7 +214,7 @@ export async function registerConsole(app: FastifyInstance, services: Services) 
       const h = await consolePage(request, reply);
       if (!h) return reply.code(503).send();
       const { token } = request.query as Record<string, string | undefined>;
-      if (!token || !consoleSetupTokenValid(services, token) || (await hasOperators(services))) {
+      if (!token || !consoleSetupTokenValid(services, token) || (await hasOperators(services.orm))) {
         return send(h, 410, errorPage(h.frame, request.id, 'console.setup.invalid'));
       }
       return send(h, 200, consoleSetupPage(h, token));

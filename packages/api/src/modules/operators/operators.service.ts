@@ -1,5 +1,5 @@
-import type { Services } from '../../context.ts';
-import { type EntityManager, preparedQuery } from '../../db/orm.ts';
+import { baseUrlOf, type Services } from '../../context.ts';
+import { type EntityManager, type Orm, preparedQuery } from '../../db/orm.ts';
 import { notFound } from '../../errors.ts';
 import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import { newId } from '../../lib/ids.ts';
@@ -45,19 +45,16 @@ export async function consoleApplicationId(em: EntityManager, services: Services
 }
 
 /**
- * Creates the console application when it is absent: sign-up closed (only added operators have a user there), the
- * service's own origin allowed, its signing key, and the OpenID public client the console's page uses (code + PKCE,
- * `{base}/console/callback`). The insert is `on conflict do nothing` on the unique `reserved` marker, so processes
- * starting together on one database create it once: the others wait on the index, then insert nothing.
+ * The console application's id, its origin and its client's URIs brought in line with `baseUrl` (which may have
+ * changed since it was created), in one statement; undefined when it does not exist yet. It needs only the database: a
+ * start runs it while the HTTP server is being built.
  */
-export async function ensureConsoleApplication(services: Services): Promise<{ id: string; created: boolean }> {
-  const em = services.orm.em.fork();
-  const origin = new URL(services.baseUrl).origin;
-  const paths = consolePaths(services.baseUrl);
-  // The base URL may have changed since it was created: its origin and its client's URIs follow the configuration.
-  // One statement finds it and updates both where they differ (a start's one round trip; nothing changes as a rule).
+export async function syncConsoleApplication(orm: Orm, configuredBaseUrl: string): Promise<string | undefined> {
+  const baseUrl = baseUrlOf(configuredBaseUrl);
+  const origin = new URL(baseUrl).origin;
+  const paths = consolePaths(baseUrl);
   const [row] = await preparedQuery<{ id: string }>(
-    em,
+    orm.em.fork(),
     'console_application_sync',
     `with console as (select id from applications where reserved = ?),
      origins as (
@@ -78,10 +75,25 @@ export async function ensureConsoleApplication(services: Services): Promise<{ id
       JSON.stringify([paths.callback]),
     ],
   );
-  if (row) {
-    consoleIds.set(services, row.id);
-    return { id: row.id, created: false };
+  return row?.id;
+}
+
+/**
+ * Creates the console application when it is absent: sign-up closed (only added operators have a user there), the
+ * service's own origin allowed, its signing key, and the OpenID public client the console's page uses (code + PKCE,
+ * `{base}/console/callback`). The insert is `on conflict do nothing` on the unique `reserved` marker, so processes
+ * starting together on one database create it once: the others wait on the index, then insert nothing. Where it
+ * exists, it is synced to the base URL (`syncConsoleApplication`).
+ */
+export async function ensureConsoleApplication(services: Services): Promise<{ id: string; created: boolean }> {
+  const existing = await syncConsoleApplication(services.orm, services.baseUrl);
+  if (existing) {
+    consoleIds.set(services, existing);
+    return { id: existing, created: false };
   }
+  const em = services.orm.em.fork();
+  const origin = new URL(services.baseUrl).origin;
+  const paths = consolePaths(services.baseUrl);
   const id = newId();
   const created = await em.transactional(async (tx) => {
     const inserted = await tx.execute<Array<{ id: string }>>(
@@ -120,8 +132,14 @@ export async function ensureConsoleApplication(services: Services): Promise<{ id
 }
 
 /** Whether any operator exists (the start-up says how to add the first one when none does). */
-export async function hasOperators(services: Services): Promise<boolean> {
-  return (await services.orm.em.fork().count(OperatorEntity, {})) > 0;
+export async function hasOperators(orm: Orm): Promise<boolean> {
+  const [row] = await preparedQuery<{ found: boolean }>(
+    orm.em.fork(),
+    'has_operators',
+    'select exists(select 1 from operators) as found',
+    [],
+  );
+  return row?.found === true;
 }
 
 async function consoleApplication(ctx: OperatorContext): Promise<Application> {
