@@ -91,11 +91,10 @@ export interface GatehouseServer {
 /** Connects the database, applies pending migrations and builds the HTTP server (not yet listening). */
 export async function createGatehouseServer(options: GatehouseServerOptions): Promise<GatehouseServer> {
   const orm = await createOrm(options.database);
-  // The database's first round trips (a connection opened, the migrations checked or applied) overlap the building of
-  // the HTTP server below, which needs neither: the server opens the database's connection while this process is busy.
-  // Then, on the same connection, the console application is synced to the base URL and the operators counted.
-  const migrated = migrate(orm);
-  const checked = migrated.then(async () => ({
+  // The database's first round trips — a connection opened, the migrations checked (or applied), then on the same
+  // connection the console application synced to the base URL and the operators counted — advance while the HTTP
+  // server is built below, which needs none of them (the build gives the event loop a turn between its steps).
+  const checked = migrate(orm).then(async () => ({
     consoleId: await syncConsoleApplication(orm, options.baseUrl),
     operators: await hasOperators(orm),
   }));
@@ -131,9 +130,10 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     draining: () => draining,
     metricsToken: options.metricsToken,
   });
+  let consoleId: string | undefined;
   let operators: boolean;
   try {
-    ({ operators } = await checked);
+    ({ consoleId, operators } = await checked);
     if (options.webhooks?.allowInsecure && (await hasProductionApplications(orm))) {
       throw new StartupError(
         'GATEHOUSE_ALLOW_INSECURE_WEBHOOKS is a development setting, and this database holds production applications: ' +
@@ -146,7 +146,7 @@ export async function createGatehouseServer(options: GatehouseServerOptions): Pr
     throw error;
   }
   // Created on the first start (the sync found none).
-  if (!(await checked).consoleId) await ensureConsoleApplication(services);
+  if (!consoleId) await ensureConsoleApplication(services);
   const setupLink = operators ? undefined : consoleSetupLink(services);
   if (setupLink) {
     services.log.info(

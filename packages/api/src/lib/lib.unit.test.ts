@@ -112,9 +112,31 @@ describe('PollingWorker', () => {
     return { worker, runs, errors, nextRun };
   };
 
-  it('runs at start, chains full batches and stops at a short one', async () => {
+  it('runs its first batch one poll interval after start, not at once', async () => {
+    const ran: number[] = [];
+    const worker = new PollingWorker({
+      pollMs: 50,
+      nudgeMs: 0,
+      runBatch: async () => {
+        ran.push(performance.now());
+        return false;
+      },
+      onError: () => undefined,
+    });
+    const started = performance.now();
+    worker.start();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(ran).toEqual([]);
+    while (!ran.length) await new Promise((resolve) => setTimeout(resolve, 5));
+    // A timer never fires before its delay (a millisecond of rounding allowed).
+    expect((ran[0] ?? 0) - started).toBeGreaterThanOrEqual(49);
+    await worker.stop();
+  });
+
+  it('runs when nudged, chains full batches and stops at a short one', async () => {
     const { worker, runs, nextRun } = harness();
     worker.start();
+    worker.nudge();
     (await nextRun(1)).finish(true);
     (await nextRun(2)).finish(true);
     (await nextRun(3)).finish(false);
@@ -125,6 +147,7 @@ describe('PollingWorker', () => {
   it('runs again after a batch when nudged during it, and reports a failed run without stopping', async () => {
     const { worker, errors, nextRun } = harness();
     worker.start();
+    worker.nudge();
     const first = await nextRun(1);
     worker.nudge();
     first.fail(new Error('database down'));
@@ -138,6 +161,7 @@ describe('PollingWorker', () => {
   it('stop() waits for the batch in hand and starts no other, even when it was full or nudged', async () => {
     const { worker, runs, nextRun } = harness();
     worker.start();
+    worker.nudge();
     const first = await nextRun(1);
     worker.nudge();
     let stopped = false;
@@ -166,6 +190,7 @@ describe('PollingWorker', () => {
     });
     const first = new Promise<void>((resolve) => (ran = resolve));
     worker.start();
+    worker.nudge();
     await first;
     // Nudged again and again faster than nudgeMs: the run still comes (a postponing timer would never fire).
     const second = new Promise<void>((resolve) => (ran = resolve));
