@@ -25,7 +25,9 @@ describe.runIf(inject('databaseUrl'))('PostgreSQL ends every connection of the s
     await admin.connect();
     try {
       const ended = await admin.query('select pg_terminate_backend(pid) as ended from pg_stat_activity where datname = $1', [db]);
-      expect(ended.rows.length).toBeGreaterThan(1);
+      // Directly, the ORM's pool and the rate limiter's each hold a connection of their own. Behind a transaction-mode
+      // pooler, what PostgreSQL ends are the pooler's connections, and one can serve both pools.
+      expect(ended.rows.length).toBeGreaterThanOrEqual(inject('poolerUrl') ? 1 : 2);
     } finally {
       await admin.end();
     }
