@@ -37,6 +37,15 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
   let owner: Browser;
   let viewer: Browser | undefined;
   let consoleAppId: string;
+  // The tests below are one operator's session, in order: each goes on from where the one before it left the page.
+  let page: Browser['page'];
+  let ownerErrors: string[];
+  let viewerErrors: string[] = [];
+  let cdp: Awaited<ReturnType<Browser['context']['newCDPSession']>>;
+  let authenticatorId: string;
+  let appId: string;
+  let userId: string;
+  let asKey: Record<string, string>;
 
   beforeAll(async () => {
     if (!existsSync(join(ROOT, 'apps/console/dist/index.html'))) {
@@ -64,9 +73,9 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     await receiver?.close();
   });
 
-  it('an owner signs in, steps up with a passkey, creates an application, a key and a user, bans and unbans them', async () => {
-    const page = owner.page;
-    const ownerErrors = watchConsolePage(page, { requests: false });
+  it('an owner signs in with their one-time link; a first write asks to confirm, done with a new passkey', async () => {
+    page = owner.page;
+    ownerErrors = watchConsolePage(page, { requests: false });
     const email = uniqueEmail('console-owner');
     await signInWithLink(page, (await addOperator(server, email, 'owner', null)).link);
     await page.getByText(email).waitFor();
@@ -87,9 +96,9 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     await dialog.waitFor({ state: 'detached' });
 
     // A passkey on the console application's account page (the hosted pages, signed in by the same sign-in).
-    const cdp = await owner.context.newCDPSession(page);
+    cdp = await owner.context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
-    const authenticatorId = await addVirtualAuthenticator(cdp);
+    authenticatorId = await addVirtualAuthenticator(cdp);
     await page.goto(`${CONSOLE_ORIGIN}/a/${consoleAppId}/account`);
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added.').waitFor();
@@ -102,7 +111,9 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     await page.getByRole('button', { name: 'Use your passkey' }).click();
     await page.getByText('second factor confirmed').waitFor();
     expect(new URL(page.url()).pathname).toBe('/console/apps');
+  });
 
+  it('creates an application (its first key shown once) and a user, bans and unbans them; the tabs follow the URL', async () => {
     // Now the write goes through: the application, and its first secret key shown once.
     await page.getByLabel('Name', { exact: true }).fill('Acme Notes');
     await page.getByRole('button', { name: 'Create the application' }).click();
@@ -112,7 +123,7 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     await page.getByRole('row', { name: /Acme Notes/ }).waitFor();
     await checkConsolePage(page, '3-applications');
     const [created] = await sql(server, "select id from applications where name = 'Acme Notes'");
-    const appId: string = created.id;
+    appId = created.id;
 
     // Users: the empty state, then a user created from the page, banned and unbanned.
     // An application opens on its dashboard (browser-console-pages.test.ts reads it with traffic).
@@ -127,11 +138,11 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     await page.getByLabel('Email', { exact: true }).fill('ada@example.com');
     await page.getByRole('button', { name: 'Create the user' }).click();
     await page.getByRole('heading', { name: 'ada@example.com', level: 1 }).waitFor();
-    const userId = new URL(page.url()).pathname.split('/').at(-1) ?? '';
+    userId = new URL(page.url()).pathname.split('/').at(-1) ?? '';
     await checkConsolePage(page, '5-user');
     await page.getByRole('button', { name: 'Ban', exact: true }).click();
     await page.getByText('Banned: their sessions were ended.').waitFor();
-    const asKey = { authorization: `Bearer ${firstSecret}`, 'x-application-id': appId };
+    asKey = { authorization: `Bearer ${firstSecret}`, 'x-application-id': appId };
     expect((await rawRequest(server.url, 'GET', `/v1/users/${userId}`, { headers: asKey })).body.data.status).toBe('banned');
     await page.getByRole('button', { name: 'Unban' }).click();
     await page.getByText('Active again.').waitFor();
@@ -163,7 +174,9 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     await page.getByRole('link', { name: 'ada@example.com' }).waitFor();
     await page.getByText('1–1 of 1').waitFor();
     await checkConsolePage(page, '7-users');
+  });
 
+  it('an organization with the user as an admin; a webhook endpoint whose failed test delivery is retried', async () => {
     // Organizations: the empty state, one created, the user added as an admin.
     await page.getByRole('link', { name: 'Organizations' }).click();
     await page.getByRole('heading', { name: 'Organizations', level: 1 }).waitFor();
@@ -208,7 +221,9 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     await page.getByRole('button', { name: 'Retry the webhook.test delivery' }).click();
     await page.getByRole('row', { name: /succeeded/ }).waitFor();
     await receiver.until('/hooks', 3);
+  });
 
+  it('an API key made with two scopes: shown once, copied, works, revoked; the MFA policy saved', async () => {
     // API keys: create one with two scopes; the secret is shown once and works; then revoke it.
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
@@ -247,11 +262,13 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
       'required',
     );
     await checkConsolePage(page, '13-settings');
+  });
 
+  it('a viewer sees the application, and the server refuses their write: the page says so with the request id', async () => {
     // A viewer of this application, in a browser of their own: they see it, and the server refuses their write.
     viewer = await launchChromium(`MAP localhost:80 ${new URL(server.url).host}`);
     const seen = viewer.page;
-    const viewerErrors = watchConsolePage(seen, { requests: false });
+    viewerErrors = watchConsolePage(seen, { requests: false });
     await signInWithLink(seen, (await addOperator(server, uniqueEmail('console-viewer'), 'viewer', appId)).link);
     await seen.getByRole('row', { name: /Acme Notes.*viewer/ }).waitFor();
     await seen.goto(`${CONSOLE_ORIGIN}/console/apps/${appId}/users`);
@@ -269,7 +286,9 @@ describe.runIf(browserRun)('the console in Chromium: sign-in, step-up, applicati
     // An application the viewer has no role in: "not found", as the API says.
     await seen.goto(`${CONSOLE_ORIGIN}/console/apps/00000000-0000-7000-8000-000000000000/users`);
     await seen.getByRole('heading', { name: 'Application not found' }).waitFor();
+  });
 
+  it('signed out, the owner signs in again with the passkey alone, at aal 2 at once; no page logged an error', async () => {
     // Signing out ends the console session: the page goes to the sign-in. (Without the authenticator: the hosted
     // sign-in page would otherwise sign the owner straight back in with their passkey, by autofill.)
     const {
