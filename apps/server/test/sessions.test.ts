@@ -156,6 +156,40 @@ describe('refresh tokens: rotation, reuse detection, races, timeouts', () => {
     expectError(await refresh(app, next.refresh_token), 401, 'invalid_token', 'idle, again');
   });
 
+  it('a refresh records the activity that keeps the session alive, at most every 30 s', async () => {
+    const app = await suite.server.createApp();
+    const tokens = (await signIn(suite.server, suite.smtp, app, 'ada@example.com')).tokens;
+    const activity = async () =>
+      (
+        await sql<{ at: string; ago: number }>(
+          suite.server,
+          `select last_active_at::text as at, extract(epoch from now() - last_active_at)::float8 as ago from sessions where id = ?`,
+          [tokens.session_id],
+        )
+      )[0]!;
+    // Last active 31 s ago: the refresh writes the activity.
+    await sql(suite.server, `update sessions set last_active_at = now() - interval '31 seconds' where id = ?`, [
+      tokens.session_id,
+    ]);
+    const next = await ok(refresh(app, tokens.refresh_token));
+    const written = await activity();
+    expect(written.ago).toBeLessThan(5);
+    // Used again at once: the activity just written stands (the row is rewritten in place, no index changes).
+    const again = await ok(refresh(app, next.refresh_token));
+    expect((await activity()).at).toBe(written.at);
+    // 29 s later, still not rewritten; 31 s later, it is.
+    await sql(suite.server, `update sessions set last_active_at = now() - interval '29 seconds' where id = ?`, [
+      tokens.session_id,
+    ]);
+    const third = await ok(refresh(app, again.refresh_token));
+    expect((await activity()).ago).toBeGreaterThan(28);
+    await sql(suite.server, `update sessions set last_active_at = now() - interval '31 seconds' where id = ?`, [
+      tokens.session_id,
+    ]);
+    await ok(refresh(app, third.refresh_token));
+    expect((await activity()).ago).toBeLessThan(5);
+  });
+
   it('absolute timeout (settings.session.absolute_timeout_s): the session ends at expires_at, however active', async () => {
     const app = await suite.server.createApp({
       settings: { session: { access_token_ttl_s: 60, idle_timeout_s: 300, absolute_timeout_s: 300 } },

@@ -32,6 +32,7 @@ import { Migration20261128090000_step_up } from './Migration20261128090000_step_
 import { Migration20261128094500_authz_check_function } from './Migration20261128094500_authz_check_function.ts';
 import { Migration20261128100500_console_operators } from './Migration20261128100500_console_operators.ts';
 import { Migration20261128110000_stats_daily } from './Migration20261128110000_stats_daily.ts';
+import { Migration20261128120000_sessions_refresh_in_place } from './Migration20261128120000_sessions_refresh_in_place.ts';
 
 /** Committed migrations, in order. `npm run migration:create -w @gatehouse/api -- <name>` writes the next one. */
 export const migrationsList = [
@@ -69,4 +70,8 @@ export const migrationsList = [
   { name: 'Migration20261128094500_authz_check_function', class: Migration20261128094500_authz_check_function },
   { name: 'Migration20261128100500_console_operators', class: Migration20261128100500_console_operators },
   { name: 'Migration20261128110000_stats_daily', class: Migration20261128110000_stats_daily },
+  {
+    name: 'Migration20261128120000_sessions_refresh_in_place',
+    class: Migration20261128120000_sessions_refresh_in_place,
+  },
 ];

@@ -4,7 +4,7 @@ import { randomSecret, sha256 } from '../../lib/crypto.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { settingsOf } from '../applications/applications.service.ts';
 import type { Tokens } from './sessions.schema.ts';
-import { issueTokens, revokeSession } from './sessions.service.ts';
+import { issueTokens, revokeSession, TOUCH_EVERY_S } from './sessions.service.ts';
 
 /**
  * Browser sessions of the hosted pages (CONTRACT §9): the hosted pages' cookie holds a random token (`bs_`, 256
@@ -45,23 +45,19 @@ export async function attachBrowserSession(
   previous?: string,
 ): Promise<string | undefined> {
   const token = randomSecret('bs_');
+  // The session found through the issued token's row (refresh_tokens' primary key): sessions keep no index on the hash.
   const rows = await em.execute<Array<{ id: string }>>(
-    `update sessions set browser_token_hash = ?, refresh_token_hash = ?, last_active_at = now()
-      where application_id = ? and refresh_token_hash = ? and revoked_at is null and expires_at > now()
-      returning id`,
-    [sha256(token), sha256(randomSecret('rt_')), applicationId, sha256(refreshToken)],
+    `update sessions s set browser_token_hash = ?, refresh_token_hash = ?, last_active_at = now()
+       from refresh_tokens t
+      where t.token_hash = ? and s.id = t.session_id and s.refresh_token_hash = t.token_hash and s.application_id = ?
+        and s.revoked_at is null and s.expires_at > now()
+      returning s.id`,
+    [sha256(token), sha256(randomSecret('rt_')), sha256(refreshToken), applicationId],
   );
   if (!rows.length) return undefined;
   if (previous) await endBrowserSession(em, applicationId, previous, 'replaced');
   return token;
 }
-
-/**
- * How often a browser session's use is recorded as activity: a session used again within this many seconds of its
- * last recorded activity is not written (every page and every authorization request of a signed-in browser reads it;
- * an idle timeout is minutes long, so the idle clock is at most this late).
- */
-const TOUCH_EVERY_S = 30;
 
 /** The columns of a browser session row (`browserSessionCtes`'s `found`). */
 export interface BrowserSessionRow {

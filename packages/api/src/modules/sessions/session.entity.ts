@@ -14,8 +14,11 @@ export const SessionEntity = defineEntity({
     amr: p.json<string[]>().nullable(),
     /** The active organization: set by the organization switch, carried into every refreshed token. */
     organization: () => p.manyToOne(OrganizationEntity).mapToPk().nullable().deleteRule('set null'),
-    /** SHA-256 of the one refresh token that may be used next; older ones are reuse. */
-    refreshTokenHash: p.string().length(64).unique(),
+    /**
+     * SHA-256 of the one refresh token that may be used next; older ones are reuse. Not indexed: a token is looked up by
+     * its row in refresh_tokens (every issued token has one), so that a rotation updates the row in place.
+     */
+    refreshTokenHash: p.string().length(64),
     /** SHA-256 of the hosted pages' browser token for this session (browser-sessions.ts), when it has one. */
     browserTokenHash: p.string().length(64).nullable().unique(),
     /** Set when `settings.mfa` is `required` and the user has no second factor yet. */

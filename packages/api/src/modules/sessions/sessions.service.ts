@@ -182,6 +182,13 @@ async function signTokens(
   };
 }
 
+/**
+ * How often a session's use is recorded as activity: a session used again within this many seconds of its last
+ * recorded activity is not written (every page and every authorization request of a signed-in browser reads it, and
+ * a client may refresh often; an idle timeout is minutes long, so the idle clock is at most this late).
+ */
+export const TOUCH_EVERY_S = 30;
+
 const invalidRefresh = () => new AppError('invalid_token', 'The refresh token is invalid, expired or already used');
 
 /**
@@ -224,14 +231,20 @@ export async function refreshSession(ctx: EndUserInStatementContext, refreshToke
   const { id: applicationId, origin } = ctx.applicationInStatement;
   // The hot path is one statement, atomic on its own: read the application (its origin gates the rotation), rotate the
   // hash, record the issued one for reuse detection, and read the organization role for the token — one round trip,
-  // no transaction to open and commit, no unit of work.
+  // no transaction to open and commit, no unit of work. The session is found through the presented token's row in
+  // refresh_tokens (its primary key): no index on sessions covers the hash, and activity is written only every
+  // TOUCH_EVERY_S, so a rotation changes no indexed column and PostgreSQL updates the row in place (a HOT update:
+  // no new entry in the table's five indexes).
   const [row] = await preparedQuery<RotatedRow & { application: Record<string, unknown> }>(
     ctx.em,
     'refresh_session',
     `with a as (select * from applications where id = ?), rotated as (
-       update sessions s set refresh_token_hash = ?, last_active_at = now()
-         from users u, a
-        where s.application_id = a.id and s.refresh_token_hash = ? and s.revoked_at is null and ${origin.sql('a')}
+       update sessions s set refresh_token_hash = ?,
+              last_active_at = case when s.last_active_at < now() - interval '${TOUCH_EVERY_S} seconds' then now()
+                                    else s.last_active_at end
+         from refresh_tokens t, users u, a
+        where t.token_hash = ? and s.id = t.session_id and s.refresh_token_hash = t.token_hash
+          and s.application_id = a.id and s.revoked_at is null and ${origin.sql('a')}
           and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ${IDLE_TIMEOUT_SQL('a')})
           and u.id = s.user_id and u.status = 'active'
         returning s.id, s.user_id, s.aal, s.organization_id, s.host_id
@@ -280,14 +293,14 @@ async function withinGrace(
     'refresh_session_grace',
     `select s.id, s.user_id, s.aal, s.organization_id, s.host_id,
             (select m.role from organization_members m where m.organization_id = s.organization_id and m.user_id = s.user_id) as org_role
-       from sessions s
+       from refresh_tokens issued
+       join sessions s on s.id = issued.session_id and s.refresh_token_hash = issued.token_hash
        join users u on u.id = s.user_id and u.status = 'active'
-       join refresh_tokens issued on issued.token_hash = s.refresh_token_hash and issued.session_id = s.id
        join refresh_tokens spent on spent.token_hash = ? and spent.session_id = s.id
-      where s.application_id = ? and s.refresh_token_hash = ? and s.revoked_at is null
+      where issued.token_hash = ? and s.application_id = ? and s.revoked_at is null
         and s.expires_at > now() and s.last_active_at > now() - make_interval(secs => ?)
         and issued.created_at > now() - make_interval(secs => ?)`,
-    [presented, application.id, successorHash, idle_timeout_s, graceS],
+    [presented, successorHash, application.id, idle_timeout_s, graceS],
   );
   return row;
 }
