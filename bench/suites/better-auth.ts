@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { config, log, onCleanup } from '../harness/env.ts';
 import { MANY_SIGN_INS, signIn, startGatehouse } from '../harness/gatehouse.ts';
-import { type ConnectionState, load, own, type Scenario } from '../harness/load.ts';
+import { type ConnectionState, load, type Measurement, own, type Scenario } from '../harness/load.ts';
 import { roundTripList, startPgTrace, traceRequests } from '../harness/pg-trace.ts';
 import { type ScratchDatabase, scratchDatabase } from '../harness/postgres.ts';
 import { startServer } from '../harness/processes.ts';
@@ -121,6 +121,27 @@ function getSession(cookies: string[]): Scenario {
   };
 }
 
+/**
+ * A refresh load with the write-ahead log PostgreSQL wrote for it: the WAL position before and after the whole load
+ * (warm-up, window, drain and the requests one at a time), divided by the refreshes answered 200 in it. The rest of the
+ * log in that time (the server's housekeeping, PostgreSQL's own) is small beside tens of thousands of rotations.
+ */
+async function refreshWithWal(db: ScratchDatabase, run: (scenario: Scenario) => Promise<Measurement>, scenario: Scenario) {
+  let answered = 0;
+  const counted: Scenario = {
+    ...scenario,
+    response: (state, status, body, headers) => {
+      if (status === 200) answered++;
+      scenario.response?.(state, status, body, headers);
+    },
+  };
+  const lsn = async () => (await db.client.query('select pg_current_wal_lsn()::text as at')).rows[0].at as string;
+  const before = await lsn();
+  const measurement = await run(counted);
+  const { rows } = await db.client.query('select pg_wal_lsn_diff($1, $2)::float8 as bytes', [await lsn(), before]);
+  return { measurement, walBytes: rows[0].bytes / answered };
+}
+
 async function settled(db: ScratchDatabase): Promise<void> {
   log(`PostgreSQL settled (vacuum, analyze, checkpoint, no autovacuum running) in ${(await db.settle()).toFixed(1)} s`);
 }
@@ -158,13 +179,13 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
     db,
   );
   await settled(db);
-  const gRefresh = await load(
-    server,
+  const { measurement: gRefresh, walBytes: gWal } = await refreshWithWal(
+    db,
+    (scenario) => load(server, scenario, db),
     refresh(
       app.id,
       users.map((u) => u.refreshToken),
     ),
-    db,
   );
   await server.stop();
   const revoked = await count(db, 'select count(*) as n from sessions where revoked_at is not null');
@@ -198,13 +219,13 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
 
   const { minimal, sessions } = await startMinimalSignIn(db, app.id, users, TTL_S);
   await settled(db);
-  const mRefresh = await load(
-    minimal,
+  const { measurement: mRefresh, walBytes: mWal } = await refreshWithWal(
+    db,
+    (scenario) => load(minimal, scenario, db),
     refresh(
       app.id,
       sessions.map((s) => s.token),
     ),
-    db,
   );
   await minimal.stop();
 
@@ -295,6 +316,8 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
       `PostgreSQL CPU per request: new user ${dbMs(gNew)} against ${dbMs(bNew)} ms; returning ${dbMs(gReturning)} ` +
         `against ${dbMs(bReturning)} ms; \`/me\` ${dbMs(gMe)} against ${dbMs(bSession)} ms; refresh ${dbMs(gRefresh)} ` +
         `against ${dbMs(mRefresh)} ms.`,
+      `PostgreSQL write-ahead log per refresh (the whole load over the refreshes it answered): Gatehouse ${num(gWal)} ` +
+        `bytes, the minimal ${num(mWal)} bytes.`,
       'What each does per verify: Better Auth reads the verification row, deletes it, reads the user, (a new user: inserts ' +
         'the user and, for a magic link, no account row), inserts the session, each its own statement without a transaction; ' +
         'Gatehouse consumes the link, reads or creates the user, opens the session with its refresh token, and writes the ' +
