@@ -111,6 +111,32 @@ const onFirstUse: Plugin = {
 };
 
 /**
+ * tRPC's object spread: its build compiles `{ ...a, ...b }` to Babel's `_objectSpread2`, defined once in its shared
+ * helpers chunk, which copies property by property with `Object.defineProperty`. The bundle takes `objectSpread`
+ * (src/object-spread.ts: `Object.assign`, with a spread's result) in its place. A tRPC whose helper is not there as
+ * expected fails the build, rather than bundling it unchanged unnoticed.
+ */
+const TRPC_HELPERS = /[\\/]node_modules[\\/]@trpc[\\/]server[\\/]dist[\\/]getErrorShape-[\w-]+\.mjs$/;
+const BABEL_SPREAD = /^function _objectSpread2\(e\) \{\n[\s\S]*?\n\treturn e;\n\}$/m;
+
+const trpcObjectSpread: Plugin = {
+  name: 'trpc-object-spread',
+  setup(b) {
+    b.onLoad({ filter: TRPC_HELPERS }, async ({ path }) => {
+      const source = await readFile(path, 'utf8');
+      if (source.match(new RegExp(BABEL_SPREAD, 'gm'))?.length !== 1)
+        throw new Error(`${path}: tRPC's _objectSpread2 helper is not where build.ts expects it`);
+      const helper = JSON.stringify(here('./src/object-spread.ts'));
+      return {
+        contents: `import { objectSpread as _objectSpread2 } from ${helper};\n${source.replace(BABEL_SPREAD, '')}`,
+        loader: 'js',
+        resolveDir: dirname(path),
+      };
+    });
+  },
+};
+
+/**
  * How the server's code is bundled, for the server (below) and for a test that bundles part of it: Node 24's ES
  * modules, npm packages but `EXTERNAL` inside, and a `require` for the bundled CommonJS packages' own (of Node's
  * modules, and of their optional dependencies).
@@ -127,7 +153,7 @@ export const bundling = {
   // `.LEGAL.txt` beside each chunk. With them goes the last text that kept the bundle from being ASCII (see `asciiOnly`).
   minifyWhitespace: true,
   legalComments: 'external',
-  plugins: [nodeModulesAsRequired, onFirstUse, externalNpmPackages],
+  plugins: [nodeModulesAsRequired, onFirstUse, trpcObjectSpread, externalNpmPackages],
   banner: {
     js: [
       "import { createRequire as __gh_createRequire } from 'node:module';",
