@@ -38,6 +38,8 @@ export const config = {
   authzTuples: intEnv('BENCH_AUTHZ_TUPLES', 1_000_000, 10_000, 10_000_000),
   oauthMaxRate: intEnv('BENCH_OAUTH_MAX_RATE', 3000, 10, 20_000),
   webhookEvents: intEnv('BENCH_WEBHOOK_EVENTS', 6000, 100, 1_000_000),
+  /** better-auth: alternated rounds of the session-read and refresh comparisons (the median of each is reported). */
+  rounds: intEnv('BENCH_ROUNDS', 3, 1, 9),
   /** boot: starts per case (the median is reported). */
   bootRuns: intEnv('BENCH_BOOT_RUNS', 3, 1, 20),
   /** scim: directory users seeded for the filter, users provisioned through the API, the filter's steady rate. */
