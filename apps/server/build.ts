@@ -200,6 +200,28 @@ function asciiOnly(path: string, text: string) {
 }
 
 /**
+ * esbuild's `__name` (what `keepNames` calls), made to skip a function that already has the name. esbuild calls it for
+ * every named function, nested ones too, each time the function is created: fastify's hook runner declares three
+ * functions per hook of each request, and each call defined the `name` property again, with the name it already had
+ * (a nested function is never renamed by the bundle). An arrow function given to it has no name yet and still gets it.
+ * The helper is defined once, in the chunk of the runtime's helpers; the build fails when it is not found as written.
+ */
+const ESBUILD_NAME = 'var __name=(target,value)=>__defProp(target,"name",{value,configurable:true});';
+export const CHEAPER_NAME =
+  'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:true});';
+
+function withCheaperNames(files: { path: string; text: string }[]): Map<string, string> {
+  const patched = new Map<string, string>();
+  for (const file of files) {
+    if (file.path.endsWith('.js') && file.text.includes(ESBUILD_NAME))
+      patched.set(file.path, file.text.replace(ESBUILD_NAME, CHEAPER_NAME));
+  }
+  if (patched.size !== 1)
+    throw new Error(`esbuild's __name helper was found in ${patched.size} chunks, not in one as build.ts expects`);
+  return patched;
+}
+
+/**
  * Bundles the server into dist/main.js (what `npm start` runs, through start.js): the project's own TypeScript — this
  * app and the workspace packages — and the npm packages it uses (but `EXTERNAL`) become JavaScript in a few files, so
  * a start neither loads Node's type stripper (about 17 MB resident) nor resolves and reads thousands of modules. What
@@ -239,11 +261,13 @@ export async function buildServer(): Promise<void> {
     await rename(`${path}.${process.pid}.tmp`, path);
   };
   for (const file of result.outputFiles) if (file.path.endsWith('.js')) asciiOnly(file.path, file.text);
+  const patched = withCheaperNames(result.outputFiles);
+  const contents = (file: (typeof result.outputFiles)[number]) => patched.get(file.path) ?? file.contents;
   await mkdir(DIST, { recursive: true });
   // The chunks before the entry that imports them.
   const entry = join(DIST, 'main.js');
-  for (const file of result.outputFiles) if (file.path !== entry) await replace(file.path, file.contents);
-  for (const file of result.outputFiles) if (file.path === entry) await replace(file.path, file.contents);
+  for (const file of result.outputFiles) if (file.path !== entry) await replace(file.path, contents(file));
+  for (const file of result.outputFiles) if (file.path === entry) await replace(file.path, contents(file));
   // Earlier builds' chunks stay a day: a process started from an earlier entry may still import one on first use.
   const kept = new Set([...result.outputFiles.map((file) => file.path), join(DIST, 'inputs.json')]);
   for (const name of await readdir(DIST)) {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXTERNAL } from '../build.ts';
+import { CHEAPER_NAME, EXTERNAL } from '../build.ts';
 import { BOOT_MS } from './helpers/limits.ts';
 import { freePort } from './helpers/ports.ts';
 import { rawRequest } from './helpers/server.ts';
@@ -117,6 +117,24 @@ describe('npm start on a fresh data directory', () => {
       if ((await stat(join(ROOT, 'apps/server/dist', input))).mtimeMs > built) newer.push(input);
     }
     expect(newer).toEqual([]);
+  });
+
+  it('names functions with the helper that skips a function named already (build.ts), defined once', async () => {
+    // The chunks of the current build: main.js and what it imports, statically or on first use (earlier builds' chunks
+    // stay beside them for a day).
+    const dist = join(ROOT, 'apps/server/dist');
+    const seen = new Set<string>();
+    const helpers: string[] = [];
+    const visit = async (name: string) => {
+      if (seen.has(name)) return;
+      seen.add(name);
+      const text = await readFile(join(dist, name), 'utf8');
+      helpers.push(...(text.match(/var __name=[^;]*;/g) ?? []));
+      for (const [, imported] of text.matchAll(/"\.\/([\w-]+\.js)"/g)) await visit(imported!);
+    };
+    await visit('main.js');
+    expect(seen.size).toBeGreaterThan(3);
+    expect(helpers).toEqual([CHEAPER_NAME]);
   });
 
   it('prints its URL, the docs URL and where the operator token is', () => {
