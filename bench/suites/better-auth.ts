@@ -10,7 +10,7 @@ import { MANY_SIGN_INS, signIn, startGatehouse } from '../harness/gatehouse.ts';
 import { type ConnectionState, load, type Measurement, own, type Scenario } from '../harness/load.ts';
 import { roundTripList, startPgTrace, traceRequests } from '../harness/pg-trace.ts';
 import { type ScratchDatabase, scratchDatabase } from '../harness/postgres.ts';
-import { startServer } from '../harness/processes.ts';
+import { type ServerProcess, startServer } from '../harness/processes.ts';
 import { cpuMs, num, ratioTarget, type SuiteResult } from '../harness/report.ts';
 import { refresh, startMinimalSignIn } from './sign-in.ts';
 
@@ -204,6 +204,8 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
     minimal: Measurement;
     wal: [number, number];
   }> = [];
+  const refreshLoad = (target: ServerProcess, tokens: string[]) =>
+    refreshWithWal(db, (scenario) => load(target, scenario, db), refresh(app.id, tokens));
   for (let round = 0; round < config.rounds; round++) {
     const label = (m: Measurement) => ({ ...m, scenario: `${m.scenario} (round ${round + 1})` });
     await settled(db);
@@ -218,22 +220,14 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
     await settled(db);
     const bSession = await load(peer, getSession(cookies), db);
     await settled(db);
-    const gRefresh = await refreshWithWal(
-      db,
-      (scenario) => load(server, scenario, db),
-      refresh(
-        app.id,
-        roundOf(users, round).map((u) => u.refreshToken),
-      ),
+    const gRefresh = await refreshLoad(
+      server,
+      roundOf(users, round).map((u) => u.refreshToken),
     );
     await settled(db);
-    const mRefresh = await refreshWithWal(
-      db,
-      (scenario) => load(minimal, scenario, db),
-      refresh(
-        app.id,
-        roundOf(sessions, round).map((s) => s.token),
-      ),
+    const mRefresh = await refreshLoad(
+      minimal,
+      roundOf(sessions, round).map((s) => s.token),
     );
     rounds.push({
       me: label(gMe),
