@@ -89,8 +89,20 @@ export async function addVirtualAuthenticator(session: CDPSession): Promise<stri
 /** Where browser tests keep their screenshots (apps/server/test-artifacts/, not tracked). */
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
 
-/** A full-page screenshot of `page`, kept as a test artifact `<name>.png`. */
+/**
+ * A full-page screenshot of `page`, kept as a test artifact `<name>.png`. Chromium sometimes refuses one capture
+ * ("Protocol error (Page.captureScreenshot): Unable to capture screenshot", seen once in a CI run under load) and takes
+ * the same picture when asked again: that one error is retried, twice, a moment apart; any other fails the test.
+ */
 export async function screenshot(page: Page, name: string): Promise<void> {
   await mkdir(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+      return;
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes('Unable to capture screenshot')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }
