@@ -1,4 +1,4 @@
-import type { EntityManager, Orm } from './db/orm.ts';
+import { type EntityManager, type Orm, requestEntityManager } from './db/orm.ts';
 import { SecretBox, sha256 } from './lib/crypto.ts';
 import { createMailer, type Mailer } from './lib/mailer.ts';
 import { createMetrics, type Metrics } from './lib/metrics.ts';
@@ -164,7 +164,10 @@ export interface RequestInfo {
  */
 export interface Context extends RequestInfo {
   services: Services;
-  /** A forked entity manager: its identity map belongs to this request only. */
+  /**
+   * A fork of the ORM's entity manager, made at its first use (`requestEntityManager`): its identity map belongs to this
+   * request only.
+   */
   em: EntityManager;
   /**
    * Filled by the REST host from procedure meta (e.g. 201); tRPC ignores it. `meta`: the envelope's meta when the
@@ -184,7 +187,7 @@ export interface Context extends RequestInfo {
 }
 
 export function createContext(services: Services, info: RequestInfo): Context {
-  return { ...info, services, em: services.orm.em.fork(), response: { headers: {} } };
+  return { ...info, services, em: requestEntityManager(services.orm.em), response: { headers: {} } };
 }
 
 export function header(ctx: Pick<Context, 'headers'>, name: string): string | undefined {
