@@ -126,7 +126,7 @@ function getSession(cookies: string[]): Scenario {
  * (warm-up, window, drain and the requests one at a time), divided by the refreshes answered 200 in it. The rest of the
  * log in that time (the server's housekeeping, PostgreSQL's own) is small beside tens of thousands of rotations.
  */
-async function refreshWithWal(db: ScratchDatabase, run: (scenario: Scenario) => Promise<Measurement>, scenario: Scenario) {
+async function refreshWithWal(db: ScratchDatabase, server: ServerProcess, scenario: Scenario) {
   let answered = 0;
   const counted: Scenario = {
     ...scenario,
@@ -137,7 +137,7 @@ async function refreshWithWal(db: ScratchDatabase, run: (scenario: Scenario) => 
   };
   const lsn = async () => (await db.client.query('select pg_current_wal_lsn()::text as at')).rows[0].at as string;
   const before = await lsn();
-  const measurement = await run(counted);
+  const measurement = await load(server, counted, db);
   const { rows } = await db.client.query('select pg_wal_lsn_diff($1, $2)::float8 as bytes', [await lsn(), before]);
   return { measurement, walBytes: rows[0].bytes / answered };
 }
@@ -204,8 +204,6 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
     minimal: Measurement;
     wal: [number, number];
   }> = [];
-  const refreshLoad = (target: ServerProcess, tokens: string[]) =>
-    refreshWithWal(db, (scenario) => load(target, scenario, db), refresh(app.id, tokens));
   for (let round = 0; round < config.rounds; round++) {
     const label = (m: Measurement) => ({ ...m, scenario: `${m.scenario} (round ${round + 1})` });
     await settled(db);
@@ -220,14 +218,22 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
     await settled(db);
     const bSession = await load(peer, getSession(cookies), db);
     await settled(db);
-    const gRefresh = await refreshLoad(
+    const gRefresh = await refreshWithWal(
+      db,
       server,
-      roundOf(users, round).map((u) => u.refreshToken),
+      refresh(
+        app.id,
+        roundOf(users, round).map((u) => u.refreshToken),
+      ),
     );
     await settled(db);
-    const mRefresh = await refreshLoad(
+    const mRefresh = await refreshWithWal(
+      db,
       minimal,
-      roundOf(sessions, round).map((s) => s.token),
+      refresh(
+        app.id,
+        roundOf(sessions, round).map((s) => s.token),
+      ),
     );
     rounds.push({
       me: label(gMe),
@@ -240,17 +246,38 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
   await Promise.all([server.stop(), peer.stop(), minimal.stop()]);
   const revoked = await count(db, 'select count(*) as n from sessions where revoked_at is not null');
   if (revoked > 0) throw new Error(`${revoked} sessions were revoked: a refresh token was presented twice`);
-  /** The round whose throughput is the median of the rounds' (the upper one of an even count). */
-  const median = (pick: (r: (typeof rounds)[number]) => Measurement) =>
-    rounds.map(pick).sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(rounds.length / 2)]!;
+  /** The middle one of the rounds by `by` (the upper one of an even count). */
+  const middle = <T>(values: T[], by: (value: T) => number) =>
+    [...values].sort((a, b) => by(a) - by(b))[Math.floor(values.length / 2)]!;
+  const throughput = (m: Measurement) => m.requestsPerSecond;
   const [gMe, bSession, gRefresh, mRefresh] = [
-    median((r) => r.me),
-    median((r) => r.session),
-    median((r) => r.refresh),
-    median((r) => r.minimal),
+    middle(
+      rounds.map((r) => r.me),
+      throughput,
+    ),
+    middle(
+      rounds.map((r) => r.session),
+      throughput,
+    ),
+    middle(
+      rounds.map((r) => r.refresh),
+      throughput,
+    ),
+    middle(
+      rounds.map((r) => r.minimal),
+      throughput,
+    ),
   ];
-  const middle = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  const [gWal, mWal] = [middle(rounds.map((r) => r.wal[0])), middle(rounds.map((r) => r.wal[1]))];
+  const [gWal, mWal] = [
+    middle(
+      rounds.map((r) => r.wal[0]),
+      Number,
+    ),
+    middle(
+      rounds.map((r) => r.wal[1]),
+      Number,
+    ),
+  ];
 
   // The statements of each completion: the server again, behind the protocol tracer, one request at a time.
   const trace = await startPgTrace(new URL(db.url));
@@ -310,7 +337,8 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
         'of each server with the median throughput (the figures in its row), and the write-ahead log per refresh is the ' +
         'median of the rounds\u2019. ' +
         `Gatehouse: ${users.length} users signed in through the API (magic-link start, the link from the message log, ` +
-        'verify) for `/me` and refresh (fresh sessions for each round\u2019s refresh); links for the verify loads written with SQL as the start writes them (SHA-256 ' +
+        'verify) for `/me` and refresh (fresh sessions for each round\u2019s refresh); links for the verify loads ' +
+        'written with SQL as the start writes them (SHA-256 ' +
         `of a new \`ml_\` token, an hour to live), ${num(links)} per load (BENCH_SIGNIN_MAX_RATE ${MAX_RATE}/s of load): ` +
         `first new addresses (each verify creates the user), then the addresses of ${RETURNING_USERS} of the users so created.`,
       'Better Auth 1.7.25 (`bench/peers/better-auth.ts`): `betterAuth` with a `pg` pool of 20 (Gatehouse\u2019s default), its ' +

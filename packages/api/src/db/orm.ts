@@ -231,32 +231,55 @@ const nativePools = new WeakMap<object, Promise<pg.Pool | null>>();
  * A proxy, not a getter on the context: tRPC's context merges read every property, and a getter would fork there.
  */
 export function requestEntityManager(root: EntityManager): EntityManager {
-  let fork: EntityManager | undefined;
-  const bound = new Map<PropertyKey, unknown>();
-  const forked = () => {
-    fork ??= root.fork();
-    return fork;
-  };
-  const unforked: Partial<Record<PropertyKey, unknown>> = {
-    isInTransaction: () => false,
-    getConnection: root.getConnection.bind(root),
-  };
-  return new Proxy(root, {
-    get(_root, key) {
-      if (!fork && Object.hasOwn(unforked, key)) return unforked[key];
-      const target = forked();
-      const value: unknown = Reflect.get(target, key, target);
-      if (typeof value !== 'function') return value;
-      let method = bound.get(key);
-      if (!method) {
-        method = value.bind(target);
-        bound.set(key, method);
+  return new Proxy(root, new RequestEntityManager(root));
+}
+
+const notInTransaction = () => false;
+/** The root's `getConnection`, bound once per ORM (its entity manager), not once per request. */
+const rootConnections = new WeakMap<EntityManager, EntityManager['getConnection']>();
+
+/** The proxy's handler: its state is the fork, once made, and the fork's methods as handed out (bound to it). */
+class RequestEntityManager implements ProxyHandler<EntityManager> {
+  readonly #root: EntityManager;
+  #fork: { em: EntityManager; methods: Map<PropertyKey, unknown> } | undefined;
+
+  constructor(root: EntityManager) {
+    this.#root = root;
+  }
+
+  #forked() {
+    this.#fork ??= { em: this.#root.fork(), methods: new Map() };
+    return this.#fork;
+  }
+
+  get(root: EntityManager, key: PropertyKey) {
+    if (!this.#fork && key === 'isInTransaction') return notInTransaction;
+    if (!this.#fork && key === 'getConnection') {
+      let getConnection = rootConnections.get(root);
+      if (!getConnection) {
+        getConnection = root.getConnection.bind(root);
+        rootConnections.set(root, getConnection);
       }
-      return method;
-    },
-    set: (_root, key, value) => Reflect.set(forked(), key, value),
-    has: (_root, key) => Reflect.has(forked(), key),
-  });
+      return getConnection;
+    }
+    const { em, methods } = this.#forked();
+    const value: unknown = Reflect.get(em, key, em);
+    if (typeof value !== 'function') return value;
+    let method = methods.get(key);
+    if (!method) {
+      method = value.bind(em);
+      methods.set(key, method);
+    }
+    return method;
+  }
+
+  set(_root: EntityManager, key: PropertyKey, value: unknown) {
+    return Reflect.set(this.#forked().em, key, value);
+  }
+
+  has(_root: EntityManager, key: PropertyKey) {
+    return Reflect.has(this.#forked().em, key);
+  }
 }
 
 /** PostgreSQL's pool behind MikroORM's connection, or null for the embedded database (which has no pool). */
