@@ -71,6 +71,33 @@ describe('end-user routes, actual requests', () => {
     expectAllowed(me, from);
   });
 
+  it('a change to the application applies to the very next /me and refresh (the process keeps its copy by version)', async () => {
+    const from = origin('changed');
+    const app = await suite.server.createApp({ allowed_origins: [from] });
+    const { access_token, refresh_token } = await signIn(app);
+    // Twice each: the second answers come from the process's copy of the application, not its row.
+    for (let i = 0; i < 2; i++) expectAllowed(await browser(app, from, 'GET', '/v1/auth/me', undefined, access_token), from);
+    let token = refresh_token;
+    for (let i = 0; i < 2; i++) {
+      const refreshed = await browser(app, from, 'POST', '/v1/auth/token/refresh', { refresh_token: token });
+      expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+      expect(refreshed.body.data.expires_in).toBe(600);
+      token = refreshed.body.data.refresh_token;
+    }
+
+    const patch = (body: unknown) => app.rest('PATCH', `/v1/applications/${app.id}`, body);
+    expect((await patch({ allowed_origins: [origin('other')] })).status).toBe(200);
+    expectError(await browser(app, from, 'GET', '/v1/auth/me', undefined, access_token), 403, 'origin_not_allowed');
+    expectError(await browser(app, from, 'POST', '/v1/auth/token/refresh', { refresh_token: token }), 403, 'origin_not_allowed');
+
+    // Allowed again, and a settings change: the refused refresh rotated nothing, and the new lifetime applies at once.
+    expect((await patch({ allowed_origins: [from], settings: { session: { access_token_ttl_s: 120 } } })).status).toBe(200);
+    expectAllowed(await browser(app, from, 'GET', '/v1/auth/me', undefined, access_token), from);
+    const refreshed = await browser(app, from, 'POST', '/v1/auth/token/refresh', { refresh_token: token });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).toBe(200);
+    expect(refreshed.body.data.expires_in).toBe(120);
+  });
+
   it('an allowed origin can read the error answers of end-user routes too', async () => {
     const from = origin('errors');
     const app = await suite.server.createApp({ allowed_origins: [from] });

@@ -1,3 +1,4 @@
+import type { Services } from '../../context.ts';
 import { type EntityManager, type Orm, preparedQuery } from '../../db/orm.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { isUuid, newId } from '../../lib/ids.ts';
@@ -121,6 +122,59 @@ export const applicationFromRow = (a: Record<string, any>): Application => ({
   createdAt: new Date(a.created_at),
   updatedAt: new Date(a.updated_at),
 });
+
+/**
+ * An application as a hot path's statement reads it beside what it came for, without its row when this process holds
+ * that very version of it. The version is the row's tuple: the transaction that wrote it and its place in the table
+ * (`xmin`, `ctid`). Any change to the row writes a new tuple, so a version names one content (two changes in one
+ * transaction write two tuples; only the last is ever visible to another). The statement answers the row as JSON only
+ * when the version it reads differs from the one presented; the process keeps the last version of each application it
+ * read, frozen (shared by the requests that read it), and its settings parsed once (`settingsOf`).
+ */
+interface KnownApplication {
+  version: string;
+  application: Application;
+}
+const MAX_KNOWN_APPLICATIONS = 10_000;
+const knownApplications = new WeakMap<Services, Map<string, KnownApplication>>();
+
+export interface VersionedApplication {
+  /** Select-list columns `application` (the row as JSON, or null) and `application_version`, for the row `alias`. */
+  sql: (alias: string) => string;
+  /** The parameter of `sql`: the version this process holds. */
+  params: unknown[];
+  /** The application the statement answered with those two columns. */
+  resolve(row: { application: Record<string, unknown> | null; application_version: string }): Application;
+}
+
+export function versionedApplication(services: Services, id: string): VersionedApplication {
+  let known = knownApplications.get(services);
+  if (!known) {
+    known = new Map();
+    knownApplications.set(services, known);
+  }
+  const cache = known;
+  // Read now, and used below whatever another request stores meanwhile: the statement compared this version.
+  const held = cache.get(id);
+  const version = (alias: string) => `(${alias}.xmin::text || ':' || ${alias}.ctid::text)`;
+  return {
+    sql: (alias) =>
+      `case when ${version(alias)} = ? then null else row_to_json(${alias}) end as application, ${version(alias)} as application_version`,
+    params: [held?.version ?? null],
+    resolve(row) {
+      if (row.application === null) {
+        if (held) return held.application;
+        throw new Error('the statement compared no version, yet answered none');
+      }
+      const application = applicationFromRow(row.application);
+      deepFreeze(application.settings);
+      Object.freeze(application);
+      if (cache.size >= MAX_KNOWN_APPLICATIONS && !cache.has(id)) cache.clear();
+      cache.set(id, { version: row.application_version, application });
+      return application;
+    },
+  };
+}
 
 /** The application with this id as a plain record (one prepared statement), or undefined; any string may be asked. */
 export async function applicationById(em: EntityManager, id: string): Promise<Application | undefined> {

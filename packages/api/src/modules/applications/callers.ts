@@ -6,7 +6,7 @@ import { isUuid } from '../../lib/ids.ts';
 import { Registry } from '../../lib/modules.ts';
 import { authenticatedProcedure, DeferredCredential, type Meta } from '../../trpc.ts';
 import type { Application } from './application.entity.ts';
-import { applicationById, applicationFromRow } from './applications.service.ts';
+import { applicationById } from './applications.service.ts';
 import type { OperatorContext } from './contexts.ts';
 import { allowOrigin, originCondition } from './cors.ts';
 
@@ -55,10 +55,10 @@ export interface ApplicationInStatement {
    */
   origin: { sql: (alias: string) => string; params: unknown[] };
   /**
-   * Judges the application row the statement read (undefined: no such application) as the authenticator would (the
-   * application, then the origin), sets the CORS headers, and answers the application.
+   * Judges the application the statement read (undefined: no such application) as the authenticator would (the
+   * application, then the origin), sets the CORS headers, and answers it.
    */
-  accept(row: Record<string, unknown> | undefined): Application;
+  accept(application: Application | undefined): Application;
 }
 
 /** An end user's browser whose application its procedure reads and checks inside its own statement. */
@@ -80,10 +80,9 @@ async function deferApplication(ctx: Context): Promise<Omit<EndUserInStatementCo
   const applicationInStatement: ApplicationInStatement = {
     id,
     origin: originCondition(ctx),
-    accept(row) {
+    accept(application) {
       deferredCredential.settled = true;
-      if (!row) throw applicationNotResolved();
-      const application = applicationFromRow(row);
+      if (!application) throw applicationNotResolved();
       allowOrigin(ctx, application);
       return application;
     },

@@ -7,7 +7,7 @@ import { deleteInBatches, type PurgeStep, SPENT_ONE_TIME_ROWS } from '../../lib/
 import { newId } from '../../lib/ids.ts';
 import type { Hooks } from '../../lib/modules.ts';
 import type { Application } from '../applications/application.entity.ts';
-import { settingsOf } from '../applications/applications.service.ts';
+import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
 import type { EndUserInStatementContext } from '../applications/callers.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { isHostedPageOf } from '../applications/cors.ts';
@@ -186,7 +186,10 @@ async function finish(
        from a left join spent on true`,
     [applicationId, stateHash, input.provider, purpose, user?.id ?? null, ...origin.params, applicationId, input.provider],
   );
-  const application = 'applicationInStatement' in ctx ? ctx.applicationInStatement.accept(row?.application) : ctx.application;
+  const application =
+    'applicationInStatement' in ctx
+      ? ctx.applicationInStatement.accept(row ? applicationFromRow(row.application) : undefined)
+      : ctx.application;
   if (!row?.secrets_sealed) {
     throw new AppError(
       'invalid_verification',

@@ -8,7 +8,7 @@ import { deleteInBatches, type PurgeStep, retentionDays } from '../../lib/housek
 import { isUuid, newId } from '../../lib/ids.ts';
 import type { Application } from '../applications/application.entity.ts';
 import { ApplicationSettingsSchema } from '../applications/applications.schema.ts';
-import { applicationFromRow, settingsOf } from '../applications/applications.service.ts';
+import { settingsOf, versionedApplication } from '../applications/applications.service.ts';
 import { bearer, type EndUserInStatementContext, resolveApplication } from '../applications/callers.ts';
 import type { TenantContext } from '../applications/contexts.ts';
 import { allowOrigin } from '../applications/cors.ts';
@@ -229,16 +229,17 @@ export async function refreshSession(ctx: EndUserInStatementContext, refreshToke
   const next = successorOf(ctx.services, refreshToken);
   const nextHash = sha256(next);
   const { id: applicationId, origin } = ctx.applicationInStatement;
+  const versioned = versionedApplication(ctx.services, applicationId);
   // The hot path is one statement, atomic on its own: read the application (its origin gates the rotation), rotate the
   // hash, record the issued one for reuse detection, and read the organization role for the token — one round trip,
   // no transaction to open and commit, no unit of work. The session is found through the presented token's row in
   // refresh_tokens (its primary key): no index on sessions covers the hash, and activity is written only every
   // TOUCH_EVERY_S, so a rotation changes no indexed column and PostgreSQL updates the row in place (a HOT update:
   // no new entry in the table's five indexes).
-  const [row] = await preparedQuery<RotatedRow & { application: Record<string, unknown> }>(
+  const [row] = await preparedQuery<RotatedRow & { application: Record<string, unknown> | null; application_version: string }>(
     ctx.em,
     'refresh_session',
-    `with a as (select * from applications where id = ?), rotated as (
+    `with a as (select *, xmin, ctid from applications where id = ?), rotated as (
        update sessions s set refresh_token_hash = ?,
               last_active_at = case when s.last_active_at < now() - interval '${TOUCH_EVERY_S} seconds' then now()
                                     else s.last_active_at end
@@ -251,13 +252,13 @@ export async function refreshSession(ctx: EndUserInStatementContext, refreshToke
      ), issued as (
        insert into refresh_tokens (token_hash, session_id, created_at) select ?, id, now() from rotated
      )
-     select row_to_json(a) as application, r.id, r.user_id, r.aal, r.organization_id, r.host_id,
+     select ${versioned.sql('a')}, r.id, r.user_id, r.aal, r.organization_id, r.host_id,
             (select m.role from organization_members m where m.organization_id = r.organization_id and m.user_id = r.user_id
                 and m.status = 'active') as org_role
        from a left join rotated r on true`,
-    [applicationId, nextHash, presented, ...origin.params, DEFAULT_IDLE_TIMEOUT_S, nextHash],
+    [applicationId, nextHash, presented, ...origin.params, DEFAULT_IDLE_TIMEOUT_S, nextHash, ...versioned.params],
   );
-  const application = ctx.applicationInStatement.accept(row?.application);
+  const application = ctx.applicationInStatement.accept(row && versioned.resolve(row));
   const rotated = row?.id ? row : await withinGrace(ctx, application, presented, nextHash);
   if (!rotated) {
     await detectReuse(ctx.em, application, presented);
@@ -488,19 +489,20 @@ export async function authenticateSignedIn(ctx: Context): Promise<{ application:
   } catch (error) {
     return refuse(error instanceof AppError ? error : new AppError('invalid_token', 'The access token is invalid or expired'));
   }
-  const [row] = await preparedQuery<{ s: JsonRow; u: JsonRow; a: JsonRow }>(
+  const versioned = versionedApplication(ctx.services, applicationId);
+  const [row] = await preparedQuery<{ s: JsonRow; u: JsonRow; application: JsonRow | null; application_version: string }>(
     ctx.em,
     'signed_in_session',
-    `select row_to_json(s) as s, row_to_json(u) as u, row_to_json(a) as a
+    `select row_to_json(s) as s, row_to_json(u) as u, ${versioned.sql('a')}
        from sessions s join users u on u.id = s.user_id join applications a on a.id = s.application_id
       where s.id = ? and s.application_id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()
         and u.status = 'active'`,
-    [claims.sid, applicationId, claims.sub],
+    [...versioned.params, claims.sid, applicationId, claims.sub],
   );
   if (!row) return refuse(new AppError('invalid_token', 'The session has ended'));
   // Plain records, not managed entities: this path only reads, and mapping three entities per request was a third
   // of its cost. Writes on signed-in routes go through native statements or load what they change.
-  const application = applicationFromRow(row.a);
+  const application = versioned.resolve(row);
   allowOrigin(ctx, application);
   const user = userFromRow(row.u);
   actAs({ type: 'user', id: user.id });
