@@ -2,6 +2,8 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type AnyNode, parse } from 'acorn';
+import { simple } from 'acorn-walk';
 import { type BuildOptions, build, type Plugin } from 'esbuild';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -213,12 +215,52 @@ export const CHEAPER_NAME =
 function withCheaperNames(files: { path: string; text: string }[]): Map<string, string> {
   const patched = new Map<string, string>();
   for (const file of files) {
-    if (file.path.endsWith('.js') && file.text.includes(ESBUILD_NAME))
-      patched.set(file.path, file.text.replace(ESBUILD_NAME, CHEAPER_NAME));
+    if (!file.path.endsWith('.js')) continue;
+    const text = withoutNeedlessNames(file.text);
+    patched.set(file.path, text.includes(ESBUILD_NAME) ? text.replace(ESBUILD_NAME, CHEAPER_NAME) : text);
   }
-  if (patched.size !== 1)
-    throw new Error(`esbuild's __name helper was found in ${patched.size} chunks, not in one as build.ts expects`);
+  const helpers = [...patched.values()].filter((text) => text.includes(CHEAPER_NAME)).length;
+  if (helpers !== 1) throw new Error(`esbuild's __name helper was found in ${helpers} chunks, not in one as build.ts expects`);
   return patched;
+}
+
+/**
+ * `keepNames` also wraps an anonymous arrow or function expression bound to a name (`const onError = (err) => …` in
+ * pg-pool's query, fastify's per-request closures): `__name(fn, "onError")`, which defines the property on every
+ * creation, since such a function has no name of its own when it reaches the helper. Where the binding kept its
+ * name in the bundle, the language gives the function that very name without the helper (a variable, a property, a
+ * class field or an assignment names the anonymous function it is given), so the call is taken out: its `__name(` and
+ * `, "onError")` become spaces, and the columns of the source map stay right. A renamed binding (`onError2`), a class,
+ * or any other place keeps the call.
+ */
+export function withoutNeedlessNames(code: string): string {
+  if (!code.includes('__name(')) return code;
+  const blanks: Array<[number, number]> = [];
+  const unwrap = (bound: string | undefined, value: AnyNode | null | undefined) => {
+    if (bound === undefined || value?.type !== 'CallExpression') return;
+    const { callee, arguments: args } = value;
+    if (callee.type !== 'Identifier' || callee.name !== '__name' || args.length !== 2) return;
+    const [fn, name] = args;
+    const anonymous = fn?.type === 'ArrowFunctionExpression' || (fn?.type === 'FunctionExpression' && fn.id === null);
+    if (!fn || !anonymous || name?.type !== 'Literal' || name.value !== bound) return;
+    blanks.push([value.start, fn.start], [fn.end, value.end]);
+  };
+  const keyName = (key: AnyNode, computed: boolean) =>
+    computed ? undefined : key.type === 'Identifier' ? key.name : key.type === 'Literal' ? String(key.value) : undefined;
+  simple(parse(code, { ecmaVersion: 'latest', sourceType: 'module' }), {
+    VariableDeclarator: (node) => unwrap(node.id.type === 'Identifier' ? node.id.name : undefined, node.init),
+    AssignmentExpression: (node) =>
+      unwrap(node.operator === '=' && node.left.type === 'Identifier' ? node.left.name : undefined, node.right),
+    Property: (node) => unwrap(node.kind === 'init' && !node.method ? keyName(node.key, node.computed) : undefined, node.value),
+    PropertyDefinition: (node) => unwrap(keyName(node.key, node.computed), node.value),
+  });
+  let out = '';
+  let at = 0;
+  for (const [from, to] of blanks.sort((a, b) => a[0] - b[0])) {
+    out += code.slice(at, from) + ' '.repeat(to - from);
+    at = to;
+  }
+  return out + code.slice(at);
 }
 
 /**
