@@ -262,24 +262,13 @@ export async function betterAuthSuite(): Promise<SuiteResult> {
   /** The middle one of the rounds by `by` (the upper one of an even count). */
   const middle = <T>(values: T[], by: (value: T) => number) =>
     [...values].sort((a, b) => by(a) - by(b))[Math.floor(values.length / 2)]!;
-  const throughput = (m: Measurement) => m.requestsPerSecond;
+  /** Each server's round of the median throughput. */
+  const medianRound = (pick: (r: (typeof rounds)[number]) => Measurement) => middle(rounds.map(pick), (m) => m.requestsPerSecond);
   const [gMe, bSession, gRefresh, mRefresh] = [
-    middle(
-      rounds.map((r) => r.me),
-      throughput,
-    ),
-    middle(
-      rounds.map((r) => r.session),
-      throughput,
-    ),
-    middle(
-      rounds.map((r) => r.refresh),
-      throughput,
-    ),
-    middle(
-      rounds.map((r) => r.minimal),
-      throughput,
-    ),
+    medianRound((r) => r.me),
+    medianRound((r) => r.session),
+    medianRound((r) => r.refresh),
+    medianRound((r) => r.minimal),
   ];
   const [gWal, mWal] = [
     middle(
